@@ -1,0 +1,65 @@
+//! Errors of the CEL layer: compile errors (refused at load) and runtime
+//! errors (a denial naming the rule and the error, as the API server does).
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What kind of runtime error happened; the validator words some kinds
+/// differently, as the API server does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No function overload for the argument types (bypasses the type check
+    /// only through dynamic values such as int-or-string).
+    NoSuchOverload,
+    /// The per-expression runtime cost limit was reached.
+    CostLimit,
+    /// Anything else: no such key, index out of range, overflow, ...
+    Other,
+}
+
+/// A CEL runtime error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalError {
+    pub kind: ErrorKind,
+    pub message: Cow<'static, str>,
+}
+
+impl EvalError {
+    /// An error of kind `Other`.
+    pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
+        EvalError {
+            kind: ErrorKind::Other,
+            message: message.into(),
+        }
+    }
+
+    /// A "no such overload" error.
+    pub fn no_overload() -> Self {
+        EvalError {
+            kind: ErrorKind::NoSuchOverload,
+            message: "no such overload".into(),
+        }
+    }
+
+    /// A "no such key" error.
+    pub fn no_such_key(key: &str) -> Self {
+        EvalError::new(format!("no such key: {key}"))
+    }
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// A compile error: the rule is refused at load.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct CompileError {
+    /// The full text, in cel-go's shape:
+    /// `ERROR: <input>:1:6: msg` followed by the source line and a caret.
+    pub message: String,
+}

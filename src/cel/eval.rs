@@ -1,0 +1,623 @@
+//! The evaluator: a direct walk of the compiled tree over borrowed values,
+//! with variables in numbered slots (no name lookups per step) and a cost
+//! counter that stops runaway programs.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
+use super::error::{ErrorKind, EvalError};
+use super::functions::{self, sort_values};
+use super::value::{compare, equals, List, Map, Str, Value};
+use crate::schema::ListType;
+
+/// The state of one evaluation.
+pub(crate) struct Frame<'a> {
+    pub vars: Vec<Value<'a>>,
+    /// Cost spent so far by this expression.
+    pub cost: u64,
+    /// Cost at which evaluation stops.
+    pub limit: u64,
+}
+
+impl Frame<'_> {
+    #[inline]
+    fn charge(&mut self, units: u64) -> Result<(), EvalError> {
+        self.cost += units;
+        if self.cost > self.limit {
+            return Err(EvalError {
+                kind: ErrorKind::CostLimit,
+                message: "operation cancelled: actual cost limit exceeded".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn as_bool(v: Result<Value<'_>, EvalError>) -> Result<bool, EvalError> {
+    match v? {
+        Value::Bool(b) => Ok(b),
+        _ => Err(EvalError::no_overload()),
+    }
+}
+
+/// Evaluates `ir` in `frame`.
+pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    f.charge(1)?;
+    match ir {
+        Ir::Const(c) => Ok(constant(c)),
+        Ir::Var(slot) => Ok(f.vars[*slot].clone()),
+        Ir::Select {
+            operand,
+            field,
+            test,
+        } => {
+            let v = eval(operand, f)?;
+            select(&v, field, *test)
+        }
+        Ir::OptSelect { operand, field } => {
+            let v = eval(operand, f)?;
+            let inner = match v {
+                Value::Optional(None) => return Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => (*inner).clone(),
+                other => other,
+            };
+            match inner {
+                Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+                _ => Err(EvalError::no_overload()),
+            }
+        }
+        Ir::Index(a, b) => {
+            let a = eval(a, f)?;
+            let b = eval(b, f)?;
+            index(&a, &b)
+        }
+        Ir::OptIndex(a, b) => {
+            let a = eval(a, f)?;
+            let b = eval(b, f)?;
+            let inner = match a {
+                Value::Optional(None) => return Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => (*inner).clone(),
+                other => other,
+            };
+            match index(&inner, &b) {
+                Ok(v) => Ok(Value::Optional(Some(Rc::new(v)))),
+                Err(e) if e.kind == ErrorKind::Other => Ok(Value::Optional(None)),
+                Err(e) => Err(e),
+            }
+        }
+        // Logical operators absorb an error when the other side decides.
+        Ir::And(a, b) => {
+            let x = as_bool(eval(a, f));
+            if let Ok(false) = x {
+                return Ok(Value::Bool(false));
+            }
+            let y = as_bool(eval(b, f));
+            match (x, y) {
+                (_, Ok(false)) => Ok(Value::Bool(false)),
+                (Ok(true), Ok(true)) => Ok(Value::Bool(true)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                _ => Ok(Value::Bool(false)),
+            }
+        }
+        Ir::Or(a, b) => {
+            let x = as_bool(eval(a, f));
+            if let Ok(true) = x {
+                return Ok(Value::Bool(true));
+            }
+            let y = as_bool(eval(b, f));
+            match (x, y) {
+                (_, Ok(true)) => Ok(Value::Bool(true)),
+                (Ok(false), Ok(false)) => Ok(Value::Bool(false)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                _ => Ok(Value::Bool(true)),
+            }
+        }
+        Ir::Not(a) => Ok(Value::Bool(!as_bool(eval(a, f))?)),
+        Ir::Cond(c, t, e) => {
+            if as_bool(eval(c, f))? {
+                eval(t, f)
+            } else {
+                eval(e, f)
+            }
+        }
+        Ir::Bin(op, a, b) => {
+            let x = eval(a, f)?;
+            let y = eval(b, f)?;
+            binary(*op, x, y)
+        }
+        Ir::List(items, optional) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (item, opt) in items.iter().zip(optional) {
+                let v = eval(item, f)?;
+                if *opt {
+                    match v {
+                        Value::Optional(Some(v)) => out.push((*v).clone()),
+                        Value::Optional(None) => {}
+                        _ => return Err(EvalError::no_overload()),
+                    }
+                } else {
+                    out.push(v);
+                }
+            }
+            f.charge(out.len() as u64)?;
+            Ok(Value::list(out))
+        }
+        Ir::Map(entries) => {
+            let mut out: Vec<(Value<'a>, Value<'a>)> = Vec::with_capacity(entries.len());
+            for (k, v, opt) in entries {
+                let k = eval(k, f)?;
+                if !matches!(
+                    k,
+                    Value::Str(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_)
+                ) {
+                    return Err(EvalError::new(format!(
+                        "unsupported key type: {}",
+                        k.type_name().name()
+                    )));
+                }
+                let v = eval(v, f)?;
+                let v = if *opt {
+                    match v {
+                        Value::Optional(Some(v)) => (*v).clone(),
+                        Value::Optional(None) => continue,
+                        _ => return Err(EvalError::no_overload()),
+                    }
+                } else {
+                    v
+                };
+                for (existing, _) in &out {
+                    if equals(existing, &k)? {
+                        return Err(EvalError::new(format!(
+                            "Failed with repeated key: {k:?}"
+                        )));
+                    }
+                }
+                out.push((k, v));
+            }
+            f.charge(out.len() as u64)?;
+            Ok(Value::Map(Map::Owned(Rc::new(out))))
+        }
+        Ir::Call(func, args) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(eval(a, f)?);
+            }
+            f.charge(call_cost(&vals))?;
+            functions::call(*func, &vals)
+        }
+        Ir::Matches(target, re) => {
+            let v = eval(target, f)?;
+            match &v {
+                Value::Str(s) => {
+                    f.charge(1 + s.len() as u64 / 10)?;
+                    Ok(Value::Bool(re.is_match(s)))
+                }
+                _ => Err(EvalError::no_overload()),
+            }
+        }
+        Ir::Loop(l) => eval_loop(l, f),
+    }
+}
+
+/// Extra cost of a call proportional to the size of string and list
+/// arguments, so that long inputs cannot run for free.
+fn call_cost(vals: &[Value<'_>]) -> u64 {
+    vals.iter()
+        .map(|v| match v {
+            Value::Str(s) => s.len() as u64 / 10,
+            Value::Bytes(b) => b.len() as u64 / 10,
+            Value::List(l) => l.len() as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+fn constant(c: &Const) -> Value<'_> {
+    match c {
+        Const::Null => Value::Null,
+        Const::Bool(b) => Value::Bool(*b),
+        Const::Int(i) => Value::Int(*i),
+        Const::Uint(u) => Value::Uint(*u),
+        Const::Double(d) => Value::Double(*d),
+        Const::Str(s) => Value::Str(Str::Borrowed(s)),
+        Const::Bytes(b) => Value::Bytes(Rc::from(&**b)),
+        Const::Type(t) => Value::Type(*t),
+    }
+}
+
+fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalError> {
+    match v {
+        Value::Map(m) => {
+            let got = m.get_str(field);
+            if test {
+                Ok(Value::Bool(got.is_some()))
+            } else {
+                got.ok_or_else(|| EvalError::no_such_key(field))
+            }
+        }
+        _ => Err(EvalError::no_overload()),
+    }
+}
+
+fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
+    match a {
+        Value::List(l) => {
+            let i = match b {
+                Value::Int(i) => *i,
+                Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+                Value::Double(d) if d.fract() == 0.0 => *d as i64,
+                Value::Double(d) => {
+                    return Err(EvalError::new(format!("unsupported index value: {d}")))
+                }
+                _ => return Err(EvalError::no_overload()),
+            };
+            if i < 0 {
+                return Err(EvalError::new(format!("index out of range: {i}")));
+            }
+            l.get(i as usize)
+                .ok_or_else(|| EvalError::new(format!("index out of range: {i}")))
+        }
+        Value::Map(m) => m.get(b).ok_or_else(|| match b {
+            Value::Str(s) => EvalError::no_such_key(s),
+            other => EvalError::new(format!("no such key: {other:?}")),
+        }),
+        _ => Err(EvalError::no_overload()),
+    }
+}
+
+fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
+    let cmp = |want: fn(Ordering) -> bool| -> Result<Value<'a>, EvalError> {
+        match compare(&x, &y) {
+            Some(o) => Ok(Value::Bool(want(o))),
+            // NaN compares false against everything.
+            None if is_nan(&x) || is_nan(&y) => Ok(Value::Bool(false)),
+            None => Err(EvalError::no_overload()),
+        }
+    };
+    match op {
+        BinOp::Eq => Ok(Value::Bool(equals(&x, &y)?)),
+        BinOp::Ne => Ok(Value::Bool(!equals(&x, &y)?)),
+        BinOp::Lt => cmp(Ordering::is_lt),
+        BinOp::Le => cmp(Ordering::is_le),
+        BinOp::Gt => cmp(Ordering::is_gt),
+        BinOp::Ge => cmp(Ordering::is_ge),
+        BinOp::In => match &y {
+            Value::List(l) => {
+                for v in l.iter() {
+                    if equals(&v, &x)? {
+                        return Ok(Value::Bool(true));
+                    }
+                }
+                Ok(Value::Bool(false))
+            }
+            Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
+            _ => Err(EvalError::no_overload()),
+        },
+        BinOp::Add => add(x, y),
+        BinOp::Sub => sub(x, y),
+        BinOp::Mul => match (x, y) {
+            (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
+            (Value::Uint(a), Value::Uint(b)) => a
+                .checked_mul(b)
+                .map(Value::Uint)
+                .ok_or_else(uoverflow),
+            (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
+            _ => Err(EvalError::no_overload()),
+        },
+        BinOp::Div => match (x, y) {
+            (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
+                Err(EvalError::new("division by zero"))
+            }
+            (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
+            (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
+            (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
+            _ => Err(EvalError::no_overload()),
+        },
+        BinOp::Rem => match (x, y) {
+            (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
+                Err(EvalError::new("modulus by zero"))
+            }
+            (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
+            (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
+            _ => Err(EvalError::no_overload()),
+        },
+    }
+}
+
+fn is_nan(v: &Value<'_>) -> bool {
+    matches!(v, Value::Double(d) if d.is_nan())
+}
+
+fn overflow() -> EvalError {
+    EvalError::new("integer overflow")
+}
+
+fn uoverflow() -> EvalError {
+    EvalError::new("unsigned integer overflow")
+}
+
+/// `+` for every type that has it; lists typed `set` union and lists typed
+/// `map` merge by key, as the schema's list type says.
+pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
+    match (x, y) {
+        (Value::Int(a), Value::Int(b)) => a.checked_add(b).map(Value::Int).ok_or_else(overflow),
+        (Value::Uint(a), Value::Uint(b)) => a.checked_add(b).map(Value::Uint).ok_or_else(uoverflow),
+        (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a + b)),
+        (Value::Str(a), Value::Str(b)) => {
+            let mut s = String::with_capacity(a.len() + b.len());
+            s.push_str(&a);
+            s.push_str(&b);
+            Ok(Value::string(s))
+        }
+        (Value::Bytes(a), Value::Bytes(b)) => {
+            let mut v = a.to_vec();
+            v.extend_from_slice(&b);
+            Ok(Value::Bytes(v.into()))
+        }
+        (Value::List(a), Value::List(b)) => concat(&a, &b),
+        (Value::Duration(a), Value::Duration(b)) => a
+            .checked_add(&b)
+            .map(Value::Duration)
+            .ok_or_else(overflow),
+        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => a
+            .checked_add_signed(b)
+            .map(Value::Timestamp)
+            .ok_or_else(|| EvalError::new("timestamp overflow")),
+        _ => Err(EvalError::no_overload()),
+    }
+}
+
+fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
+    match (x, y) {
+        (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(overflow),
+        (Value::Uint(a), Value::Uint(b)) => a.checked_sub(b).map(Value::Uint).ok_or_else(uoverflow),
+        (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a - b)),
+        (Value::Duration(a), Value::Duration(b)) => a
+            .checked_sub(&b)
+            .map(Value::Duration)
+            .ok_or_else(overflow),
+        (Value::Timestamp(a), Value::Timestamp(b)) => Ok(Value::Duration(a - b)),
+        (Value::Timestamp(a), Value::Duration(b)) => a
+            .checked_sub_signed(b)
+            .map(Value::Timestamp)
+            .ok_or_else(|| EvalError::new("timestamp overflow")),
+        _ => Err(EvalError::no_overload()),
+    }
+}
+
+fn concat<'a>(a: &List<'a>, b: &List<'a>) -> Result<Value<'a>, EvalError> {
+    let (lt, keys) = a.list_type();
+    let mut out: Vec<Value<'a>> = a.iter().collect();
+    match lt {
+        ListType::Atomic => out.extend(b.iter()),
+        ListType::Set => {
+            for v in b.iter() {
+                let mut present = false;
+                for o in &out {
+                    if equals(o, &v)? {
+                        present = true;
+                        break;
+                    }
+                }
+                if !present {
+                    out.push(v);
+                }
+            }
+        }
+        ListType::Map => {
+            let key_of = |v: &Value<'a>| -> Vec<Option<Value<'a>>> {
+                match v {
+                    Value::Map(m) => keys.iter().map(|k| m.get_str(k)).collect(),
+                    _ => Vec::new(),
+                }
+            };
+            for v in b.iter() {
+                let kv = key_of(&v);
+                let mut slot = None;
+                for (i, o) in out.iter().enumerate() {
+                    let ko = key_of(o);
+                    let same = ko.len() == kv.len()
+                        && ko.iter().zip(&kv).all(|(x, y)| match (x, y) {
+                            (Some(x), Some(y)) => equals(x, y).unwrap_or(false),
+                            (None, None) => true,
+                            _ => false,
+                        });
+                    if same {
+                        slot = Some(i);
+                        break;
+                    }
+                }
+                match slot {
+                    Some(i) => out[i] = v,
+                    None => out.push(v),
+                }
+            }
+        }
+    }
+    Ok(Value::list(out))
+}
+
+/// The values a loop iterates: list elements with their index, or map keys
+/// with their values.
+enum Range<'a> {
+    List(List<'a>),
+    Map(Map<'a>),
+}
+
+impl<'a> Range<'a> {
+    fn of(v: Value<'a>) -> Result<Self, EvalError> {
+        match v {
+            Value::List(l) => Ok(Range::List(l)),
+            Value::Map(m) => Ok(Range::Map(m)),
+            _ => Err(EvalError::no_overload()),
+        }
+    }
+
+    /// (first variable, second variable) per step: (element, index-less)
+    /// for one-variable loops over lists, (key, value) for maps.
+    fn pairs(&self) -> Vec<(Value<'a>, Value<'a>)> {
+        match self {
+            Range::List(l) => (0..l.len())
+                .filter_map(|i| l.get(i).map(|v| (Value::Int(i as i64), v)))
+                .collect(),
+            Range::Map(m) => m.entries(),
+        }
+    }
+}
+
+fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    match l.kind {
+        LoopKind::Bind => {
+            let v = eval(&l.range, f)?;
+            f.vars[l.var] = v;
+            return eval(&l.body, f);
+        }
+        LoopKind::OptMap | LoopKind::OptFlatMap => {
+            let v = eval(&l.range, f)?;
+            let inner = match v {
+                Value::Optional(None) => return Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => (*inner).clone(),
+                _ => return Err(EvalError::no_overload()),
+            };
+            f.vars[l.var] = inner;
+            let out = eval(&l.body, f)?;
+            return if l.kind == LoopKind::OptMap {
+                Ok(Value::Optional(Some(Rc::new(out))))
+            } else {
+                match out {
+                    o @ Value::Optional(_) => Ok(o),
+                    _ => Err(EvalError::no_overload()),
+                }
+            };
+        }
+        _ => {}
+    }
+    let range = Range::of(eval(&l.range, f)?)?;
+    // One-variable loops over a list bind the element; over a map, the key.
+    // Two-variable loops bind (index, element) or (key, value).
+    let steps: Vec<(Value<'a>, Value<'a>)> = match (&range, l.var2) {
+        (Range::List(list), None) => {
+            // Avoid building pairs for the common case: index by position.
+            return one_var_list(l, list.clone(), f);
+        }
+        (Range::Map(m), None) => m.keys().map(|k| (k, Value::Null)).collect(),
+        (_, Some(_)) => range.pairs(),
+    };
+    run_steps(l, steps.into_iter(), f)
+}
+
+fn one_var_list<'a>(l: &'a Loop, list: List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let n = list.len();
+    let iter = (0..n).filter_map(move |i| list.get(i).map(|v| (v, Value::Null)));
+    run_steps(l, iter, f)
+}
+
+fn run_steps<'a>(
+    l: &'a Loop,
+    steps: impl Iterator<Item = (Value<'a>, Value<'a>)>,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    let mut first_error: Option<EvalError> = None;
+    let mut count = 0i64;
+    let mut out: Vec<Value<'a>> = Vec::new();
+    let mut out_map: Vec<(Value<'a>, Value<'a>)> = Vec::new();
+    let mut keyed: Vec<(Value<'a>, Value<'a>)> = Vec::new();
+    for (a, b) in steps {
+        f.charge(1)?;
+        let elem = a.clone();
+        f.vars[l.var] = a;
+        if let Some(v2) = l.var2 {
+            f.vars[v2] = b;
+        }
+        if let Some(filter) = &l.filter {
+            if !as_bool(eval(filter, f))? {
+                continue;
+            }
+        }
+        match l.kind {
+            LoopKind::All => match as_bool(eval(&l.body, f)) {
+                Ok(false) => return Ok(Value::Bool(false)),
+                Ok(true) => {}
+                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            },
+            LoopKind::Exists => match as_bool(eval(&l.body, f)) {
+                Ok(true) => return Ok(Value::Bool(true)),
+                Ok(false) => {}
+                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            },
+            LoopKind::ExistsOne => {
+                if as_bool(eval(&l.body, f))? {
+                    count += 1;
+                }
+            }
+            LoopKind::Map | LoopKind::TransformList => out.push(eval(&l.body, f)?),
+            LoopKind::Filter => {
+                if as_bool(eval(&l.body, f))? {
+                    out.push(elem);
+                }
+            }
+            LoopKind::TransformMap => {
+                let v = eval(&l.body, f)?;
+                let k = f.vars[l.var].clone();
+                out_map.push((k, v));
+            }
+            LoopKind::TransformMapEntry => match eval(&l.body, f)? {
+                Value::Map(m) => {
+                    for (k, v) in m.entries() {
+                        for (existing, _) in &out_map {
+                            if equals(existing, &k)? {
+                                return Err(EvalError::new(format!(
+                                    "insert failed: key {k:?} already exists"
+                                )));
+                            }
+                        }
+                        out_map.push((k, v));
+                    }
+                }
+                _ => return Err(EvalError::no_overload()),
+            },
+            LoopKind::SortBy => {
+                let key = eval(&l.body, f)?;
+                keyed.push((key, elem));
+            }
+            LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap => {}
+        }
+    }
+    match l.kind {
+        LoopKind::All => match first_error {
+            Some(e) => Err(e),
+            None => Ok(Value::Bool(true)),
+        },
+        LoopKind::Exists => match first_error {
+            Some(e) => Err(e),
+            None => Ok(Value::Bool(false)),
+        },
+        LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
+        LoopKind::TransformMap | LoopKind::TransformMapEntry => {
+            Ok(Value::Map(Map::Owned(Rc::new(out_map))))
+        }
+        LoopKind::SortBy => {
+            let mut keys: Vec<Value<'a>> = keyed.iter().map(|(k, _)| k.clone()).collect();
+            sort_values(&mut keys)?;
+            let mut failed = false;
+            keyed.sort_by(|a, b| {
+                compare(&a.0, &b.0).unwrap_or_else(|| {
+                    failed = true;
+                    Ordering::Equal
+                })
+            });
+            if failed {
+                return Err(EvalError::no_overload());
+            }
+            Ok(Value::list(keyed.into_iter().map(|(_, v)| v).collect()))
+        }
+        _ => Ok(Value::list(out)),
+    }
+}

@@ -1,0 +1,906 @@
+//! The function library: CEL's standard functions and the extensions
+//! Kubernetes enables for CRD rules, resolved by name and arity at compile
+//! time into [`Func`] and dispatched on argument types at run time.
+
+use std::rc::Rc;
+
+use chrono::{DateTime, Datelike, TimeDelta, Timelike, Utc};
+
+use super::error::EvalError;
+use super::value::{compare, equals, List, Str, TypeName, Value};
+
+macro_rules! funcs {
+    ($( $variant:ident = $name:literal : member $($m:literal),* ; global $($g:literal),* ; )*) => {
+        /// A library function; a member call passes its target first.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Func { Negate, $($variant),* }
+
+        impl Func {
+            /// The function `name` called as a member (`x.f(..)`) or
+            /// globally, with `arity` arguments (the target not counted).
+            pub(crate) fn lookup(name: &str, member: bool, arity: usize) -> Option<Func> {
+                match name {
+                    $($name => {
+                        let ok = if member { [$($m),*].contains(&arity) } else { [$($g),*].contains(&arity) };
+                        ok.then_some(Func::$variant)
+                    })*
+                    _ => None,
+                }
+            }
+
+            /// True when some overload of `name` exists.
+            pub(crate) fn lookup_any(name: &str) -> bool {
+                matches!(name, $($name)|*)
+            }
+        }
+    };
+}
+
+// name: member-call arities; global-call arities.
+funcs! {
+    Size = "size": member 0; global 1;
+    Contains = "contains": member 1; global;
+    StartsWith = "startsWith": member 1; global;
+    EndsWith = "endsWith": member 1; global;
+    Matches = "matches": member 1; global 2;
+    ToInt = "int": member; global 1;
+    ToUint = "uint": member; global 1;
+    ToDouble = "double": member; global 1;
+    ToString = "string": member; global 1;
+    ToBytes = "bytes": member; global 1;
+    ToBool = "bool": member; global 1;
+    Dyn = "dyn": member; global 1;
+    TypeOf = "type": member; global 1;
+    ToDuration = "duration": member; global 1;
+    ToTimestamp = "timestamp": member; global 1;
+    GetFullYear = "getFullYear": member 0, 1; global;
+    GetMonth = "getMonth": member 0, 1; global;
+    GetDayOfMonth = "getDayOfMonth": member 0, 1; global;
+    GetDate = "getDate": member 0, 1; global;
+    GetDayOfWeek = "getDayOfWeek": member 0, 1; global;
+    GetDayOfYear = "getDayOfYear": member 0, 1; global;
+    GetHours = "getHours": member 0, 1; global;
+    GetMinutes = "getMinutes": member 0, 1; global;
+    GetSeconds = "getSeconds": member 0, 1; global;
+    GetMilliseconds = "getMilliseconds": member 0, 1; global;
+    CharAt = "charAt": member 1; global;
+    IndexOf = "indexOf": member 1, 2; global;
+    LastIndexOf = "lastIndexOf": member 1, 2; global;
+    LowerAscii = "lowerAscii": member 0; global;
+    UpperAscii = "upperAscii": member 0; global;
+    Replace = "replace": member 2, 3; global;
+    Split = "split": member 1, 2; global;
+    Substring = "substring": member 1, 2; global;
+    Trim = "trim": member 0; global;
+    Join = "join": member 0, 1; global;
+    Reverse = "reverse": member 0; global;
+    Quote = "strings.quote": member; global 1;
+    IsSorted = "isSorted": member 0; global;
+    Sum = "sum": member 0; global;
+    Min = "min": member 0; global;
+    Max = "max": member 0; global;
+    Slice = "slice": member 2; global;
+    Flatten = "flatten": member 0, 1; global;
+    Distinct = "distinct": member 0; global;
+    Sort = "sort": member 0; global;
+    First = "first": member 0; global;
+    Last = "last": member 0; global;
+    Range = "lists.range": member; global 1;
+    SetsContains = "sets.contains": member; global 2;
+    SetsEquivalent = "sets.equivalent": member; global 2;
+    SetsIntersects = "sets.intersects": member; global 2;
+    OptOf = "optional.of": member; global 1;
+    OptNone = "optional.none": member; global 0;
+    OptOfNonZero = "optional.ofNonZeroValue": member; global 1;
+    HasValue = "hasValue": member 0; global;
+    OptValue = "value": member 0; global;
+    OrValue = "orValue": member 1; global;
+    Or = "or": member 1; global;
+    Find = "find": member 1; global;
+    FindAll = "findAll": member 1, 2; global;
+}
+
+impl Func {
+    /// The static result type, where one is known.
+    pub(crate) fn result_ty(self) -> Option<TypeName> {
+        use Func::*;
+        Some(match self {
+            Size | ToInt | IndexOf | LastIndexOf | GetFullYear | GetMonth | GetDayOfMonth
+            | GetDate | GetDayOfWeek | GetDayOfYear | GetHours | GetMinutes | GetSeconds
+            | GetMilliseconds => TypeName::Int,
+            Contains | StartsWith | EndsWith | Matches | ToBool | IsSorted | HasValue
+            | SetsContains | SetsEquivalent | SetsIntersects => TypeName::Bool,
+            ToString | CharAt | LowerAscii | UpperAscii | Replace | Substring | Trim | Join
+            | Quote | Find => TypeName::String,
+            ToUint => TypeName::Uint,
+            ToDouble => TypeName::Double,
+            ToBytes => TypeName::Bytes,
+            ToDuration => TypeName::Duration,
+            ToTimestamp => TypeName::Timestamp,
+            TypeOf => TypeName::Type,
+            Split | Slice | Flatten | Distinct | Sort | Range | FindAll => TypeName::List,
+            OptOf | OptNone | OptOfNonZero | First | Last => TypeName::Optional,
+            _ => return None,
+        })
+    }
+}
+
+fn overload() -> EvalError {
+    EvalError::no_overload()
+}
+
+fn int_arg(v: &Value<'_>) -> Result<i64, EvalError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        _ => Err(overload()),
+    }
+}
+
+fn str_arg<'v>(v: &'v Value<'_>) -> Result<&'v str, EvalError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(overload()),
+    }
+}
+
+fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v List<'a>, EvalError> {
+    match v {
+        Value::List(l) => Ok(l),
+        _ => Err(overload()),
+    }
+}
+
+/// Calls `f` with evaluated arguments (target first for member calls).
+pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    use Func::*;
+    if f == OptNone {
+        return Ok(Value::Optional(None));
+    }
+    let Some(a0) = args.first() else {
+        return Err(overload());
+    };
+    match f {
+        Negate => match a0 {
+            Value::Int(i) => i
+                .checked_neg()
+                .map(Value::Int)
+                .ok_or_else(|| EvalError::new("integer overflow")),
+            Value::Double(d) => Ok(Value::Double(-d)),
+            Value::Duration(d) => Ok(Value::Duration(-*d)),
+            _ => Err(overload()),
+        },
+        Size => Ok(Value::Int(match a0 {
+            Value::Str(s) => s.chars().count() as i64,
+            Value::Bytes(b) => b.len() as i64,
+            Value::List(l) => l.len() as i64,
+            Value::Map(m) => m.len() as i64,
+            _ => return Err(overload()),
+        })),
+        Contains | StartsWith | EndsWith => {
+            let (s, t) = (str_arg(a0)?, str_arg(&args[1])?);
+            Ok(Value::Bool(match f {
+                Contains => s.contains(t),
+                StartsWith => s.starts_with(t),
+                _ => s.ends_with(t),
+            }))
+        }
+        Matches => {
+            let (s, p) = (str_arg(a0)?, str_arg(&args[1])?);
+            let re = regex::Regex::new(p)
+                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
+            Ok(Value::Bool(re.is_match(s)))
+        }
+        ToInt => to_int(a0),
+        ToUint => to_uint(a0),
+        ToDouble => to_double(a0),
+        ToString => to_string(a0),
+        ToBytes => match a0 {
+            Value::Bytes(b) => Ok(Value::Bytes(b.clone())),
+            Value::Str(s) => Ok(Value::Bytes(Rc::from(s.as_bytes()))),
+            _ => Err(overload()),
+        },
+        ToBool => match a0 {
+            Value::Bool(b) => Ok(Value::Bool(*b)),
+            Value::Str(s) => match &**s {
+                "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
+                "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
+                other => Err(EvalError::new(format!(
+                    "type conversion error from 'string' to 'bool': {other}"
+                ))),
+            },
+            _ => Err(overload()),
+        },
+        Dyn => Ok(a0.clone()),
+        TypeOf => Ok(Value::Type(a0.type_name())),
+        ToDuration => match a0 {
+            Value::Duration(d) => Ok(Value::Duration(*d)),
+            Value::Str(s) => parse_duration(s).map(Value::Duration),
+            _ => Err(overload()),
+        },
+        ToTimestamp => match a0 {
+            Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
+            Value::Str(s) => DateTime::parse_from_rfc3339(s)
+                .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
+                .map_err(|e| EvalError::new(format!("timestamp parse error: {e}"))),
+            Value::Int(i) => DateTime::from_timestamp(*i, 0)
+                .map(Value::Timestamp)
+                .ok_or_else(|| EvalError::new("timestamp out of range")),
+            _ => Err(overload()),
+        },
+        GetFullYear | GetMonth | GetDayOfMonth | GetDate | GetDayOfWeek | GetDayOfYear
+        | GetHours | GetMinutes | GetSeconds | GetMilliseconds => {
+            if let (Value::Duration(d), 1) = (a0, args.len()) {
+                return Ok(Value::Int(match f {
+                    GetHours => d.num_hours(),
+                    GetMinutes => d.num_minutes(),
+                    GetSeconds => d.num_seconds(),
+                    GetMilliseconds => d.num_milliseconds() % 1000,
+                    _ => return Err(overload()),
+                }));
+            }
+            let Value::Timestamp(t) = a0 else {
+                return Err(overload());
+            };
+            let t = match args.get(1) {
+                None => t.fixed_offset(),
+                Some(Value::Str(tz)) => with_timezone(t, tz)?,
+                Some(_) => return Err(overload()),
+            };
+            Ok(Value::Int(match f {
+                GetFullYear => t.year() as i64,
+                GetMonth => t.month0() as i64,
+                GetDayOfMonth => t.day0() as i64,
+                GetDate => t.day() as i64,
+                GetDayOfWeek => t.weekday().num_days_from_sunday() as i64,
+                GetDayOfYear => t.ordinal0() as i64,
+                GetHours => t.hour() as i64,
+                GetMinutes => t.minute() as i64,
+                GetSeconds => t.second() as i64,
+                _ => (t.nanosecond() / 1_000_000) as i64,
+            }))
+        }
+        CharAt => {
+            let s = str_arg(a0)?;
+            let i = int_arg(&args[1])?;
+            let len = s.chars().count() as i64;
+            if i < 0 || i > len {
+                return Err(EvalError::new(format!("index out of range: {i}")));
+            }
+            Ok(Value::string(
+                s.chars().nth(i as usize).map(String::from).unwrap_or_default(),
+            ))
+        }
+        IndexOf | LastIndexOf => match a0 {
+            Value::Str(s) => string_index_of(s, args, f == LastIndexOf),
+            Value::List(l) => {
+                let needle = args.get(1).ok_or_else(overload)?;
+                let items: Vec<Value<'a>> = l.iter().collect();
+                let mut found = -1;
+                for (i, v) in items.iter().enumerate() {
+                    if equals(v, needle)? {
+                        found = i as i64;
+                        if f == IndexOf {
+                            break;
+                        }
+                    }
+                }
+                Ok(Value::Int(found))
+            }
+            _ => Err(overload()),
+        },
+        LowerAscii => Ok(Value::string(str_arg(a0)?.to_ascii_lowercase())),
+        UpperAscii => Ok(Value::string(str_arg(a0)?.to_ascii_uppercase())),
+        Replace => {
+            let s = str_arg(a0)?;
+            let (from, to) = (str_arg(&args[1])?, str_arg(&args[2])?);
+            let n = match args.get(3) {
+                Some(v) => int_arg(v)?,
+                None => -1,
+            };
+            Ok(Value::string(if n < 0 {
+                s.replace(from, to)
+            } else {
+                s.replacen(from, to, n as usize)
+            }))
+        }
+        Split => {
+            let s = str_arg(a0)?;
+            let sep = str_arg(&args[1])?;
+            let n = match args.get(2) {
+                Some(v) => int_arg(v)?,
+                None => -1,
+            };
+            let parts: Vec<Value<'a>> = match n {
+                0 => Vec::new(),
+                n if n < 0 => split_all(s, sep).map(Value::string).collect(),
+                n => splitn(s, sep, n as usize).map(Value::string).collect(),
+            };
+            Ok(Value::list(parts))
+        }
+        Substring => {
+            let s = str_arg(a0)?;
+            let chars: Vec<char> = s.chars().collect();
+            let start = int_arg(&args[1])?;
+            let end = match args.get(2) {
+                Some(v) => int_arg(v)?,
+                None => chars.len() as i64,
+            };
+            if start < 0 || start > chars.len() as i64 {
+                return Err(EvalError::new(format!("index out of range: {start}")));
+            }
+            if end < 0 || end > chars.len() as i64 {
+                return Err(EvalError::new(format!("index out of range: {end}")));
+            }
+            if start > end {
+                return Err(EvalError::new(format!(
+                    "invalid substring range. start: {start}, end: {end}"
+                )));
+            }
+            Ok(Value::string(
+                chars[start as usize..end as usize].iter().collect::<String>(),
+            ))
+        }
+        Trim => Ok(Value::string(str_arg(a0)?.trim())),
+        Join => {
+            let l = list_arg(a0)?;
+            let sep = match args.get(1) {
+                Some(v) => str_arg(v)?,
+                None => "",
+            };
+            let mut out = String::new();
+            for (i, v) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                out.push_str(str_arg(&v)?);
+            }
+            Ok(Value::string(out))
+        }
+        Reverse => match a0 {
+            Value::Str(s) => Ok(Value::string(s.chars().rev().collect::<String>())),
+            Value::List(l) => {
+                let mut v: Vec<Value<'a>> = l.iter().collect();
+                v.reverse();
+                Ok(Value::list(v))
+            }
+            _ => Err(overload()),
+        },
+        Quote => Ok(Value::string(quote(str_arg(a0)?))),
+        IsSorted => {
+            let items: Vec<Value<'a>> = list_arg(a0)?.iter().collect();
+            for w in items.windows(2) {
+                match compare(&w[0], &w[1]) {
+                    Some(std::cmp::Ordering::Greater) => return Ok(Value::Bool(false)),
+                    Some(_) => {}
+                    None => return Err(overload()),
+                }
+            }
+            Ok(Value::Bool(true))
+        }
+        Sum => {
+            let mut acc: Option<Value<'a>> = None;
+            for v in list_arg(a0)?.iter() {
+                acc = Some(match acc {
+                    None => v,
+                    Some(a) => super::eval::add(a, v)?,
+                });
+            }
+            Ok(acc.unwrap_or(Value::Int(0)))
+        }
+        Min | Max => {
+            let mut best: Option<Value<'a>> = None;
+            for v in list_arg(a0)?.iter() {
+                best = Some(match best {
+                    None => v,
+                    Some(b) => {
+                        let o = compare(&v, &b).ok_or_else(overload)?;
+                        let better = if f == Min { o.is_lt() } else { o.is_gt() };
+                        if better {
+                            v
+                        } else {
+                            b
+                        }
+                    }
+                });
+            }
+            best.ok_or_else(|| {
+                EvalError::new(format!(
+                    "{}(list) called on empty list",
+                    if f == Min { "min" } else { "max" }
+                ))
+            })
+        }
+        Slice => {
+            let l = list_arg(a0)?;
+            let (s, e) = (int_arg(&args[1])?, int_arg(&args[2])?);
+            if s < 0 || e < 0 {
+                return Err(EvalError::new(format!(
+                    "cannot slice(start={s}, end={e}), negative indexes not supported"
+                )));
+            }
+            if s > e {
+                return Err(EvalError::new(format!(
+                    "cannot slice(start={s}, end={e}), start must be less than or equal to end"
+                )));
+            }
+            if e as usize > l.len() {
+                return Err(EvalError::new(format!(
+                    "cannot slice(start={s}, end={e}), list is length {}",
+                    l.len()
+                )));
+            }
+            Ok(Value::list(
+                (s as usize..e as usize).filter_map(|i| l.get(i)).collect(),
+            ))
+        }
+        Flatten => {
+            let depth = match args.get(1) {
+                Some(v) => int_arg(v)?,
+                None => 1,
+            };
+            if depth < 0 {
+                return Err(EvalError::new("level must be non-negative"));
+            }
+            let mut out = Vec::new();
+            flatten(list_arg(a0)?, depth, &mut out);
+            Ok(Value::list(out))
+        }
+        Distinct => {
+            let mut out: Vec<Value<'a>> = Vec::new();
+            for v in list_arg(a0)?.iter() {
+                let mut seen = false;
+                for o in &out {
+                    if equals(o, &v)? {
+                        seen = true;
+                        break;
+                    }
+                }
+                if !seen {
+                    out.push(v);
+                }
+            }
+            Ok(Value::list(out))
+        }
+        Sort => {
+            let mut items: Vec<Value<'a>> = list_arg(a0)?.iter().collect();
+            sort_values(&mut items)?;
+            Ok(Value::list(items))
+        }
+        First | Last => {
+            let l = list_arg(a0)?;
+            let v = if f == First {
+                l.get(0)
+            } else {
+                l.len().checked_sub(1).and_then(|i| l.get(i))
+            };
+            Ok(Value::Optional(v.map(Rc::new)))
+        }
+        Range => {
+            let n = int_arg(a0)?;
+            Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
+        }
+        SetsContains | SetsEquivalent | SetsIntersects => {
+            let a: Vec<Value<'a>> = list_arg(a0)?.iter().collect();
+            let b: Vec<Value<'a>> = list_arg(&args[1])?.iter().collect();
+            let contains_all = |x: &[Value<'a>], y: &[Value<'a>]| -> Result<bool, EvalError> {
+                for v in y {
+                    let mut found = false;
+                    for w in x {
+                        if equals(w, v)? {
+                            found = true;
+                            break;
+                        }
+                    }
+                    if !found {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            };
+            Ok(Value::Bool(match f {
+                SetsContains => contains_all(&a, &b)?,
+                SetsEquivalent => contains_all(&a, &b)? && contains_all(&b, &a)?,
+                _ => {
+                    let mut any = false;
+                    'outer: for v in &b {
+                        for w in &a {
+                            if equals(w, v)? {
+                                any = true;
+                                break 'outer;
+                            }
+                        }
+                    }
+                    any
+                }
+            }))
+        }
+        OptOf => Ok(Value::Optional(Some(Rc::new(a0.clone())))),
+        OptNone => Ok(Value::Optional(None)),
+        OptOfNonZero => {
+            let v = a0;
+            Ok(Value::Optional(if is_zero(v) {
+                None
+            } else {
+                Some(Rc::new(v.clone()))
+            }))
+        }
+        HasValue => match a0 {
+            Value::Optional(o) => Ok(Value::Bool(o.is_some())),
+            _ => Err(overload()),
+        },
+        OptValue => match a0 {
+            Value::Optional(Some(v)) => Ok((**v).clone()),
+            Value::Optional(None) => Err(EvalError::new("optional.none() dereference")),
+            _ => Err(overload()),
+        },
+        OrValue => match a0 {
+            Value::Optional(Some(v)) => Ok((**v).clone()),
+            Value::Optional(None) => Ok(args[1].clone()),
+            _ => Err(overload()),
+        },
+        Or => match (a0, &args[1]) {
+            (Value::Optional(Some(_)), _) => Ok(a0.clone()),
+            (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
+            _ => Err(overload()),
+        },
+        Find | FindAll => {
+            let s = str_arg(a0)?;
+            let re = regex::Regex::new(str_arg(&args[1])?)
+                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
+            if f == Find {
+                return Ok(Value::string(
+                    re.find(s).map(|m| m.as_str()).unwrap_or_default(),
+                ));
+            }
+            let limit = match args.get(2) {
+                Some(v) => int_arg(v)?,
+                None => -1,
+            };
+            let matches = re.find_iter(s).map(|m| Value::string(m.as_str()));
+            Ok(Value::list(if limit < 0 {
+                matches.collect()
+            } else {
+                matches.take(limit as usize).collect()
+            }))
+        }
+    }
+}
+
+fn with_timezone(
+    t: &DateTime<Utc>,
+    tz: &str,
+) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
+    // Fixed offsets ("+01:00", "-05:30"); IANA names need a tz database.
+    let bad = || EvalError::new(format!("invalid timezone: {tz}"));
+    let (sign, rest) = match tz.as_bytes().first() {
+        Some(b'+') => (1, &tz[1..]),
+        Some(b'-') => (-1, &tz[1..]),
+        _ if tz == "UTC" => return Ok(t.fixed_offset()),
+        _ => return Err(bad()),
+    };
+    let (h, m) = rest.split_once(':').ok_or_else(bad)?;
+    let secs = h.parse::<i32>().map_err(|_| bad())? * 3600 + m.parse::<i32>().map_err(|_| bad())? * 60;
+    let off = chrono::FixedOffset::east_opt(sign * secs).ok_or_else(bad)?;
+    Ok(t.with_timezone(&off))
+}
+
+fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<'a>, EvalError> {
+    let sub = str_arg(&args[1])?;
+    let chars: Vec<char> = s.chars().collect();
+    let subc: Vec<char> = sub.chars().collect();
+    let len = chars.len() as i64;
+    let default_start = if last { len } else { 0 };
+    let start = match args.get(2) {
+        Some(v) => int_arg(v)?,
+        None => default_start,
+    };
+    if start < 0 || start > len {
+        return Err(EvalError::new(format!("index out of range: {start}")));
+    }
+    if subc.is_empty() {
+        return Ok(Value::Int(start));
+    }
+    let n = subc.len();
+    let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
+    let found = if last {
+        (0..=start as usize).rev().find(|&i| at(i))
+    } else {
+        (start as usize..chars.len()).find(|&i| at(i))
+    };
+    Ok(Value::Int(found.map_or(-1, |i| i as i64)))
+}
+
+fn split_all<'s>(s: &'s str, sep: &'s str) -> Box<dyn Iterator<Item = String> + 's> {
+    if sep.is_empty() {
+        Box::new(s.chars().map(String::from))
+    } else {
+        Box::new(s.split(sep).map(str::to_owned))
+    }
+}
+
+fn splitn(s: &str, sep: &str, n: usize) -> impl Iterator<Item = String> {
+    let parts: Vec<String> = if sep.is_empty() {
+        let chars: Vec<char> = s.chars().collect();
+        let mut v: Vec<String> = chars.iter().take(n.saturating_sub(1)).map(|c| c.to_string()).collect();
+        if chars.len() >= n {
+            v.push(chars[n - 1..].iter().collect());
+        }
+        v
+    } else {
+        s.splitn(n, sep).map(str::to_owned).collect()
+    };
+    parts.into_iter()
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn flatten<'a>(l: &List<'a>, depth: i64, out: &mut Vec<Value<'a>>) {
+    for v in l.iter() {
+        match (&v, depth > 0) {
+            (Value::List(inner), true) => flatten(inner, depth - 1, out),
+            _ => out.push(v),
+        }
+    }
+}
+
+/// Sorts values of one orderable type; mixed or unorderable types are an error.
+pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
+    let mut failed = false;
+    items.sort_by(|a, b| {
+        compare(a, b).unwrap_or_else(|| {
+            failed = true;
+            std::cmp::Ordering::Equal
+        })
+    });
+    if failed {
+        Err(overload())
+    } else {
+        Ok(())
+    }
+}
+
+fn is_zero(v: &Value<'_>) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Int(i) => *i == 0,
+        Value::Uint(u) => *u == 0,
+        Value::Double(d) => *d == 0.0,
+        Value::Str(s) => s.is_empty(),
+        Value::Bytes(b) => b.is_empty(),
+        Value::Duration(d) => d.is_zero(),
+        Value::Timestamp(t) => t.timestamp() == 0 && t.timestamp_subsec_nanos() == 0,
+        Value::List(l) => l.is_empty(),
+        Value::Map(m) => m.is_empty(),
+        Value::Type(_) => false,
+        Value::Optional(o) => o.is_none(),
+    }
+}
+
+fn to_int<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
+    let range = || EvalError::new("integer overflow");
+    Ok(Value::Int(match v {
+        Value::Int(i) => *i,
+        Value::Uint(u) => i64::try_from(*u).map_err(|_| range())?,
+        Value::Double(d) => {
+            if d.is_nan() || *d <= -9.223_372_036_854_776e18 || *d >= 9.223_372_036_854_776e18 {
+                return Err(range());
+            }
+            d.trunc() as i64
+        }
+        Value::Str(s) => s.parse::<i64>().map_err(|_| {
+            EvalError::new(format!("type conversion error from 'string' to 'int': {}", &**s))
+        })?,
+        Value::Timestamp(t) => t.timestamp(),
+        Value::Duration(d) => d.num_nanoseconds().ok_or_else(range)?,
+        _ => return Err(overload()),
+    }))
+}
+
+fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
+    let range = || EvalError::new("unsigned integer overflow");
+    Ok(Value::Uint(match v {
+        Value::Uint(u) => *u,
+        Value::Int(i) => u64::try_from(*i).map_err(|_| range())?,
+        Value::Double(d) => {
+            if d.is_nan() || *d < 0.0 || *d >= 1.844_674_407_370_955_2e19 {
+                return Err(range());
+            }
+            d.trunc() as u64
+        }
+        Value::Str(s) => s.parse::<u64>().map_err(|_| {
+            EvalError::new(format!("type conversion error from 'string' to 'uint': {}", &**s))
+        })?,
+        _ => return Err(overload()),
+    }))
+}
+
+fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
+    Ok(Value::Double(match v {
+        Value::Double(d) => *d,
+        Value::Int(i) => *i as f64,
+        Value::Uint(u) => *u as f64,
+        Value::Str(s) => s.parse::<f64>().map_err(|_| {
+            EvalError::new(format!(
+                "type conversion error from 'string' to 'double': {}",
+                &**s
+            ))
+        })?,
+        _ => return Err(overload()),
+    }))
+}
+
+fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
+    Ok(match v {
+        Value::Str(s) => Value::Str(s.clone()),
+        Value::Int(i) => Value::string(i.to_string()),
+        Value::Uint(u) => Value::string(u.to_string()),
+        Value::Double(d) => Value::string(format_double(*d)),
+        Value::Bool(b) => Value::string(b.to_string()),
+        Value::Bytes(b) => Value::string(
+            std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
+        ),
+        Value::Duration(d) => Value::string(format_duration(*d)),
+        Value::Timestamp(t) => Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        _ => return Err(overload()),
+    })
+}
+
+/// Doubles print as Go's `strconv.FormatFloat(d, 'g', -1, 64)` does for the
+/// common cases: shortest round-trip form, no trailing `.0`.
+pub(crate) fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    let abs = d.abs();
+    if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
+        let s = format!("{d:e}");
+        // Go writes the exponent with a sign and at least two digits.
+        if let Some((m, e)) = s.split_once('e') {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            return format!("{m}e{sign}{digits:0>2}");
+        }
+        return s;
+    }
+    let s = format!("{d}");
+    s
+}
+
+/// Parses a Go duration string (`1h30m`, `-1.5s`, `300ms`, `2us`).
+pub(crate) fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
+    let bad = || EvalError::new(format!("invalid duration: {s:?}"));
+    let (neg, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(TimeDelta::zero());
+    }
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let (num, tail) = rest.split_at(num_end);
+        if num.is_empty() {
+            return Err(bad());
+        }
+        let unit_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_end);
+        let nanos_per: i128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return Err(bad()),
+        };
+        let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
+        let whole: i128 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().map_err(|_| bad())?
+        };
+        total += whole * nanos_per;
+        if !frac_part.is_empty() {
+            let digits: i128 = frac_part.parse().map_err(|_| bad())?;
+            let scale = 10i128.pow(frac_part.len() as u32);
+            total += digits * nanos_per / scale;
+        }
+        rest = tail;
+    }
+    if neg {
+        total = -total;
+    }
+    i64::try_from(total)
+        .ok()
+        .map(TimeDelta::nanoseconds)
+        .ok_or_else(bad)
+}
+
+/// Formats a duration as cel-go prints one: seconds with up to nine
+/// fractional digits, e.g. `90s`, `1.5s`.
+pub(crate) fn format_duration(d: TimeDelta) -> String {
+    let nanos = d.num_nanoseconds().unwrap_or(i64::MAX);
+    let secs = nanos / 1_000_000_000;
+    let frac = (nanos % 1_000_000_000).abs();
+    if frac == 0 {
+        format!("{secs}s")
+    } else {
+        let sign = if nanos < 0 && secs == 0 { "-" } else { "" };
+        let f = format!("{frac:09}");
+        format!("{sign}{secs}.{}s", f.trim_end_matches('0'))
+    }
+}
+
+impl From<&str> for Str<'_> {
+    fn from(s: &str) -> Self {
+        Str::Owned(Rc::from(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("1h30m").unwrap(), TimeDelta::minutes(90));
+        assert_eq!(parse_duration("1.5s").unwrap(), TimeDelta::milliseconds(1500));
+        assert_eq!(parse_duration("-300ms").unwrap(), TimeDelta::milliseconds(-300));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("1x").is_err());
+        assert_eq!(format_duration(TimeDelta::milliseconds(1500)), "1.5s");
+        assert_eq!(format_duration(TimeDelta::seconds(90)), "90s");
+    }
+
+    #[test]
+    fn doubles_format_like_go() {
+        assert_eq!(format_double(1.0), "1");
+        assert_eq!(format_double(1.5), "1.5");
+        assert_eq!(format_double(1e21), "1e+21");
+        assert_eq!(format_double(0.00001), "1e-05");
+    }
+
+    #[test]
+    fn lookup_respects_member_and_arity() {
+        assert_eq!(Func::lookup("size", false, 1), Some(Func::Size));
+        assert_eq!(Func::lookup("size", true, 0), Some(Func::Size));
+        assert_eq!(Func::lookup("size", true, 1), None);
+        assert!(Func::lookup_any("size"));
+        assert!(!Func::lookup_any("nope"));
+    }
+}

@@ -1,0 +1,85 @@
+//! The CEL engine: the one module that knows the `cel` crate. Rules are
+//! parsed by `cel` (optional syntax, Kubernetes macros), compiled once at
+//! load into celhook's own program tree against the schema of the node they
+//! sit on, and evaluated directly over the request's JSON.
+
+mod compile;
+mod error;
+mod eval;
+mod functions;
+mod value;
+
+pub use error::{CompileError, ErrorKind, EvalError};
+pub use value::{to_json, List, Map, Str, TypeName, Value};
+
+use crate::schema::Schema;
+
+/// The API server's per-expression runtime cost limit.
+pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
+/// The API server's runtime cost budget for all rules of one object.
+pub const PER_OBJECT_COST_BUDGET: u64 = 10_000_000;
+
+/// What a program may refer to besides `self`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Declare `oldSelf` (always, for rules; a rule that uses it is a
+    /// transition rule).
+    pub old_self: bool,
+    /// `oldSelf` is an optional value (`optionalOldSelf: true`).
+    pub optional_old_self: bool,
+}
+
+/// A compiled CEL expression. Shared read-only between requests.
+#[derive(Debug)]
+pub struct Program {
+    ir: compile::Ir,
+    slots: usize,
+    uses_old_self: bool,
+}
+
+impl Program {
+    /// Parses and compiles `source` for a node typed by `self_schema`.
+    pub fn compile(source: &str, self_schema: &Schema, opts: Options) -> Result<Program, CompileError> {
+        let decls = compile::Decls {
+            self_schema,
+            old_self: opts.old_self,
+            optional_old_self: opts.optional_old_self,
+        };
+        let c = compile::compile(source, &decls)?;
+        Ok(Program {
+            ir: c.ir,
+            slots: c.slots,
+            uses_old_self: c.uses_old_self,
+        })
+    }
+
+    /// True when the expression refers to `oldSelf` (a transition rule).
+    pub fn uses_old_self(&self) -> bool {
+        self.uses_old_self
+    }
+
+    /// Evaluates with `self` (and `oldSelf`, when given), stopping once the
+    /// cost passes `limit`. Returns the result and the cost spent.
+    pub fn eval<'a>(
+        &'a self,
+        this: Value<'a>,
+        old_self: Option<Value<'a>>,
+        limit: u64,
+    ) -> (Result<Value<'a>, EvalError>, u64) {
+        let mut vars = vec![Value::Null; self.slots.max(2)];
+        vars[compile::SELF_SLOT] = this;
+        if let Some(old) = old_self {
+            vars[compile::OLD_SELF_SLOT] = old;
+        }
+        let mut frame = eval::Frame {
+            vars,
+            cost: 0,
+            limit,
+        };
+        let result = eval::eval(&self.ir, &mut frame);
+        (result, frame.cost)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,541 @@
+//! CEL runtime values. Values read from the request borrow its JSON and the
+//! schema node that types them, so binding `self` copies nothing: a JSON
+//! number becomes an `int` or a `double` by its schema, a string with
+//! `format: date-time` a timestamp, and so on, only when a rule reads it.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::rc::Rc;
+
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use serde_json::Value as Json;
+
+use crate::schema::{Format, ListType, Schema, Type};
+
+use super::error::EvalError;
+
+/// A string value: borrowed from the request or the program, or computed.
+#[derive(Clone)]
+pub enum Str<'a> {
+    Borrowed(&'a str),
+    Owned(Rc<str>),
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Str::Borrowed(s) => s,
+            Str::Owned(s) => s,
+        }
+    }
+}
+
+/// A list: a JSON array typed by its schema node, or computed.
+#[derive(Clone)]
+pub enum List<'a> {
+    Json {
+        items: &'a [Json],
+        /// The array's schema node (its `items` types the elements).
+        schema: &'a Schema,
+    },
+    Owned(Rc<Vec<Value<'a>>>),
+}
+
+/// A map or object: a JSON object typed by its schema node, or computed.
+#[derive(Clone)]
+pub enum Map<'a> {
+    Json {
+        obj: &'a serde_json::Map<String, Json>,
+        schema: &'a Schema,
+    },
+    Owned(Rc<Vec<(Value<'a>, Value<'a>)>>),
+}
+
+/// CEL type values, as `type(x)` returns them and type identifiers name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeName {
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    List,
+    Map,
+    Timestamp,
+    Duration,
+    Type,
+    Optional,
+    /// An object of the schema (a "message type" for CEL).
+    Object,
+}
+
+impl TypeName {
+    /// The CEL name of the type.
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeName::Null => "null_type",
+            TypeName::Bool => "bool",
+            TypeName::Int => "int",
+            TypeName::Uint => "uint",
+            TypeName::Double => "double",
+            TypeName::String => "string",
+            TypeName::Bytes => "bytes",
+            TypeName::List => "list",
+            TypeName::Map => "map",
+            TypeName::Timestamp => "google.protobuf.Timestamp",
+            TypeName::Duration => "google.protobuf.Duration",
+            TypeName::Type => "type",
+            TypeName::Optional => "optional_type",
+            TypeName::Object => "object",
+        }
+    }
+}
+
+/// A CEL value.
+#[derive(Clone)]
+pub enum Value<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(Str<'a>),
+    Bytes(Rc<[u8]>),
+    Duration(TimeDelta),
+    Timestamp(DateTime<Utc>),
+    List(List<'a>),
+    Map(Map<'a>),
+    Type(TypeName),
+    Optional(Option<Rc<Value<'a>>>),
+}
+
+impl<'a> Value<'a> {
+    /// A computed string.
+    pub fn string(s: impl Into<Rc<str>>) -> Self {
+        Value::Str(Str::Owned(s.into()))
+    }
+
+    /// A computed list.
+    pub fn list(items: Vec<Value<'a>>) -> Self {
+        Value::List(List::Owned(Rc::new(items)))
+    }
+
+    /// Types a JSON value by its schema node. JSON null is CEL null (object
+    /// fields holding null are treated as absent before this is reached).
+    pub fn from_json(v: &'a Json, schema: &'a Schema) -> Self {
+        match v {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => match schema.ty {
+                Type::Number => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+                _ => match n.as_i64() {
+                    Some(i) => Value::Int(i),
+                    None => match n.as_u64() {
+                        Some(u) if schema.ty == Type::Any => Value::Uint(u),
+                        _ => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+                    },
+                },
+            },
+            Json::String(s) => {
+                if schema.ty == Type::String {
+                    match &schema.format {
+                        Format::Byte => {
+                            if let Some(b) = decode_base64(s) {
+                                return Value::Bytes(b.into());
+                            }
+                        }
+                        Format::Date => {
+                            if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                                if let Some(t) = d.and_hms_opt(0, 0, 0) {
+                                    return Value::Timestamp(t.and_utc());
+                                }
+                            }
+                        }
+                        Format::DateTime => {
+                            if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+                                return Value::Timestamp(t.with_timezone(&Utc));
+                            }
+                        }
+                        Format::Duration => {
+                            if let Ok(d) = super::functions::parse_duration(s) {
+                                return Value::Duration(d);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Value::Str(Str::Borrowed(s))
+            }
+            Json::Array(items) => Value::List(List::Json { items, schema }),
+            Json::Object(obj) => Value::Map(Map::Json { obj, schema }),
+        }
+    }
+
+    /// The CEL type of the value.
+    pub fn type_name(&self) -> TypeName {
+        match self {
+            Value::Null => TypeName::Null,
+            Value::Bool(_) => TypeName::Bool,
+            Value::Int(_) => TypeName::Int,
+            Value::Uint(_) => TypeName::Uint,
+            Value::Double(_) => TypeName::Double,
+            Value::Str(_) => TypeName::String,
+            Value::Bytes(_) => TypeName::Bytes,
+            Value::Duration(_) => TypeName::Duration,
+            Value::Timestamp(_) => TypeName::Timestamp,
+            Value::List(_) => TypeName::List,
+            Value::Map(Map::Json { schema, .. }) if !schema.is_map() => TypeName::Object,
+            Value::Map(_) => TypeName::Map,
+            Value::Type(_) => TypeName::Type,
+            Value::Optional(_) => TypeName::Optional,
+        }
+    }
+}
+
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
+// === impl List ===
+
+impl<'a> List<'a> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            List::Json { items, .. } => items.len(),
+            List::Owned(v) => v.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `i`, if in range.
+    pub fn get(&self, i: usize) -> Option<Value<'a>> {
+        match self {
+            List::Json { items, schema } => {
+                let item = items.get(i)?;
+                Some(match schema.items.as_deref() {
+                    Some(s) => Value::from_json(item, s),
+                    None => Value::from_json(item, &ANY),
+                })
+            }
+            List::Owned(v) => v.get(i).cloned(),
+        }
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Value<'a>> + '_ {
+        (0..self.len()).filter_map(move |i| self.get(i))
+    }
+
+    /// The list type the schema gives it (computed lists are atomic).
+    pub fn list_type(&self) -> (ListType, &[String]) {
+        match self {
+            List::Json { schema, .. } => (schema.list_type, &schema.list_map_keys),
+            List::Owned(_) => (ListType::Atomic, &[]),
+        }
+    }
+}
+
+/// The schema of data no schema describes.
+pub static ANY: Schema = Schema {
+    ty: Type::Any,
+    format: Format::None,
+    nullable: false,
+    properties: std::collections::BTreeMap::new(),
+    additional_properties: None,
+    items: None,
+    required: Vec::new(),
+    max_items: None,
+    max_length: None,
+    max_properties: None,
+    list_type: ListType::Atomic,
+    list_map_keys: Vec::new(),
+    preserve_unknown_fields: true,
+    embedded_resource: false,
+    int_or_string: false,
+    validations: Vec::new(),
+};
+
+// === impl Map ===
+
+impl<'a> Map<'a> {
+    /// Looks a string key up: a map key, or an object field (by its JSON
+    /// name). Null fields of objects count as absent, and object fields the
+    /// schema does not declare are out of reach.
+    pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
+        match self {
+            Map::Json { obj, schema } => {
+                let v = obj.get(key)?;
+                if let Some(s) = schema.additional_properties.as_deref() {
+                    return Some(Value::from_json(v, s));
+                }
+                if v.is_null() {
+                    return None;
+                }
+                match schema.property(key) {
+                    Some(s) => Some(Value::from_json(v, s)),
+                    None if schema.ty == Type::Any && schema.properties.is_empty() => {
+                        Some(Value::from_json(v, &ANY))
+                    }
+                    None => None,
+                }
+            }
+            Map::Owned(entries) => entries
+                .iter()
+                .find(|(k, _)| matches!(k, Value::Str(s) if &**s == key))
+                .map(|(_, v)| v.clone()),
+        }
+    }
+
+    /// Looks any key up, with CEL's numeric key equivalence (`1`, `1u` and
+    /// `1.0` are the same key).
+    pub fn get(&self, key: &Value<'_>) -> Option<Value<'a>> {
+        match (self, key) {
+            (_, Value::Str(s)) => self.get_str(s),
+            (Map::Json { .. }, _) => None,
+            (Map::Owned(entries), _) => entries
+                .iter()
+                .find(|(k, _)| equals(k, key).unwrap_or(false))
+                .map(|(_, v)| v.clone()),
+        }
+    }
+
+    /// Number of entries (for objects: fields set to a non-null value).
+    pub fn len(&self) -> usize {
+        match self {
+            Map::Json { obj, schema } if schema.is_map() => obj.len(),
+            Map::Json { .. } => self.keys().count(),
+            Map::Owned(entries) => entries.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The keys, in the map's order.
+    pub fn keys(&self) -> Box<dyn Iterator<Item = Value<'a>> + '_> {
+        match self {
+            Map::Json { obj, schema } => {
+                let is_map = schema.is_map();
+                Box::new(
+                    obj.iter()
+                        .filter(move |(k, v)| {
+                            is_map || (!v.is_null() && schema.property(k).is_some())
+                        })
+                        .map(|(k, _)| Value::Str(Str::Borrowed(k.as_str()))),
+                )
+            }
+            Map::Owned(entries) => Box::new(entries.iter().map(|(k, _)| k.clone())),
+        }
+    }
+
+    /// The entries, in the map's order.
+    pub fn entries(&self) -> Vec<(Value<'a>, Value<'a>)> {
+        match self {
+            Map::Json { .. } => self
+                .keys()
+                .filter_map(|k| {
+                    let v = match &k {
+                        Value::Str(s) => self.get_str(s)?,
+                        _ => return None,
+                    };
+                    Some((k, v))
+                })
+                .collect(),
+            Map::Owned(entries) => entries.as_ref().clone(),
+        }
+    }
+}
+
+// === equality and ordering ===
+
+/// CEL equality: numbers compare across int, uint and double; values of
+/// different types are unequal; lists typed `set` or `map` by the schema
+/// compare without regard to order.
+pub fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, EvalError> {
+    Ok(match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => **x == **y,
+        (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Duration(x), Value::Duration(y)) => x == y,
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        (Value::Type(x), Value::Type(y)) => x == y,
+        (Value::List(x), Value::List(y)) => list_equals(x, y)?,
+        (Value::Map(x), Value::Map(y)) => map_equals(x, y)?,
+        (Value::Optional(x), Value::Optional(y)) => match (x, y) {
+            (None, None) => true,
+            (Some(x), Some(y)) => equals(x, y)?,
+            _ => false,
+        },
+        _ => match numeric_cmp(a, b) {
+            Some(o) => o == Ordering::Equal,
+            None => false,
+        },
+    })
+}
+
+fn list_equals(x: &List<'_>, y: &List<'_>) -> Result<bool, EvalError> {
+    if x.len() != y.len() {
+        return Ok(false);
+    }
+    let (lt, _) = x.list_type();
+    if matches!(lt, ListType::Set | ListType::Map) || y.list_type().0 != ListType::Atomic {
+        // Unordered: every element of x has an equal one in y (sizes match
+        // and elements are unique by the list type's guarantee).
+        let ys: Vec<Value<'_>> = y.iter().collect();
+        for a in x.iter() {
+            let mut found = false;
+            for b in &ys {
+                if equals(&a, b)? {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    for (a, b) in x.iter().zip(y.iter()) {
+        if !equals(&a, &b)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn map_equals(x: &Map<'_>, y: &Map<'_>) -> Result<bool, EvalError> {
+    if x.len() != y.len() {
+        return Ok(false);
+    }
+    for (k, v) in x.entries() {
+        match y.get(&k) {
+            Some(w) => {
+                if !equals(&v, &w)? {
+                    return Ok(false);
+                }
+            }
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// Ordering of two numbers of any numeric type; `None` for non-numbers and NaN.
+pub fn numeric_cmp(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (Value::Uint(x), Value::Uint(y)) => Some(x.cmp(y)),
+        (Value::Double(x), Value::Double(y)) => x.partial_cmp(y),
+        (Value::Int(x), Value::Uint(y)) => Some(if *x < 0 {
+            Ordering::Less
+        } else {
+            (*x as u64).cmp(y)
+        }),
+        (Value::Uint(x), Value::Int(y)) => Some(if *y < 0 {
+            Ordering::Greater
+        } else {
+            x.cmp(&(*y as u64))
+        }),
+        (Value::Int(x), Value::Double(y)) => int_double_cmp(*x as f64, *y),
+        (Value::Double(x), Value::Int(y)) => int_double_cmp(*x, *y as f64),
+        (Value::Uint(x), Value::Double(y)) => int_double_cmp(*x as f64, *y),
+        (Value::Double(x), Value::Uint(y)) => int_double_cmp(*x, *y as f64),
+        _ => None,
+    }
+}
+
+fn int_double_cmp(x: f64, y: f64) -> Option<Ordering> {
+    x.partial_cmp(&y)
+}
+
+/// CEL ordering for `<`, `<=`, `>`, `>=`; `None` when the types have no
+/// common ordering (a "no such overload" error for the caller).
+pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Some((**x).cmp(&**y)),
+        (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Duration(x), Value::Duration(y)) => Some(x.cmp(y)),
+        (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
+        _ => numeric_cmp(a, b),
+    }
+}
+
+impl fmt::Debug for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => write!(f, "null"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Uint(u) => write!(f, "{u}u"),
+            Value::Double(d) => write!(f, "{d:?}"),
+            Value::Str(s) => write!(f, "{:?}", &**s),
+            Value::Bytes(b) => write!(f, "b{:?}", String::from_utf8_lossy(b)),
+            Value::Duration(d) => write!(f, "duration({d})"),
+            Value::Timestamp(t) => write!(f, "timestamp({})", t.to_rfc3339()),
+            Value::List(l) => f.debug_list().entries(l.iter()).finish(),
+            Value::Map(m) => {
+                let mut d = f.debug_map();
+                for (k, v) in m.entries() {
+                    d.entry(&k, &v);
+                }
+                d.finish()
+            }
+            Value::Type(t) => write!(f, "{}", t.name()),
+            Value::Optional(None) => write!(f, "optional.none()"),
+            Value::Optional(Some(v)) => write!(f, "optional.of({v:?})"),
+        }
+    }
+}
+
+/// Converts a value to JSON (for `celhook eval` output and conversion).
+pub fn to_json(v: &Value<'_>) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::Uint(u) => Json::from(*u),
+        Value::Double(d) => serde_json::Number::from_f64(*d)
+            .map(Json::Number)
+            .unwrap_or(Json::Null),
+        Value::Str(s) => Json::String(s.to_string()),
+        Value::Bytes(b) => {
+            use base64::Engine;
+            Json::String(base64::engine::general_purpose::STANDARD.encode(b))
+        }
+        Value::Duration(d) => Json::String(super::functions::format_duration(*d)),
+        Value::Timestamp(t) => {
+            Json::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        }
+        Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
+        Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
+        Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),
+        Value::Map(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in m.entries() {
+                let key = match &k {
+                    Value::Str(s) => s.to_string(),
+                    other => format!("{other:?}"),
+                };
+                out.insert(key, to_json(&v));
+            }
+            Json::Object(out)
+        }
+        Value::Type(t) => Json::String(t.name().to_owned()),
+        Value::Optional(None) => Json::Null,
+        Value::Optional(Some(v)) => to_json(v),
+    }
+}

@@ -1,0 +1,397 @@
+//! The command line: `celhook serve` and `celhook check`. Every flag can also
+//! be set by an environment variable `CELHOOK_<FLAG>`.
+//!
+//! clap stays in this file: the rest of the crate sees a plain
+//! [`ServeConfig`] or [`CheckArgs`]. This file also renders `check`'s report.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{ConfigSource, Problem, Report};
+use crate::server::{ServeConfig, TlsSource};
+use crate::telemetry::LogFormat;
+
+/// What the user asked for.
+#[derive(Debug)]
+pub enum Command {
+    /// Run the webhook.
+    Serve {
+        /// Server settings.
+        config: ServeConfig,
+        /// Log line format.
+        log_format: LogFormat,
+    },
+    /// Load and compile a config directory, print every problem.
+    Check(CheckArgs),
+}
+
+/// `celhook check` settings.
+#[derive(Debug, Clone)]
+pub struct CheckArgs {
+    /// The directory to check.
+    pub source: ConfigSource,
+    /// How to print the report.
+    pub output: OutputFormat,
+}
+
+/// How `check` prints its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// One line per problem, then a summary line.
+    Text,
+    /// The report as JSON: `{"crds":[...],"errors":[...]}`.
+    Json,
+}
+
+/// Parses `std::env::args()` and the `CELHOOK_*` environment. On error, the
+/// clap error tells the message to print and whether it is a usage error
+/// (`use_stderr()`) or `--help`/`--version`.
+pub fn parse() -> Result<Command, clap::Error> {
+    Cli::try_parse().map(Cli::into_command)
+}
+
+/// Parses the given arguments (the first is the program name); for tests.
+pub fn parse_from<I, T>(args: I) -> Result<Command, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::try_parse_from(args).map(Cli::into_command)
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "celhook",
+    version,
+    about = "Kubernetes validating webhook enforcing CRD x-kubernetes-validations (CEL) rules"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: CliCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum CliCommand {
+    /// Serve POST /validate, /healthz and /readyz over HTTPS.
+    Serve(ServeArgs),
+    /// Load and compile the CRDs of a directory; print every problem; exit 1 on any.
+    Check(CheckCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Directory of CRD manifests (YAML or JSON); without it, the example CRDs built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    config: Option<PathBuf>,
+
+    /// PEM certificate chain; without --tls-cert/--tls-key a self-signed certificate is generated.
+    #[arg(long, env = "CELHOOK_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "CELHOOK_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Address of the HTTPS listener.
+    #[arg(long, env = "CELHOOK_LISTEN", value_name = "ADDR", default_value = crate::server::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+
+    /// Larger request bodies are refused with 413.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_REQUEST_BYTES",
+        value_name = "BYTES",
+        default_value_t = crate::server::DEFAULT_MAX_REQUEST_BYTES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_request_bytes: usize,
+
+    /// Log line format.
+    #[arg(long, env = "CELHOOK_LOG_FORMAT", value_enum, default_value_t = CliLogFormat::Text)]
+    log_format: CliLogFormat,
+}
+
+#[derive(Debug, Args)]
+struct CheckCliArgs {
+    /// Directory of CRD manifests (YAML or JSON) to check.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    config: PathBuf,
+
+    /// Report format.
+    #[arg(long, env = "CELHOOK_OUTPUT", value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CliLogFormat {
+    Text,
+    Json,
+}
+
+impl Cli {
+    fn into_command(self) -> Command {
+        match self.command {
+            CliCommand::Serve(args) => {
+                let tls = match (args.tls_cert, args.tls_key) {
+                    (Some(cert), Some(key)) => TlsSource::Files { cert, key },
+                    // clap's `requires` rules out a lone flag.
+                    _ => TlsSource::SelfSigned,
+                };
+                let config = ServeConfig {
+                    config_source: args
+                        .config
+                        .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                    listen: args.listen,
+                    tls,
+                    max_request_bytes: args.max_request_bytes,
+                    ..ServeConfig::new()
+                };
+                let log_format = match args.log_format {
+                    CliLogFormat::Text => LogFormat::Text,
+                    CliLogFormat::Json => LogFormat::Json,
+                };
+                Command::Serve { config, log_format }
+            }
+            CliCommand::Check(args) => Command::Check(CheckArgs {
+                source: ConfigSource::Dir(args.config),
+                output: args.output,
+            }),
+        }
+    }
+}
+
+/// One problem as a line: `file: crd NAME version V: PATH: rule "R": REASON`,
+/// leaving out the parts the problem does not have.
+pub fn format_problem(problem: &Problem) -> String {
+    let mut line = problem.file.clone();
+    if let Some(crd) = &problem.crd {
+        let _ = write!(line, ": crd {crd}");
+        if let Some(version) = &problem.version {
+            let _ = write!(line, " version {version}");
+        }
+    } else if let Some(version) = &problem.version {
+        let _ = write!(line, ": version {version}");
+    }
+    if let Some(path) = &problem.path {
+        let _ = write!(line, ": {path}");
+    }
+    if let Some(rule) = &problem.rule {
+        // Debug quoting escapes quotes and newlines inside the rule.
+        let _ = write!(line, ": rule {rule:?}");
+    }
+    let _ = write!(line, ": {}", problem.reason);
+    line
+}
+
+/// Every problem of `report` in order (file-level problems first), each
+/// with the CRD's name and file filled in when the problem lacks them.
+pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Problem>> {
+    let general = report.errors.iter().map(std::borrow::Cow::Borrowed);
+    let per_crd = report.crds.iter().flat_map(|crd| {
+        crd.errors.iter().map(move |p| {
+            if p.crd.is_some() && !p.file.is_empty() {
+                std::borrow::Cow::Borrowed(p)
+            } else {
+                let mut p = p.clone();
+                p.crd.get_or_insert_with(|| crd.name.clone());
+                if p.file.is_empty() {
+                    p.file.clone_from(&crd.file);
+                }
+                std::borrow::Cow::Owned(p)
+            }
+        })
+    });
+    general.chain(per_crd)
+}
+
+/// `check`'s text report: one line per problem, then a summary line.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let mut count = 0usize;
+    for problem in problems(report) {
+        count += 1;
+        out.push_str(&format_problem(&problem));
+        out.push('\n');
+    }
+    let versions: usize = report.crds.iter().map(|c| c.versions.len()).sum();
+    let crds = report.crds.len();
+    let _ = write!(
+        out,
+        "checked {crds} CRD{} ({versions} version{}): ",
+        plural(crds),
+        plural(versions)
+    );
+    if count == 0 {
+        out.push_str("no problems\n");
+    } else {
+        let _ = writeln!(out, "{count} problem{}", plural(count));
+    }
+    out
+}
+
+/// `check`'s JSON report: the [`Report`] as it serializes.
+pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
+    let mut out = serde_json::to_string_pretty(report)?;
+    out.push('\n');
+    Ok(out)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CrdReport;
+
+    fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
+        let argv = std::iter::once("celhook").chain(std::iter::once("serve")).chain(args.iter().copied());
+        match parse_from(argv).expect("parses") {
+            Command::Serve { config, log_format } => (config, log_format),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_defaults() {
+        let (config, log_format) = serve(&[]);
+        assert!(matches!(config.config_source, ConfigSource::Embedded));
+        assert_eq!(config.listen, "0.0.0.0:8443".parse().expect("addr"));
+        assert_eq!(config.tls, TlsSource::SelfSigned);
+        assert_eq!(config.max_request_bytes, 8 * 1024 * 1024);
+        assert_eq!(log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn serve_flags() {
+        let (config, log_format) = serve(&[
+            "--config",
+            "/etc/celhook",
+            "--tls-cert",
+            "/tls/tls.crt",
+            "--tls-key",
+            "/tls/tls.key",
+            "--listen",
+            "127.0.0.1:9443",
+            "--max-request-bytes",
+            "1024",
+            "--log-format",
+            "json",
+        ]);
+        assert!(matches!(config.config_source, ConfigSource::Dir(ref d) if d == std::path::Path::new("/etc/celhook")));
+        assert_eq!(
+            config.tls,
+            TlsSource::Files {
+                cert: "/tls/tls.crt".into(),
+                key: "/tls/tls.key".into()
+            }
+        );
+        assert_eq!(config.listen.port(), 9443);
+        assert_eq!(config.max_request_bytes, 1024);
+        assert_eq!(log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn usage_errors_are_reported_on_stderr() {
+        for args in [
+            &["celhook", "serve", "--tls-cert", "/a.crt"][..],
+            &["celhook", "serve", "--tls-key", "/a.key"],
+            &["celhook", "serve", "--listen", "not-an-address"],
+            &["celhook", "serve", "--max-request-bytes", "0"],
+            &["celhook", "serve", "--log-format", "xml"],
+            &["celhook", "check", "--config", "/x", "--output", "yaml"],
+            &["celhook", "frobnicate"],
+            &["celhook"],
+        ] {
+            let err = parse_from(args).expect_err("usage error");
+            assert!(err.use_stderr(), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn check_flags() {
+        match parse_from(["celhook", "check", "--config", "crds", "--output", "json"]).expect("parses") {
+            Command::Check(args) => {
+                assert!(matches!(args.source, ConfigSource::Dir(ref d) if d == std::path::Path::new("crds")));
+                assert_eq!(args.output, OutputFormat::Json);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn problem() -> Problem {
+        Problem {
+            file: "crds/crontab.yaml".into(),
+            crd: Some("crontabs.stable.example.com".into()),
+            version: Some("v1".into()),
+            path: Some("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule".into()),
+            rule: Some("self.replicas <= self.\"max\"".into()),
+            reason: "compilation failed: undefined field 'max'".into(),
+        }
+    }
+
+    #[test]
+    fn a_problem_line_names_every_location_part() {
+        assert_eq!(
+            format_problem(&problem()),
+            "crds/crontab.yaml: crd crontabs.stable.example.com version v1: \
+             spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: \
+             rule \"self.replicas <= self.\\\"max\\\"\": compilation failed: undefined field 'max'"
+        );
+        let bare = Problem {
+            file: "crds/bad.yaml".into(),
+            crd: None,
+            version: None,
+            path: None,
+            rule: None,
+            reason: "not YAML".into(),
+        };
+        assert_eq!(format_problem(&bare), "crds/bad.yaml: not YAML");
+    }
+
+    #[test]
+    fn the_text_report_ends_with_a_summary() {
+        let mut report = Report::default();
+        assert_eq!(render_text(&report), "checked 0 CRDs (0 versions): no problems\n");
+
+        let mut p = problem();
+        p.crd = None;
+        report.crds.push(CrdReport {
+            name: "crontabs.stable.example.com".into(),
+            file: "crds/crontab.yaml".into(),
+            versions: vec!["v1".into()],
+            errors: vec![p],
+        });
+        let text = render_text(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("crds/crontab.yaml: crd crontabs.stable.example.com version v1: "));
+        assert_eq!(lines[1], "checked 1 CRD (1 version): 1 problem");
+    }
+
+    #[test]
+    fn the_json_report_is_the_serialized_report() {
+        let report = Report {
+            crds: vec![CrdReport {
+                name: "crontabs.stable.example.com".into(),
+                file: "crds/crontab.yaml".into(),
+                versions: vec!["v1".into()],
+                errors: vec![problem()],
+            }],
+            errors: vec![],
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&render_json(&report).expect("renders")).expect("json");
+        assert_eq!(value["crds"][0]["name"], "crontabs.stable.example.com");
+        assert_eq!(value["crds"][0]["errors"][0]["rule"], "self.replicas <= self.\"max\"");
+        assert_eq!(value["errors"], serde_json::json!([]));
+    }
+}

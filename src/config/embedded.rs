@@ -1,0 +1,10 @@
+//! The example CRDs compiled into the binary: the config served when no
+//! `--config` is given. The same files live in `manifests/examples/`.
+
+/// (file name, contents) of each embedded example.
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "crontab.yaml",
+        include_str!("../../manifests/examples/crontab.yaml"),
+    ),
+];

@@ -1,0 +1,349 @@
+//! Config loading: a directory of CRD manifests (YAML or JSON, one or many
+//! documents per file), or the examples embedded in the binary, compiled once
+//! into a [`Catalog`] that requests look CRD versions up in.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::schema::Schema;
+use crate::validation::Validator;
+
+mod embedded;
+
+/// Where the CRDs come from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// Every `*.yaml`, `*.yml` and `*.json` file in this directory.
+    Dir(PathBuf),
+    /// The example CRDs embedded in the binary (`manifests/examples/`).
+    Embedded,
+}
+
+/// One served version of one CRD, with its rules compiled.
+#[derive(Debug)]
+pub struct CrdVersion {
+    /// `metadata.name` of the CRD, e.g. `crontabs.stable.example.com`.
+    pub crd_name: String,
+    pub group: String,
+    pub kind: String,
+    pub version: String,
+    /// The compiled schema and rules of this version.
+    pub validator: crate::validation::Validator,
+}
+
+/// Every loaded CRD version, by (group, version, kind).
+#[derive(Debug, Default)]
+pub struct Catalog {
+    // group -> kind -> version: nested maps so that a lookup borrows the
+    // request's strings instead of building an owned key per request.
+    versions: HashMap<String, HashMap<String, HashMap<String, Arc<CrdVersion>>>>,
+    count: usize,
+}
+
+impl Catalog {
+    /// The compiled version for a group/version/kind, if a loaded CRD serves it.
+    pub fn lookup(&self, group: &str, version: &str, kind: &str) -> Option<&CrdVersion> {
+        self.versions
+            .get(group)?
+            .get(kind)?
+            .get(version)
+            .map(|v| v.as_ref())
+    }
+
+    /// Number of CRD versions loaded.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when no CRD is loaded.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn insert(&mut self, v: CrdVersion) {
+        self.count += 1;
+        self.versions
+            .entry(v.group.clone())
+            .or_default()
+            .entry(v.kind.clone())
+            .or_default()
+            .insert(v.version.clone(), Arc::new(v));
+    }
+}
+
+/// One problem found while loading: where it is and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Problem {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Schema path in the API server's notation, e.g.
+    /// `spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    pub reason: String,
+}
+
+/// A CRD found in the config, with its problems (empty when it compiled).
+#[derive(Debug, Clone, Serialize)]
+pub struct CrdReport {
+    pub name: String,
+    pub file: String,
+    pub versions: Vec<String>,
+    pub errors: Vec<Problem>,
+}
+
+/// What loading found: every CRD and every problem.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub crds: Vec<CrdReport>,
+    /// Problems not tied to one CRD (unreadable file, bad YAML, not a CRD).
+    pub errors: Vec<Problem>,
+}
+
+impl Report {
+    /// True when anything was refused.
+    pub fn has_errors(&self) -> bool {
+        !self.errors.is_empty() || self.crds.iter().any(|c| !c.errors.is_empty())
+    }
+}
+
+/// The outcome of loading: a catalog of everything that compiled, and the report.
+/// `serve` refuses to start (and hot reload keeps the old catalog) when
+/// `report.has_errors()`.
+#[derive(Debug)]
+pub struct Loaded {
+    pub catalog: Catalog,
+    pub report: Report,
+}
+
+/// Loads and compiles every CRD from `source`.
+pub fn load(source: &ConfigSource) -> Loaded {
+    let mut loader = Loader::default();
+    match source {
+        ConfigSource::Dir(dir) => loader.dir(dir),
+        ConfigSource::Embedded => {
+            for (name, text) in embedded::FILES {
+                loader.text(&format!("embedded:{name}"), text);
+            }
+        }
+    }
+    Loaded {
+        catalog: loader.catalog,
+        report: loader.report,
+    }
+}
+
+#[derive(Default)]
+struct Loader {
+    catalog: Catalog,
+    report: Report,
+}
+
+impl Loader {
+    fn file_error(&mut self, file: &str, reason: impl Into<String>) {
+        self.report.errors.push(Problem {
+            file: file.to_owned(),
+            crd: None,
+            version: None,
+            path: None,
+            rule: None,
+            reason: reason.into(),
+        });
+    }
+
+    fn dir(&mut self, dir: &Path) {
+        let shown = dir.display().to_string();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => return self.file_error(&shown, format!("cannot read config directory: {e}")),
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_file()
+                    && matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    )
+            })
+            .collect();
+        // Files in name order, so that the outcome never depends on the
+        // directory's listing order.
+        files.sort();
+        if files.is_empty() {
+            self.file_error(&shown, "no *.yaml, *.yml or *.json files in the config directory");
+        }
+        for path in files {
+            let name = path.display().to_string();
+            match std::fs::read_to_string(&path) {
+                Ok(text) => self.text(&name, &text),
+                Err(e) => self.file_error(&name, format!("cannot read file: {e}")),
+            }
+        }
+    }
+
+    fn text(&mut self, file: &str, text: &str) {
+        let docs = match parse_documents(file, text) {
+            Ok(d) => d,
+            Err(reason) => return self.file_error(file, reason),
+        };
+        for (i, doc) in docs.into_iter().enumerate() {
+            self.document(file, i, doc);
+        }
+    }
+
+    fn document(&mut self, file: &str, index: usize, doc: Json) {
+        if doc.is_null() {
+            return;
+        }
+        let api_version = doc.get("apiVersion").and_then(Json::as_str).unwrap_or_default();
+        let kind = doc.get("kind").and_then(Json::as_str).unwrap_or_default();
+        match (api_version, kind) {
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => self.crd(file, doc),
+            ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition") => self.file_error(
+                file,
+                format!("document {index}: apiextensions.k8s.io/v1beta1 CustomResourceDefinitions are not supported (removed in Kubernetes 1.22); use apiextensions.k8s.io/v1"),
+            ),
+            ("v1", "List") => {
+                let items = doc
+                    .get("items")
+                    .and_then(Json::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for item in items {
+                    self.document(file, index, item);
+                }
+            }
+            _ => self.file_error(
+                file,
+                format!("document {index}: expected an apiextensions.k8s.io/v1 CustomResourceDefinition, got apiVersion {api_version:?} kind {kind:?}"),
+            ),
+        }
+    }
+
+    fn crd(&mut self, file: &str, doc: Json) {
+        let name = doc
+            .pointer("/metadata/name")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut report = CrdReport {
+            name: name.clone(),
+            file: file.to_owned(),
+            versions: Vec::new(),
+            errors: Vec::new(),
+        };
+        let problem = |version: Option<&str>, path: Option<String>, rule: Option<String>, reason: String| Problem {
+            file: file.to_owned(),
+            crd: Some(name.clone()),
+            version: version.map(str::to_owned),
+            path,
+            rule,
+            reason,
+        };
+        if let Some(other) = self.report.crds.iter().find(|c| c.name == name) {
+            let reason = format!("duplicate CustomResourceDefinition: also defined in {}", other.file);
+            report.errors.push(problem(None, Some("metadata.name".into()), None, reason));
+            self.report.crds.push(report);
+            return;
+        }
+        let crd: CustomResourceDefinition = match serde_json::from_value(doc) {
+            Ok(c) => c,
+            Err(e) => {
+                report.errors.push(problem(None, None, None, format!("not a valid CustomResourceDefinition: {e}")));
+                self.report.crds.push(report);
+                return;
+            }
+        };
+        if name.is_empty() {
+            report.errors.push(problem(None, Some("metadata.name".into()), None, "Required value".into()));
+        }
+        let spec = &crd.spec;
+        let expected = format!("{}.{}", spec.names.plural, spec.group);
+        if !name.is_empty() && name != expected {
+            report.errors.push(problem(
+                None,
+                Some("metadata.name".into()),
+                None,
+                format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group ({expected:?})"),
+            ));
+        }
+        // The API server reports schema paths under spec.validation when all
+        // versions share one schema (its internal form hoists it there).
+        let schemas: Vec<_> = spec.versions.iter().map(|v| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref())).collect();
+        let shared = schemas.windows(2).all(|w| w[0] == w[1]);
+        let mut compiled = Vec::new();
+        for (i, v) in spec.versions.iter().enumerate() {
+            report.versions.push(v.name.clone());
+            let prefix = if shared {
+                "spec.validation".to_owned()
+            } else {
+                format!("spec.versions[{i}].schema")
+            };
+            let Some(props) = schemas[i] else {
+                // No schema: nothing to enforce for this version.
+                compiled.push((v.name.clone(), Validator::compile(Schema::default()).ok()));
+                continue;
+            };
+            let schema = match Schema::from_openapi(props) {
+                Ok(s) => s,
+                Err(e) => {
+                    report.errors.push(problem(Some(&v.name), Some(format!("{prefix}.{}", e.path)), None, e.reason));
+                    continue;
+                }
+            };
+            match Validator::compile(schema) {
+                Ok(val) => compiled.push((v.name.clone(), Some(val))),
+                Err(problems) => {
+                    for p in problems {
+                        report.errors.push(problem(Some(&v.name), Some(format!("{prefix}.{}", p.path)), Some(p.rule), p.reason));
+                    }
+                }
+            }
+        }
+        if report.errors.is_empty() {
+            for (version, validator) in compiled {
+                if let Some(validator) = validator {
+                    self.catalog.insert(CrdVersion {
+                        crd_name: name.clone(),
+                        group: spec.group.clone(),
+                        kind: spec.names.kind.clone(),
+                        version,
+                        validator,
+                    });
+                }
+            }
+        }
+        self.report.crds.push(report);
+    }
+}
+
+/// Parses a file into its documents: JSON (one document) or YAML (one or
+/// many, separated by `---`).
+fn parse_documents(file: &str, text: &str) -> Result<Vec<Json>, String> {
+    if file.ends_with(".json") {
+        return serde_json::from_str(text)
+            .map(|v| vec![v])
+            .map_err(|e| format!("invalid JSON: {e}"));
+    }
+    let mut docs = Vec::new();
+    for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let v: Json = serde::Deserialize::deserialize(de)
+            .map_err(|e| format!("invalid YAML in document {i}: {e}"))?;
+        docs.push(v);
+    }
+    Ok(docs)
+}
+
+#[cfg(test)]
+mod tests;

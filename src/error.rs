@@ -1,0 +1,110 @@
+//! The one place where failures become HTTP answers.
+//!
+//! A denial is not an error: it is a 200 with `allowed: false`. Non-200
+//! answers are only for bodies we cannot read as a review (4xx, the caller's
+//! fault, with a short plain-text body naming the problem) and for our own
+//! failures (500, with an opaque body; the full cause chain goes to the log).
+
+use actix_web::http::header::ContentType;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+
+use crate::review::ReviewError;
+
+/// Everything that stops a request from getting a review answer.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// The body is not a review we can answer (400).
+    #[error(transparent)]
+    Review(#[from] ReviewError),
+    /// The body is larger than `--max-request-bytes` (413).
+    #[error("request body exceeds the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The body could not be read: a bad Content-Length, an aborted upload (400).
+    #[error("could not read the request body: {0}")]
+    Body(String),
+    /// A failure on our side (500); the client sees only "internal error".
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl WebhookError {
+    /// Classifies an error from actix's body extractor: an overflow of the
+    /// configured limit is a 413, anything else a 400.
+    pub fn from_body_error(err: &actix_web::Error, limit: usize) -> Self {
+        use actix_web::error::PayloadError;
+        match err.as_error::<PayloadError>() {
+            Some(PayloadError::Overflow) => WebhookError::PayloadTooLarge { limit },
+            Some(other) => WebhookError::Body(other.to_string()),
+            None => WebhookError::Body(err.to_string()),
+        }
+    }
+}
+
+impl ResponseError for WebhookError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            WebhookError::Review(_) | WebhookError::Body(_) => StatusCode::BAD_REQUEST,
+            WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            WebhookError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status_code();
+        match self {
+            // `{:#}` prints anyhow's whole chain; the client gets none of it.
+            WebhookError::Internal(err) => tracing::error!(error = format!("{err:#}"), "internal error"),
+            // The caller's mistake: worth a line, not an alarm.
+            other => tracing::info!(status = status.as_u16(), error = %other, "rejected request"),
+        }
+        let mut body = self.to_string();
+        body.push('\n');
+        HttpResponse::build(status)
+            .content_type(ContentType::plaintext())
+            .body(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+
+    fn body_text(err: &WebhookError) -> String {
+        let body = err.error_response().into_body();
+        let bytes = body.try_into_bytes().unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[test]
+    fn review_errors_are_400_and_name_the_problem() {
+        let err = WebhookError::from(ReviewError::MissingUid);
+        assert_eq!(err.status_code(), StatusCode::BAD_REQUEST);
+        assert_eq!(err.error_response().status(), StatusCode::BAD_REQUEST);
+        assert!(body_text(&err).contains("request.uid"));
+    }
+
+    #[test]
+    fn overflow_is_413_and_other_body_errors_400() {
+        let overflow = actix_web::Error::from(actix_web::error::PayloadError::Overflow);
+        let err = WebhookError::from_body_error(&overflow, 10);
+        assert_eq!(err.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(body_text(&err).contains("10 bytes"));
+
+        let unknown = actix_web::Error::from(actix_web::error::PayloadError::UnknownLength);
+        let err = WebhookError::from_body_error(&unknown, 10);
+        assert_eq!(err.status_code(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn internal_errors_are_opaque() {
+        let err = WebhookError::Internal(anyhow::anyhow!("secret detail"));
+        assert_eq!(err.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
+        let text = body_text(&err);
+        assert_eq!(text, "internal error\n");
+    }
+}

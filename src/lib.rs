@@ -1,0 +1,18 @@
+//! celhook: a Kubernetes webhook that enforces CRD `x-kubernetes-validations`
+//! (CEL) rules and converts custom resources between CRD versions.
+//!
+//! A request flows straight through the modules: `review` decodes it,
+//! `config` finds the compiled CRD version, `validation` walks the object
+//! along its `schema` and runs the `cel` programs, and `review` encodes the
+//! answer. `server` is the HTTPS edge around that; `error` is the one place
+//! where failures become HTTP answers.
+
+pub mod cel;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod review;
+pub mod schema;
+pub mod server;
+pub mod telemetry;
+pub mod validation;

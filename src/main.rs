@@ -1,0 +1,114 @@
+//! The `celhook` binary: start-up only. Exit codes: 0 success, 1 `check`
+//! found problems or the server failed at run time, 64 (EX_USAGE) for a bad
+//! command line or a config `serve` refuses to start with.
+
+use std::process::ExitCode;
+
+use celhook::cli::{self, CheckArgs, Command, OutputFormat};
+use celhook::config;
+use celhook::server::{self, ServeConfig, TlsError};
+use celhook::telemetry::{self, LogFormat};
+
+const EXIT_FAILURE: u8 = 1;
+const EXIT_USAGE: u8 = 64;
+
+fn main() -> ExitCode {
+    // First, before anything can build a TLS config: one process-wide
+    // provider. An Err only means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let command = match cli::parse() {
+        Ok(command) => command,
+        Err(err) => {
+            let _ = err.print();
+            // --help and --version are not errors.
+            return if err.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+
+    match command {
+        Command::Check(args) => {
+            telemetry::init(LogFormat::Text);
+            check(&args)
+        }
+        Command::Serve { config, log_format } => {
+            telemetry::init(log_format);
+            serve(config)
+        }
+    }
+}
+
+fn check(args: &CheckArgs) -> ExitCode {
+    let loaded = config::load(&args.source);
+    let rendered = match args.output {
+        OutputFormat::Text => Ok(cli::render_text(&loaded.report)),
+        OutputFormat::Json => cli::render_json(&loaded.report),
+    };
+    match rendered {
+        Ok(text) => print!("{text}"),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot render the report");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    }
+    if loaded.report.has_errors() {
+        ExitCode::from(EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn serve(config: ServeConfig) -> ExitCode {
+    let loaded = config::load(&config.config_source);
+    if loaded.report.has_errors() {
+        for problem in cli::problems(&loaded.report) {
+            tracing::error!(problem = %cli::format_problem(&problem), "config problem");
+        }
+        tracing::error!(
+            "refusing to start: the config has problems (run `celhook check --config <dir>` for the full report)"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    tracing::info!(
+        source = ?config.config_source,
+        crds = loaded.report.crds.len(),
+        versions = loaded.catalog.len(),
+        "config loaded"
+    );
+
+    // actix runs its workers on threads of their own; this runtime only
+    // drives the listener's control loop and the signal handlers.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start the async runtime");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let result = runtime.block_on(async move {
+        let running = server::spawn(config, loaded.catalog).await?;
+        running.run_until_signal().await
+    });
+    match result {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            tracing::error!(error = format!("{err:#}"), "server failed");
+            // Unusable certificate files are a configuration error.
+            if err.downcast_ref::<TlsError>().is_some() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::from(EXIT_FAILURE)
+            }
+        }
+    }
+}

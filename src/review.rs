@@ -1,0 +1,616 @@
+//! AdmissionReview wire types (admission.k8s.io v1 and v1beta1): decoding
+//! the API server's request and encoding our answer in the same apiVersion.
+//!
+//! Why not kube-core's `AdmissionReview<DynamicObject>`: it decodes the object
+//! through `#[serde(flatten)]` into typed `ObjectMeta` plus a second map, and
+//! requires typed `userInfo`; the validator needs the object as one plain JSON
+//! tree, parsed once. kube-core's `Status` is used for the answer's status.
+
+use kube_core::response::Status;
+use serde::{Deserialize, Serialize};
+
+/// The apiVersion a review arrived in; the answer is sent in the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewVersion {
+    /// admission.k8s.io/v1
+    V1,
+    /// admission.k8s.io/v1beta1
+    V1Beta1,
+}
+
+/// group/version/kind of the object under review.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct GroupVersionKind {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub kind: String,
+}
+
+/// The admission operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+/// The fields of `request` that celhook reads.
+#[derive(Debug, Clone)]
+pub struct AdmissionRequest {
+    pub uid: String,
+    pub kind: GroupVersionKind,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub operation: Operation,
+    /// `request.object`; `None` when absent or JSON null.
+    pub object: Option<serde_json::Value>,
+    /// `request.oldObject`; `None` when absent or JSON null.
+    pub old_object: Option<serde_json::Value>,
+    pub dry_run: bool,
+}
+
+/// Our answer: `response` of the AdmissionReview.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionResponse {
+    pub uid: String,
+    pub allowed: bool,
+    /// Set on denial: the API-server-shaped Status (code 422, reason Invalid, ...).
+    pub status: Option<Status>,
+    pub warnings: Vec<String>,
+}
+
+impl AdmissionResponse {
+    /// Allows the request.
+    pub fn allow(uid: &str) -> Self {
+        Self {
+            uid: uid.to_owned(),
+            allowed: true,
+            status: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Denies the request with the given status.
+    pub fn deny(uid: &str, status: Status) -> Self {
+        Self {
+            uid: uid.to_owned(),
+            allowed: false,
+            status: Some(status),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// apiVersion string of admission.k8s.io/v1 reviews.
+pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
+/// apiVersion string of admission.k8s.io/v1beta1 reviews.
+pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
+/// kind of an AdmissionReview.
+pub const ADMISSION_REVIEW_KIND: &str = "AdmissionReview";
+
+impl ReviewVersion {
+    /// The apiVersion string this version is sent as.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            ReviewVersion::V1 => ADMISSION_V1,
+            ReviewVersion::V1Beta1 => ADMISSION_V1BETA1,
+        }
+    }
+}
+
+impl Operation {
+    /// The operation as the API server spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// Why a body is not an AdmissionReview we can answer. Each variant becomes a
+/// 400 whose body is the `Display` text, so the text names the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// The body is empty.
+    #[error("empty request body: expected an AdmissionReview")]
+    Empty,
+    /// The body is not JSON (serde's message carries line and column).
+    #[error("malformed JSON: {0}")]
+    Syntax(#[source] serde_json::Error),
+    /// The body is JSON, but a field has the wrong type or is duplicated.
+    #[error("invalid AdmissionReview: {0}")]
+    Data(#[source] serde_json::Error),
+    /// The top-level value is not a JSON object.
+    #[error("invalid AdmissionReview: the body must be a JSON object")]
+    NotAnObject,
+    /// `apiVersion` is missing.
+    #[error("invalid AdmissionReview: apiVersion is missing (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})")]
+    MissingApiVersion,
+    /// `apiVersion` is not one we speak.
+    #[error("unsupported review apiVersion {0:?} (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})")]
+    UnsupportedApiVersion(String),
+    /// `kind` is missing.
+    #[error("invalid AdmissionReview: kind is missing (expected AdmissionReview)")]
+    MissingKind,
+    /// `kind` is not AdmissionReview.
+    #[error("unsupported review kind {0:?} (expected AdmissionReview)")]
+    UnsupportedKind(String),
+    /// `request` is missing or null.
+    #[error("invalid AdmissionReview: request is missing")]
+    MissingRequest,
+    /// `request.uid` is missing, null or empty.
+    #[error("invalid AdmissionReview: request.uid is missing or empty")]
+    MissingUid,
+    /// `request.kind` is missing or lacks its version or kind.
+    #[error("invalid AdmissionReview: request.kind must name a version and a kind")]
+    MissingRequestKind,
+    /// `request.operation` is missing.
+    #[error("invalid AdmissionReview: request.operation is missing")]
+    MissingOperation,
+    /// `request.operation` is not one of the four admission operations.
+    #[error("invalid AdmissionReview: request.operation {0:?} is not one of CREATE, UPDATE, DELETE, CONNECT")]
+    UnsupportedOperation(String),
+    /// `request.object` or `request.oldObject` is present but not an object.
+    #[error("invalid AdmissionReview: request.{field} must be a JSON object, got {found}")]
+    NotAJsonObject {
+        /// `object` or `oldObject`.
+        field: &'static str,
+        /// The JSON type received.
+        found: &'static str,
+    },
+}
+
+/// The review as it arrives on the wire: only what we read. Unknown fields
+/// (userInfo, resource, options, ...) are skipped by serde without being
+/// built. Everything is optional here so that a missing field becomes a
+/// precise [`ReviewError`] instead of serde's generic message.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireReview {
+    api_version: Option<String>,
+    kind: Option<String>,
+    request: Option<WireRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRequest {
+    uid: Option<String>,
+    kind: Option<GroupVersionKind>,
+    name: Option<String>,
+    namespace: Option<String>,
+    operation: Option<String>,
+    // A JSON null lands here as None, like an absent field.
+    object: Option<serde_json::Value>,
+    old_object: Option<serde_json::Value>,
+    dry_run: Option<bool>,
+}
+
+/// Decodes an AdmissionReview body, parsing it once.
+///
+/// Checks, in order: the body is a JSON object, apiVersion and kind, then
+/// `request` with its uid, kind, operation, and the shape of
+/// object/oldObject. The objects are moved into the request, never copied.
+pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(ReviewError::Empty),
+        // Anything else that is valid JSON would reach serde's sequence
+        // form of the struct; reject it with a clear message instead.
+        Some(b'{') => {}
+        Some(_) => {
+            // Still let serde report genuinely malformed JSON with its position.
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                Err(err) => Err(json_error(err)),
+                Ok(_) => Err(ReviewError::NotAnObject),
+            };
+        }
+    }
+
+    let wire: WireReview = serde_json::from_slice(body).map_err(json_error)?;
+
+    let version = match wire.api_version.as_deref() {
+        None => return Err(ReviewError::MissingApiVersion),
+        Some(ADMISSION_V1) => ReviewVersion::V1,
+        Some(ADMISSION_V1BETA1) => ReviewVersion::V1Beta1,
+        Some(other) => return Err(ReviewError::UnsupportedApiVersion(other.to_owned())),
+    };
+    match wire.kind.as_deref() {
+        None => return Err(ReviewError::MissingKind),
+        Some(ADMISSION_REVIEW_KIND) => {}
+        Some(other) => return Err(ReviewError::UnsupportedKind(other.to_owned())),
+    }
+
+    let req = wire.request.ok_or(ReviewError::MissingRequest)?;
+    let uid = match req.uid {
+        Some(uid) if !uid.is_empty() => uid,
+        _ => return Err(ReviewError::MissingUid),
+    };
+    let kind = match req.kind {
+        Some(gvk) if !gvk.version.is_empty() && !gvk.kind.is_empty() => gvk,
+        _ => return Err(ReviewError::MissingRequestKind),
+    };
+    let operation = match req.operation.as_deref() {
+        None => return Err(ReviewError::MissingOperation),
+        Some("CREATE") => Operation::Create,
+        Some("UPDATE") => Operation::Update,
+        Some("DELETE") => Operation::Delete,
+        Some("CONNECT") => Operation::Connect,
+        Some(other) => return Err(ReviewError::UnsupportedOperation(other.to_owned())),
+    };
+    check_object("object", req.object.as_ref())?;
+    check_object("oldObject", req.old_object.as_ref())?;
+
+    Ok((
+        version,
+        AdmissionRequest {
+            uid,
+            kind,
+            name: req.name.unwrap_or_default(),
+            namespace: req.namespace.filter(|ns| !ns.is_empty()),
+            operation,
+            object: req.object,
+            old_object: req.old_object,
+            dry_run: req.dry_run.unwrap_or(false),
+        },
+    ))
+}
+
+fn json_error(err: serde_json::Error) -> ReviewError {
+    match err.classify() {
+        serde_json::error::Category::Data => ReviewError::Data(err),
+        // Syntax, Eof, and Io (which cannot happen when reading a slice).
+        _ => ReviewError::Syntax(err),
+    }
+}
+
+fn check_object(field: &'static str, value: Option<&serde_json::Value>) -> Result<(), ReviewError> {
+    use serde_json::Value;
+    let found = match value {
+        None | Some(Value::Object(_)) => return Ok(()),
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "a boolean",
+        Some(Value::Number(_)) => "a number",
+        Some(Value::String(_)) => "a string",
+        Some(Value::Array(_)) => "an array",
+    };
+    Err(ReviewError::NotAJsonObject { field, found })
+}
+
+/// Our answer on the wire, borrowing from the [`AdmissionResponse`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireAnswer<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: WireResponse<'a>,
+}
+
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a Status>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+/// Encodes the answer as an AdmissionReview in `version`.
+///
+/// `status` is sent only on denial and `warnings` only when there are some;
+/// `patch`/`patchType` never are (a validating webhook must not send them).
+/// Serializing these types cannot fail in practice; the error is returned
+/// rather than unwrapped so that it becomes a logged 500.
+pub fn encode_admission(
+    version: ReviewVersion,
+    response: &AdmissionResponse,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let answer = WireAnswer {
+        api_version: version.api_version(),
+        kind: ADMISSION_REVIEW_KIND,
+        response: WireResponse {
+            uid: &response.uid,
+            allowed: response.allowed,
+            status: if response.allowed {
+                None
+            } else {
+                response.status.as_ref()
+            },
+            warnings: &response.warnings,
+        },
+    };
+    let mut out = Vec::with_capacity(256);
+    serde_json::to_writer(&mut out, &answer)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn review(api_version: &str, request: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": api_version,
+            "kind": "AdmissionReview",
+            "request": request,
+        }))
+        .expect("test JSON serializes")
+    }
+
+    fn request() -> Value {
+        json!({
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "stable.example.com", "version": "v1", "kind": "CronTab"},
+            "resource": {"group": "stable.example.com", "version": "v1", "resource": "crontabs"},
+            "name": "my-new-cron-object",
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "admin", "groups": ["system:masters"]},
+            "object": {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "spec": {"replicas": 1}},
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        })
+    }
+
+    fn with(field: &str, value: Value) -> Value {
+        let mut req = request();
+        req[field] = value;
+        req
+    }
+
+    fn without(field: &str) -> Value {
+        let mut req = request();
+        if let Some(map) = req.as_object_mut() {
+            map.remove(field);
+        }
+        req
+    }
+
+    fn decode_err(body: &[u8]) -> ReviewError {
+        match decode_admission(body) {
+            Ok(_) => panic!("expected an error for {}", String::from_utf8_lossy(body)),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn decodes_a_v1_review() {
+        let (version, req) = decode_admission(&review(ADMISSION_V1, request())).expect("valid");
+        assert_eq!(version, ReviewVersion::V1);
+        assert_eq!(req.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
+        assert_eq!(req.kind.group, "stable.example.com");
+        assert_eq!(req.kind.version, "v1");
+        assert_eq!(req.kind.kind, "CronTab");
+        assert_eq!(req.name, "my-new-cron-object");
+        assert_eq!(req.namespace.as_deref(), Some("default"));
+        assert_eq!(req.operation, Operation::Create);
+        assert_eq!(req.object.as_ref().map(|o| &o["spec"]["replicas"]), Some(&json!(1)));
+        assert!(req.old_object.is_none(), "null oldObject is None");
+        assert!(!req.dry_run);
+    }
+
+    #[test]
+    fn decodes_a_v1beta1_review() {
+        let (version, _) = decode_admission(&review(ADMISSION_V1BETA1, request())).expect("valid");
+        assert_eq!(version, ReviewVersion::V1Beta1);
+    }
+
+    #[test]
+    fn accepts_every_operation_and_absent_objects() {
+        for op in ["CREATE", "UPDATE", "DELETE", "CONNECT"] {
+            let mut req = with("operation", json!(op));
+            if let Some(map) = req.as_object_mut() {
+                map.remove("object");
+                map.remove("oldObject");
+            }
+            let (_, req) = decode_admission(&review(ADMISSION_V1, req)).expect("valid");
+            assert_eq!(req.operation.as_str(), op);
+            assert!(req.object.is_none());
+        }
+    }
+
+    #[test]
+    fn core_group_and_missing_name_are_fine() {
+        let mut req = with("kind", json!({"group": "", "version": "v1", "kind": "Pod"}));
+        if let Some(map) = req.as_object_mut() {
+            map.remove("name");
+            map.remove("namespace");
+        }
+        let (_, req) = decode_admission(&review(ADMISSION_V1, req)).expect("valid");
+        assert_eq!(req.kind.group, "");
+        assert_eq!(req.name, "");
+        assert_eq!(req.namespace, None);
+    }
+
+    #[test]
+    fn rejects_an_empty_body() {
+        assert!(matches!(decode_err(b""), ReviewError::Empty));
+        assert!(matches!(decode_err(b" \n\t"), ReviewError::Empty));
+    }
+
+    #[test]
+    fn rejects_malformed_json_with_its_position() {
+        let err = decode_err(b"{\"apiVersion\": \"admission.k8s.io/v1\",\n \"kind\": }");
+        assert!(matches!(err, ReviewError::Syntax(_)), "{err:?}");
+        let text = err.to_string();
+        assert!(text.starts_with("malformed JSON"), "{text}");
+        assert!(text.contains("line 2 column"), "{text}");
+
+        assert!(matches!(decode_err(b"{\"apiVersion\""), ReviewError::Syntax(_)));
+        assert!(matches!(decode_err(b"[1, 2"), ReviewError::Syntax(_)));
+        let trailing = [review(ADMISSION_V1, request()), b"}".to_vec()].concat();
+        assert!(matches!(decode_err(&trailing), ReviewError::Syntax(_)));
+    }
+
+    #[test]
+    fn rejects_a_body_that_is_not_an_object() {
+        for body in [&b"[]"[..], b"\"AdmissionReview\"", b"42", b"null"] {
+            assert!(matches!(decode_err(body), ReviewError::NotAnObject), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_missing_or_unknown_api_version_and_kind() {
+        let body = serde_json::to_vec(&json!({"kind": "AdmissionReview", "request": request()}))
+            .expect("json");
+        assert!(matches!(decode_err(&body), ReviewError::MissingApiVersion));
+
+        let err = decode_err(&review("admission.k8s.io/v2", request()));
+        assert!(matches!(err, ReviewError::UnsupportedApiVersion(ref v) if v == "admission.k8s.io/v2"));
+        assert!(err.to_string().contains("\"admission.k8s.io/v2\""), "{err}");
+
+        let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "request": request()}))
+            .expect("json");
+        assert!(matches!(decode_err(&body), ReviewError::MissingKind));
+
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": ADMISSION_V1, "kind": "ConversionReview", "request": request()
+        }))
+        .expect("json");
+        let err = decode_err(&body);
+        assert!(matches!(err, ReviewError::UnsupportedKind(ref k) if k == "ConversionReview"));
+    }
+
+    #[test]
+    fn rejects_a_missing_or_null_request() {
+        let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "kind": "AdmissionReview"}))
+            .expect("json");
+        assert!(matches!(decode_err(&body), ReviewError::MissingRequest));
+        assert!(matches!(
+            decode_err(&review(ADMISSION_V1, Value::Null)),
+            ReviewError::MissingRequest
+        ));
+    }
+
+    #[test]
+    fn rejects_a_missing_null_or_empty_uid() {
+        for req in [without("uid"), with("uid", Value::Null), with("uid", json!(""))] {
+            assert!(matches!(decode_err(&review(ADMISSION_V1, req)), ReviewError::MissingUid));
+        }
+    }
+
+    #[test]
+    fn rejects_a_uid_of_the_wrong_type_naming_the_type() {
+        let err = decode_err(&review(ADMISSION_V1, with("uid", json!(42))));
+        assert!(matches!(err, ReviewError::Data(_)), "{err:?}");
+        assert!(err.to_string().contains("invalid type: integer `42`"), "{err}");
+    }
+
+    #[test]
+    fn rejects_a_missing_or_incomplete_request_kind() {
+        for req in [
+            without("kind"),
+            with("kind", json!({"group": "stable.example.com", "version": "v1"})),
+            with("kind", json!({"group": "stable.example.com", "kind": "CronTab"})),
+        ] {
+            assert!(matches!(
+                decode_err(&review(ADMISSION_V1, req)),
+                ReviewError::MissingRequestKind
+            ));
+        }
+    }
+
+    #[test]
+    fn rejects_a_missing_or_unknown_operation() {
+        assert!(matches!(
+            decode_err(&review(ADMISSION_V1, without("operation"))),
+            ReviewError::MissingOperation
+        ));
+        let err = decode_err(&review(ADMISSION_V1, with("operation", json!("PATCH"))));
+        assert!(matches!(err, ReviewError::UnsupportedOperation(ref op) if op == "PATCH"));
+        assert!(err.to_string().contains("\"PATCH\""), "{err}");
+    }
+
+    #[test]
+    fn rejects_objects_that_are_not_json_objects() {
+        for (field, value, found) in [
+            ("object", json!("a string"), "a string"),
+            ("object", json!([1]), "an array"),
+            ("object", json!(3), "a number"),
+            ("oldObject", json!(true), "a boolean"),
+        ] {
+            let err = decode_err(&review(ADMISSION_V1, with(field, value)));
+            match err {
+                ReviewError::NotAJsonObject { field: f, found: t } => {
+                    assert_eq!((f, t), (field, found));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_duplicate_fields() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","kind":"AdmissionReview","request":{}}"#;
+        let err = decode_err(body);
+        assert!(matches!(err, ReviewError::Data(_)), "{err:?}");
+        assert!(err.to_string().contains("duplicate field `kind`"), "{err}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let depth = 10_000;
+        let mut body = String::from(
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"X"},"operation":"CREATE","object":{"a":"#,
+        );
+        body.push_str(&"[".repeat(depth));
+        body.push_str(&"]".repeat(depth));
+        body.push_str("}}}");
+        let err = decode_err(body.as_bytes());
+        assert!(err.to_string().contains("recursion limit"), "{err}");
+    }
+
+    #[test]
+    fn encodes_an_allowed_answer_without_status_or_warnings() {
+        let out = encode_admission(ReviewVersion::V1, &AdmissionResponse::allow("abc"))
+            .expect("encodes");
+        let value: Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(
+            value,
+            json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": "abc", "allowed": true}
+            })
+        );
+    }
+
+    #[test]
+    fn encodes_a_denial_with_status_and_warnings_in_the_request_version() {
+        let status = Status::failure("CronTab.stable.example.com \"x\" is invalid", "Invalid")
+            .with_code(422);
+        let mut res = AdmissionResponse::deny("abc", status);
+        res.warnings.push("spec.replicas is deprecated".to_owned());
+        let out = encode_admission(ReviewVersion::V1Beta1, &res).expect("encodes");
+        let value: Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(value["apiVersion"], "admission.k8s.io/v1beta1");
+        assert_eq!(value["kind"], "AdmissionReview");
+        let response = &value["response"];
+        assert_eq!(response["uid"], "abc");
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 422);
+        assert_eq!(response["status"]["reason"], "Invalid");
+        assert_eq!(response["status"]["status"], "Failure");
+        assert_eq!(response["warnings"], json!(["spec.replicas is deprecated"]));
+        assert!(response.get("patch").is_none() && response.get("patchType").is_none());
+    }
+
+    #[test]
+    fn an_allowed_answer_never_carries_a_status() {
+        let mut res = AdmissionResponse::allow("abc");
+        res.status = Some(Status::failure("ignored", "Invalid"));
+        let out = encode_admission(ReviewVersion::V1, &res).expect("encodes");
+        let value: Value = serde_json::from_slice(&out).expect("json");
+        assert!(value["response"].get("status").is_none(), "{value}");
+    }
+}

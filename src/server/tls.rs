@@ -1,0 +1,364 @@
+//! The serving certificate and the rustls configuration of the listener.
+//!
+//! The certificate is handed to rustls through [`CertResolver`], which we
+//! own: replacing its certificate affects every later handshake, which is
+//! the seam for certificate hot reload.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+
+/// Where the serving certificate comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsSource {
+    /// PEM files: the certificate chain (leaf first) and its private key
+    /// (PKCS#8, PKCS#1 or SEC1).
+    Files {
+        /// `--tls-cert`
+        cert: PathBuf,
+        /// `--tls-key`
+        key: PathBuf,
+    },
+    /// A self-signed certificate for `localhost` and `127.0.0.1`, generated
+    /// in memory at start-up. For development and tests only.
+    SelfSigned,
+}
+
+/// Why the serving certificate could not be loaded. Each message names the
+/// file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read.
+    #[error("cannot read {flag} file {}: {source}", path.display())]
+    Read {
+        /// `--tls-cert` or `--tls-key`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not valid PEM.
+    #[error("invalid PEM in {flag} file {}: {source}", path.display())]
+    Pem {
+        /// `--tls-cert` or `--tls-key`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the PEM parser said.
+        source: pem::Error,
+    },
+    /// The certificate file holds no `CERTIFICATE` block.
+    #[error("no PEM certificate found in --tls-cert file {}", path.display())]
+    NoCertificate {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key file holds no private key block.
+    #[error("no PEM private key (PKCS#8, PKCS#1 or SEC1) found in --tls-key file {}", path.display())]
+    NoKey {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key is of a type rustls cannot sign with.
+    #[error("unsupported private key in --tls-key file {}: {source}", path.display())]
+    Key {
+        /// The file.
+        path: PathBuf,
+        /// What rustls said.
+        source: rustls::Error,
+    },
+    /// The key does not belong to the certificate.
+    #[error(
+        "the private key in --tls-key file {} does not match the certificate in --tls-cert file {}: {source}",
+        key.display(),
+        cert.display()
+    )]
+    Mismatch {
+        /// The certificate file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+        /// What rustls said.
+        source: rustls::Error,
+    },
+    /// rcgen failed to make the self-signed certificate.
+    #[error("cannot generate a self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused the configuration (cannot happen with our fixed choices).
+    #[error("cannot build the TLS configuration: {0}")]
+    Config(#[source] rustls::Error),
+}
+
+/// A loaded serving certificate.
+pub struct Material {
+    /// The chain and signing key, ready for rustls.
+    pub key: Arc<CertifiedKey>,
+    /// The certificate chain as PEM: what a client has to trust for a
+    /// self-signed certificate (the `caBundle`, in tests the reqwest root).
+    pub cert_pem: String,
+    /// True when the certificate was generated in memory.
+    pub self_signed: bool,
+}
+
+impl fmt::Debug for Material {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print key material.
+        f.debug_struct("Material")
+            .field("self_signed", &self.self_signed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The names the generated certificate is valid for.
+pub const SELF_SIGNED_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
+
+/// Loads (or generates) the serving certificate.
+pub fn load(source: &TlsSource, provider: &CryptoProvider) -> Result<Material, TlsError> {
+    match source {
+        TlsSource::Files { cert, key } => load_files(cert, key, provider),
+        TlsSource::SelfSigned => generate(provider),
+    }
+}
+
+fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        flag,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn load_files(
+    cert_path: &Path,
+    key_path: &Path,
+    provider: &CryptoProvider,
+) -> Result<Material, TlsError> {
+    let cert_pem = read("--tls-cert", cert_path)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| TlsError::Pem {
+            flag: "--tls-cert",
+            path: cert_path.to_owned(),
+            source,
+        })?;
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: cert_path.to_owned(),
+        });
+    }
+
+    let key_pem = read("--tls-key", key_path)?;
+    let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|source| match source {
+        pem::Error::NoItemsFound => TlsError::NoKey {
+            path: key_path.to_owned(),
+        },
+        source => TlsError::Pem {
+            flag: "--tls-key",
+            path: key_path.to_owned(),
+            source,
+        },
+    })?;
+    let signing_key =
+        provider
+            .key_provider
+            .load_private_key(key_der)
+            .map_err(|source| TlsError::Key {
+                path: key_path.to_owned(),
+                source,
+            })?;
+
+    let key = CertifiedKey::new(chain, signing_key);
+    match key.keys_match() {
+        // Unknown: the key type cannot report its public key; rustls treats
+        // that as acceptable too.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
+        Err(source) => {
+            return Err(TlsError::Mismatch {
+                cert: cert_path.to_owned(),
+                key: key_path.to_owned(),
+                source,
+            })
+        }
+    }
+
+    Ok(Material {
+        key: Arc::new(key),
+        cert_pem: String::from_utf8_lossy(&cert_pem).into_owned(),
+        self_signed: false,
+    })
+}
+
+fn generate(provider: &CryptoProvider) -> Result<Material, TlsError> {
+    let generated =
+        rcgen::generate_simple_self_signed(SELF_SIGNED_NAMES.map(String::from).to_vec())?;
+    let cert_pem = generated.cert.pem();
+    let chain = vec![generated.cert.der().clone()];
+    let key_der = PrivateKeyDer::from(generated.signing_key);
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(TlsError::Config)?;
+    Ok(Material {
+        key: Arc::new(CertifiedKey::new(chain, signing_key)),
+        cert_pem,
+        self_signed: true,
+    })
+}
+
+/// Serves the current certificate to every handshake; [`CertResolver::replace`]
+/// swaps it without touching open connections.
+#[derive(Debug)]
+pub struct CertResolver {
+    current: ArcSwap<CertifiedKey>,
+}
+
+impl CertResolver {
+    /// A resolver serving `key`.
+    pub fn new(key: Arc<CertifiedKey>) -> Self {
+        Self {
+            current: ArcSwap::new(key),
+        }
+    }
+
+    /// Serves `key` from the next handshake on.
+    pub fn replace(&self, key: Arc<CertifiedKey>) {
+        self.current.store(key);
+    }
+}
+
+impl ResolvesServerCert for CertResolver {
+    fn resolve(&self, _client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.load_full())
+    }
+}
+
+/// The listener's rustls configuration: TLS 1.3 and 1.2 only, no client
+/// certificate, the certificate from `resolver`.
+///
+/// ALPN is left empty on purpose: actix-web puts `h2` and `http/1.1` in front
+/// of whatever is configured here, and the server picks the client's most
+/// preferred protocol it knows, so the API server gets HTTP/2.
+pub fn server_config(
+    resolver: Arc<CertResolver>,
+    provider: Arc<CryptoProvider>,
+) -> Result<ServerConfig, TlsError> {
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(TlsError::Config)?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn provider() -> CryptoProvider {
+        rustls::crypto::ring::default_provider()
+    }
+
+    fn file(contents: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().expect("tempfile");
+        f.write_all(contents).expect("write");
+        f
+    }
+
+    fn files_source(cert: &tempfile::NamedTempFile, key: &tempfile::NamedTempFile) -> TlsSource {
+        TlsSource::Files {
+            cert: cert.path().to_owned(),
+            key: key.path().to_owned(),
+        }
+    }
+
+    #[test]
+    fn generates_a_self_signed_certificate() {
+        let material = load(&TlsSource::SelfSigned, &provider()).expect("generated");
+        assert!(material.self_signed);
+        assert!(material.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_eq!(material.key.cert.len(), 1);
+        assert!(material.key.keys_match().is_ok());
+    }
+
+    #[test]
+    fn loads_a_certificate_and_key_from_pem_files() {
+        let generated = rcgen::generate_simple_self_signed(vec!["celhook.default.svc".to_owned()])
+            .expect("rcgen");
+        let cert = file(generated.cert.pem().as_bytes());
+        let key = file(generated.signing_key.serialize_pem().as_bytes());
+        let material = load(&files_source(&cert, &key), &provider()).expect("loaded");
+        assert!(!material.self_signed);
+        assert_eq!(material.cert_pem, generated.cert.pem());
+    }
+
+    #[test]
+    fn names_the_missing_file() {
+        let source = TlsSource::Files {
+            cert: PathBuf::from("/nonexistent/tls.crt"),
+            key: PathBuf::from("/nonexistent/tls.key"),
+        };
+        let err = load(&source, &provider()).expect_err("missing file");
+        let text = err.to_string();
+        assert!(text.contains("--tls-cert") && text.contains("/nonexistent/tls.crt"), "{text}");
+    }
+
+    #[test]
+    fn names_the_file_without_a_certificate_or_key() {
+        let generated = rcgen::generate_simple_self_signed(vec!["x".to_owned()]).expect("rcgen");
+        let cert = file(generated.cert.pem().as_bytes());
+        let key = file(generated.signing_key.serialize_pem().as_bytes());
+        let junk = file(b"not pem at all\n");
+
+        let err = load(&files_source(&junk, &key), &provider()).expect_err("no cert");
+        assert!(matches!(err, TlsError::NoCertificate { .. }), "{err}");
+        assert!(err.to_string().contains(&junk.path().display().to_string()));
+
+        let err = load(&files_source(&cert, &junk), &provider()).expect_err("no key");
+        assert!(matches!(err, TlsError::NoKey { .. }), "{err}");
+        assert!(err.to_string().contains("--tls-key"));
+
+        // A key where the certificate should be is "no certificate", too.
+        let err = load(&files_source(&key, &key), &provider()).expect_err("key as cert");
+        assert!(matches!(err, TlsError::NoCertificate { .. }), "{err}");
+    }
+
+    #[test]
+    fn names_the_file_with_broken_pem() {
+        let generated = rcgen::generate_simple_self_signed(vec!["x".to_owned()]).expect("rcgen");
+        let key = file(generated.signing_key.serialize_pem().as_bytes());
+        let broken = file(b"-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n");
+        let err = load(&files_source(&broken, &key), &provider()).expect_err("broken");
+        assert!(matches!(err, TlsError::Pem { flag: "--tls-cert", .. }), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_key_of_another_certificate() {
+        let one = rcgen::generate_simple_self_signed(vec!["one".to_owned()]).expect("rcgen");
+        let two = rcgen::generate_simple_self_signed(vec!["two".to_owned()]).expect("rcgen");
+        let cert = file(one.cert.pem().as_bytes());
+        let key = file(two.signing_key.serialize_pem().as_bytes());
+        let err = load(&files_source(&cert, &key), &provider()).expect_err("mismatch");
+        assert!(matches!(err, TlsError::Mismatch { .. }), "{err}");
+    }
+
+    #[test]
+    fn the_resolver_serves_the_replacement() {
+        let provider = provider();
+        let first = load(&TlsSource::SelfSigned, &provider).expect("first");
+        let second = load(&TlsSource::SelfSigned, &provider).expect("second");
+        let resolver = CertResolver::new(first.key.clone());
+        assert!(Arc::ptr_eq(&resolver.current.load_full(), &first.key));
+        resolver.replace(second.key.clone());
+        assert!(Arc::ptr_eq(&resolver.current.load_full(), &second.key));
+    }
+}

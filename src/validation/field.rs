@@ -1,0 +1,216 @@
+//! Field errors and the `Invalid` status, worded as the API server words
+//! them (k8s.io/apimachinery `field.Error` and `errors.NewInvalid`), so that
+//! kubectl users see the text they know.
+
+use kube_core::response::{Status, StatusDetails, StatusSummary};
+
+/// The kind of a field error, with the API server's cause type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    Invalid,
+    Forbidden,
+    Required,
+    Duplicate,
+}
+
+impl ErrorType {
+    /// The cause type sent in `status.details.causes[].reason`.
+    pub fn cause(self) -> &'static str {
+        match self {
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::Duplicate => "FieldValueDuplicate",
+        }
+    }
+
+    /// The rule's `reason` as written in the CRD; unknown or absent reasons
+    /// mean `FieldValueInvalid`.
+    pub fn from_reason(reason: Option<&str>) -> Self {
+        match reason {
+            Some("FieldValueForbidden") => ErrorType::Forbidden,
+            Some("FieldValueRequired") => ErrorType::Required,
+            Some("FieldValueDuplicate") => ErrorType::Duplicate,
+            _ => ErrorType::Invalid,
+        }
+    }
+}
+
+/// One field error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub kind: ErrorType,
+    /// The path, e.g. `spec.ports[2].port`; empty at the root.
+    pub field: String,
+    /// The OpenAPI type of the node, shown as the invalid value (`"object"`).
+    pub value_type: &'static str,
+    pub detail: String,
+}
+
+impl FieldError {
+    /// The error without its field: `Invalid value: "object": detail`.
+    pub fn body(&self) -> String {
+        let mut s = match self.kind {
+            ErrorType::Invalid => format!("Invalid value: {}", go_quote(self.value_type)),
+            ErrorType::Duplicate => format!("Duplicate value: {}", go_quote(self.value_type)),
+            ErrorType::Forbidden => "Forbidden".to_owned(),
+            ErrorType::Required => "Required value".to_owned(),
+        };
+        // A duplicate error names the value only; it has no detail.
+        if !self.detail.is_empty() && self.kind != ErrorType::Duplicate {
+            s.push_str(": ");
+            s.push_str(&self.detail);
+        }
+        s
+    }
+
+    /// The path as the API server prints it (`<nil>` for the root).
+    pub fn field_text(&self) -> &str {
+        if self.field.is_empty() {
+            "<nil>"
+        } else {
+            &self.field
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field_text(), self.body())
+    }
+}
+
+/// Go's `%q` for the strings we print: quotes with backslash escapes.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Joins errors as the API server's aggregate does: one error as it is,
+/// several as `[a, b]`, each distinct text once.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for e in errors {
+        let text = e.to_string();
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.len() {
+        0 => String::new(),
+        1 => seen.remove(0),
+        _ => format!("[{}]", seen.join(", ")),
+    }
+}
+
+/// The `Invalid` status the API server returns for a custom resource that
+/// fails validation: code 422, reason `Invalid`, one cause per error.
+pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Status {
+    let qualified = if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let message = if errors.is_empty() {
+        format!("{qualified} {} is invalid", go_quote(name))
+    } else {
+        format!("{qualified} {} is invalid: {}", go_quote(name), aggregate(errors))
+    };
+    let causes = errors
+        .iter()
+        .map(|e| kube_core::response::StatusCause {
+            reason: e.kind.cause().to_owned(),
+            message: e.body(),
+            field: e.field.clone(),
+        })
+        .collect();
+    Status {
+        status: Some(StatusSummary::Failure),
+        code: 422,
+        message,
+        metadata: None,
+        reason: "Invalid".to_owned(),
+        details: Some(StatusDetails {
+            name: name.to_owned(),
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(field: &str, detail: &str) -> FieldError {
+        FieldError {
+            kind: ErrorType::Invalid,
+            field: field.into(),
+            value_type: "object",
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn single_error_reads_like_the_api_server() {
+        let s = invalid_status(
+            "stable.example.com",
+            "CronTab",
+            "my-new-cron-object",
+            &[invalid("spec", "replicas should be smaller than or equal to maxReplicas.")],
+        );
+        assert_eq!(
+            s.message,
+            "CronTab.stable.example.com \"my-new-cron-object\" is invalid: spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas."
+        );
+        assert_eq!(s.code, 422);
+        assert_eq!(s.reason, "Invalid");
+        let d = s.details.unwrap();
+        assert_eq!(d.causes[0].reason, "FieldValueInvalid");
+        assert_eq!(d.causes[0].field, "spec");
+        assert_eq!(
+            d.causes[0].message,
+            "Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas."
+        );
+    }
+
+    #[test]
+    fn several_errors_are_bracketed_and_deduplicated() {
+        let e = [invalid("spec", "a"), invalid("spec", "b"), invalid("spec", "a")];
+        assert_eq!(
+            aggregate(&e),
+            "[spec: Invalid value: \"object\": a, spec: Invalid value: \"object\": b]"
+        );
+    }
+
+    #[test]
+    fn reasons_change_the_wording() {
+        let mut e = invalid("spec.x", "must be set");
+        e.kind = ErrorType::from_reason(Some("FieldValueRequired"));
+        assert_eq!(e.to_string(), "spec.x: Required value: must be set");
+        e.kind = ErrorType::from_reason(Some("FieldValueForbidden"));
+        assert_eq!(e.to_string(), "spec.x: Forbidden: must be set");
+        e.kind = ErrorType::from_reason(Some("FieldValueDuplicate"));
+        assert_eq!(e.to_string(), "spec.x: Duplicate value: \"object\"");
+        e.kind = ErrorType::from_reason(Some("Bogus"));
+        assert_eq!(e.kind, ErrorType::Invalid);
+        e.field.clear();
+        assert_eq!(e.to_string(), "<nil>: Invalid value: \"object\": must be set");
+    }
+}

@@ -1,0 +1,550 @@
+//! The validation walk: runs each schema node's compiled rules against the
+//! object (and, on UPDATE, the correlated old object), collecting field
+//! errors worded as the API server words them, and answers the review.
+
+mod field;
+mod field_path;
+
+use serde_json::Value as Json;
+
+use crate::cel::{self, ErrorKind, Program, Value};
+use crate::config::Catalog;
+use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
+use crate::schema::{ListType, Schema};
+
+pub use field::{aggregate, invalid_status, ErrorType, FieldError};
+
+/// One compiled `x-kubernetes-validations` entry.
+#[derive(Debug)]
+pub struct Rule {
+    /// The rule text as written.
+    pub source: String,
+    pub program: Program,
+    pub message: Option<String>,
+    pub message_expression: Option<Program>,
+    pub kind: ErrorType,
+    /// `fieldPath`, normalised (`.a['b']` is `a.b`).
+    pub field_path: Option<String>,
+    pub optional_old_self: bool,
+    /// Index of the rule in its node's list (for metrics and logs).
+    pub index: usize,
+}
+
+impl Rule {
+    /// The trimmed message if there is one, else the trimmed rule: how the
+    /// API server names a rule in its errors.
+    fn error_string(&self) -> &str {
+        match self.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => m,
+            _ => self.source.trim(),
+        }
+    }
+}
+
+/// The compiled rules of a schema tree, mirroring the schema node by node
+/// where rules exist below.
+#[derive(Debug, Default)]
+pub struct Node {
+    pub rules: Vec<Rule>,
+    /// Properties with rules at or below them, by JSON name.
+    pub properties: Vec<(String, Node)>,
+    /// Items or map values, when they have rules at or below them.
+    pub element: Option<Box<Node>>,
+}
+
+impl Node {
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty() && self.properties.is_empty() && self.element.is_none()
+    }
+}
+
+/// A problem in one rule, found at compile time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleProblem {
+    /// Schema path relative to the version's schema root, e.g.
+    /// `openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule`.
+    pub path: String,
+    pub rule: String,
+    pub reason: String,
+}
+
+/// The compiled schema and rules of one CRD version.
+#[derive(Debug)]
+pub struct Validator {
+    pub schema: Schema,
+    pub root: Node,
+}
+
+impl Validator {
+    /// Compiles every rule of `schema`, reporting every problem (not just the first).
+    pub fn compile(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
+        let mut problems = Vec::new();
+        let root = compile_node(&schema, "openAPIV3Schema", None, &mut problems);
+        if problems.is_empty() {
+            Ok(Validator { schema, root })
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Validates `object` (and `old` on UPDATE), returning every field error
+    /// and the warnings of ratcheted errors.
+    pub fn validate(&self, object: &Json, old: Option<&Json>) -> Outcome {
+        let mut w = Walk {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            budget: cel::PER_OBJECT_COST_BUDGET,
+            stopped: false,
+        };
+        let mut path = String::new();
+        w.node(&self.root, &self.schema, object, old, old.is_some(), false, &mut path);
+        Outcome {
+            errors: w.errors,
+            warnings: w.warnings,
+        }
+    }
+}
+
+/// The result of validating one object.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub errors: Vec<FieldError>,
+    /// Ratcheted failures, as `<field>: <body>` texts.
+    pub warnings: Vec<String>,
+}
+
+fn compile_node(
+    schema: &Schema,
+    path: &str,
+    uncorrelatable: Option<&str>,
+    problems: &mut Vec<RuleProblem>,
+) -> Node {
+    let mut node = Node::default();
+    for (i, v) in schema.validations.iter().enumerate() {
+        let rule_path = format!("{path}.x-kubernetes-validations[{i}]");
+        let mut problem = |field: &str, reason: String| {
+            problems.push(RuleProblem {
+                path: format!("{rule_path}.{field}"),
+                rule: v.rule.clone(),
+                reason,
+            })
+        };
+        let trimmed = v.rule.trim();
+        if trimmed.is_empty() {
+            problem("rule", "Required value: rule is not specified".into());
+            continue;
+        }
+        if let Some(m) = &v.message {
+            if !m.is_empty() && m.trim().is_empty() {
+                problem("message", "must be non-empty if specified".into());
+            } else if m.trim().contains(['\n', '\r']) {
+                problem("message", "must not contain line breaks".into());
+            }
+        }
+        if trimmed.contains(['\n', '\r']) && v.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+            problem(
+                "message",
+                "Required value: message must be specified if rule contains line breaks".into(),
+            );
+        }
+        if let Some(r) = v.reason.as_deref() {
+            if !matches!(
+                r,
+                "FieldValueDuplicate" | "FieldValueForbidden" | "FieldValueInvalid" | "FieldValueRequired"
+            ) {
+                problem(
+                    "reason",
+                    format!("Unsupported value: {r:?}: supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\""),
+                );
+            }
+        }
+        let field_path = match v.field_path.as_deref() {
+            None | Some("") => None,
+            Some(fp) if fp.trim().is_empty() => {
+                problem("fieldPath", "must be non-empty if specified".into());
+                None
+            }
+            Some(fp) => match field_path::normalize(fp, schema) {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    problem("fieldPath", "must be a valid path".into());
+                    None
+                }
+            },
+        };
+        let optional_old_self = v.optional_old_self.unwrap_or(false);
+        let opts = cel::Options {
+            old_self: true,
+            optional_old_self,
+        };
+        let program = match Program::compile(&v.rule, schema, opts) {
+            Ok(p) => p,
+            Err(e) => {
+                problem("rule", format!("compilation failed: {}", e.message));
+                continue;
+            }
+        };
+        if program.uses_old_self() {
+            if let Some(at) = uncorrelatable {
+                problem(
+                    "rule",
+                    format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {at}"),
+                );
+                continue;
+            }
+        } else if v.optional_old_self.is_some() {
+            problem("optionalOldSelf", "may not be set if oldSelf is not used in rule".into());
+            continue;
+        }
+        let message_expression = match v.message_expression.as_deref() {
+            None => None,
+            Some(m) if m.trim().is_empty() => {
+                if !m.is_empty() {
+                    problem(
+                        "messageExpression",
+                        "Required value: messageExpression must be non-empty if specified".into(),
+                    );
+                }
+                None
+            }
+            Some(m) => {
+                let opts = cel::Options {
+                    old_self: true,
+                    optional_old_self: false,
+                };
+                match Program::compile(m, schema, opts) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        problem(
+                            "messageExpression",
+                            format!("messageExpression compilation failed: {}", e.message),
+                        );
+                        continue;
+                    }
+                }
+            }
+        };
+        node.rules.push(Rule {
+            source: v.rule.clone(),
+            program,
+            message: v.message.clone(),
+            message_expression,
+            kind: ErrorType::from_reason(v.reason.as_deref()),
+            field_path,
+            optional_old_self,
+            index: i,
+        });
+    }
+    for (name, child) in &schema.properties {
+        let child_path = format!("{path}.properties[{name}]");
+        let n = compile_node(child, &child_path, uncorrelatable, problems);
+        if !n.is_empty() {
+            node.properties.push((name.clone(), n));
+        }
+    }
+    if let Some(items) = schema.items.as_deref() {
+        let child_path = format!("{path}.items");
+        let unc = match (uncorrelatable, schema.list_type) {
+            (Some(u), _) => Some(u.to_owned()),
+            (None, ListType::Map) => None,
+            (None, _) => Some(path.to_owned()),
+        };
+        let n = compile_node(items, &child_path, unc.as_deref(), problems);
+        if !n.is_empty() {
+            node.element = Some(Box::new(n));
+        }
+    } else if let Some(values) = schema.additional_properties.as_deref() {
+        let child_path = format!("{path}.additionalProperties");
+        let n = compile_node(values, &child_path, uncorrelatable, problems);
+        if !n.is_empty() {
+            node.element = Some(Box::new(n));
+        }
+    }
+    node
+}
+
+struct Walk {
+    errors: Vec<FieldError>,
+    warnings: Vec<String>,
+    budget: u64,
+    /// A cost limit was reached: no further rules run anywhere.
+    stopped: bool,
+}
+
+fn push_child(path: &mut String, name: &str) -> usize {
+    let len = path.len();
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(name);
+    len
+}
+
+fn push_key(path: &mut String, key: &str) -> usize {
+    let len = path.len();
+    path.push('[');
+    path.push_str(key);
+    path.push(']');
+    len
+}
+
+impl Walk {
+    /// Validates one node. `correlated` says whether `old` was found by
+    /// correlation; an uncorrelatable node counts as unchanged when its
+    /// nearest correlatable ancestor is (`ancestor_unchanged`).
+    #[allow(clippy::too_many_arguments)]
+    fn node(
+        &mut self,
+        node: &Node,
+        schema: &Schema,
+        new: &Json,
+        old: Option<&Json>,
+        correlated: bool,
+        ancestor_unchanged: bool,
+        path: &mut String,
+    ) {
+        if self.stopped || new.is_null() {
+            return;
+        }
+        let old = old.filter(|o| !o.is_null());
+        // Ratcheting: an unchanged value keeps passing even if a rule it
+        // breaks was added later; transition rules never ratchet.
+        let unchanged = if correlated {
+            old.is_some_and(|o| o == new)
+        } else {
+            ancestor_unchanged
+        };
+        if !node.rules.is_empty() {
+            self.rules(node, schema, new, old, unchanged, path);
+            if self.stopped {
+                return;
+            }
+        }
+        match new {
+            Json::Array(items) => {
+                let (Some(el), Some(item_schema)) = (node.element.as_deref(), schema.items.as_deref()) else {
+                    return;
+                };
+                let old_items = old.and_then(Json::as_array);
+                for (i, item) in items.iter().enumerate() {
+                    let old_item = match (schema.list_type, old_items) {
+                        (ListType::Map, Some(olds)) => find_by_keys(item, olds, &schema.list_map_keys),
+                        _ => None,
+                    };
+                    let len = push_key(path, &i.to_string());
+                    self.node(el, item_schema, item, old_item, old_item.is_some(), unchanged, path);
+                    path.truncate(len);
+                    if self.stopped {
+                        return;
+                    }
+                }
+            }
+            Json::Object(obj) => {
+                let old_obj = old.and_then(Json::as_object);
+                if let (Some(el), Some(value_schema)) =
+                    (node.element.as_deref(), schema.additional_properties.as_deref())
+                {
+                    for (k, v) in obj {
+                        let old_v = old_obj.and_then(|o| o.get(k));
+                        let len = push_key(path, k);
+                        self.node(el, value_schema, v, old_v, old_v.is_some(), unchanged, path);
+                        path.truncate(len);
+                        if self.stopped {
+                            return;
+                        }
+                    }
+                }
+                for (name, child) in &node.properties {
+                    let (Some(v), Some(child_schema)) = (obj.get(name), schema.property(name)) else {
+                        continue;
+                    };
+                    let old_v = old_obj.and_then(|o| o.get(name));
+                    let len = push_child(path, name);
+                    self.node(child, child_schema, v, old_v, old_v.is_some(), unchanged, path);
+                    path.truncate(len);
+                    if self.stopped {
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn error(&mut self, kind: ErrorType, path: &str, schema: &Schema, detail: String) {
+        self.errors.push(FieldError {
+            kind,
+            field: path.to_owned(),
+            value_type: schema.ty.openapi_name(),
+            detail,
+        });
+    }
+
+    fn rules(
+        &mut self,
+        node: &Node,
+        schema: &Schema,
+        new: &Json,
+        old: Option<&Json>,
+        unchanged: bool,
+        path: &str,
+    ) {
+        if self.budget == 0 {
+            self.error(
+                ErrorType::Invalid,
+                path,
+                schema,
+                "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+            );
+            self.stopped = true;
+            return;
+        }
+        for rule in &node.rules {
+            let uses_old = rule.program.uses_old_self();
+            let old_value = match (uses_old, rule.optional_old_self, old) {
+                (true, false, None) => continue,
+                (true, true, o) => Some(Value::Optional(
+                    o.map(|o| std::rc::Rc::new(Value::from_json(o, schema))),
+                )),
+                (true, false, Some(o)) => Some(Value::from_json(o, schema)),
+                (false, _, o) => o.map(|o| Value::from_json(o, schema)),
+            };
+            let limit = cel::PER_EXPRESSION_COST_LIMIT.min(self.budget);
+            let this = Value::from_json(new, schema);
+            let (result, cost) = rule.program.eval(this, old_value, limit);
+            if cost > self.budget || (result.as_ref().is_err_and(|e| e.kind == ErrorKind::CostLimit) && self.budget < cel::PER_EXPRESSION_COST_LIMIT) {
+                self.error(
+                    ErrorType::Invalid,
+                    path,
+                    schema,
+                    "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+                );
+                self.stopped = true;
+                return;
+            }
+            self.budget -= cost;
+            let passed = match result {
+                Ok(Value::Bool(b)) => b,
+                Ok(_) => {
+                    self.error(
+                        ErrorType::Invalid,
+                        path,
+                        schema,
+                        format!("'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}", rule.error_string()),
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    let detail = match e.kind {
+                        ErrorKind::NoSuchOverload => format!(
+                            "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule.error_string()
+                        ),
+                        ErrorKind::CostLimit => format!(
+                            "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            rule.error_string()
+                        ),
+                        ErrorKind::Other => {
+                            format!("{e} evaluating rule: {}", rule.error_string())
+                        }
+                    };
+                    self.error(ErrorType::Invalid, path, schema, detail);
+                    if e.kind == ErrorKind::CostLimit {
+                        self.stopped = true;
+                        return;
+                    }
+                    continue;
+                }
+            };
+            if passed {
+                continue;
+            }
+            let detail = self.message(rule, schema, new, old);
+            let mut field = path.to_owned();
+            if let Some(fp) = &rule.field_path {
+                push_child(&mut field, fp);
+            }
+            let err = FieldError {
+                kind: rule.kind,
+                field,
+                value_type: schema.ty.openapi_name(),
+                detail,
+            };
+            if unchanged && !uses_old {
+                self.warnings.push(err.to_string());
+            } else {
+                self.errors.push(err);
+            }
+        }
+    }
+
+    /// The failure message: the messageExpression's result when it yields a
+    /// usable string, else `message`, else `failed rule: <rule>`.
+    fn message(&mut self, rule: &Rule, schema: &Schema, new: &Json, old: Option<&Json>) -> String {
+        if let Some(expr) = &rule.message_expression {
+            let this = Value::from_json(new, schema);
+            let old_value = old.map(|o| Value::from_json(o, schema));
+            let limit = cel::PER_EXPRESSION_COST_LIMIT.min(self.budget);
+            let (result, cost) = expr.eval(this, old_value, limit);
+            self.budget = self.budget.saturating_sub(cost);
+            if let Ok(Value::Str(s)) = result {
+                let t = s.trim();
+                if !t.is_empty() && !t.contains('\n') && t.len() <= 5 * 1024 {
+                    return t.to_owned();
+                }
+            }
+        }
+        match rule.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => m.to_owned(),
+            _ => format!("failed rule: {}", rule.source.trim()),
+        }
+    }
+}
+
+/// The old element of a `list-type: map` list with the same key values.
+fn find_by_keys<'o>(item: &Json, olds: &'o [Json], keys: &[String]) -> Option<&'o Json> {
+    let item = item.as_object()?;
+    let wanted: Vec<&Json> = keys.iter().map(|k| item.get(k)).collect::<Option<_>>()?;
+    if wanted.iter().any(|v| v.is_object() || v.is_array()) {
+        return None;
+    }
+    olds.iter().find(|o| {
+        o.as_object().is_some_and(|o| {
+            keys.iter()
+                .zip(&wanted)
+                .all(|(k, w)| o.get(k).is_some_and(|v| v == *w))
+        })
+    })
+}
+
+/// Answers one admission request: allowed, or denied with the API server's
+/// `Invalid` status. Never panics; runtime errors of rules become denials.
+pub fn review(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
+    let Some(version) = catalog.lookup(&req.kind.group, &req.kind.version, &req.kind.kind) else {
+        return AdmissionResponse::allow(&req.uid);
+    };
+    let old = match req.operation {
+        Operation::Create => None,
+        Operation::Update => req.old_object.as_ref(),
+        Operation::Delete | Operation::Connect => return AdmissionResponse::allow(&req.uid),
+    };
+    let Some(object) = req.object.as_ref() else {
+        return AdmissionResponse::allow(&req.uid);
+    };
+    let outcome = version.validator.validate(object, old);
+    let mut response = if outcome.errors.is_empty() {
+        AdmissionResponse::allow(&req.uid)
+    } else {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Json::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&req.name);
+        AdmissionResponse::deny(
+            &req.uid,
+            invalid_status(&version.group, &version.kind, name, &outcome.errors),
+        )
+    };
+    response.warnings = outcome.warnings;
+    response
+}

@@ -1,0 +1,255 @@
+//! Helpers for the end-to-end tests: start the real server on 127.0.0.1 with
+//! a generated certificate, build HTTPS clients that trust it, build and post
+//! AdmissionReviews.
+//!
+//! Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Once;
+
+use celhook::config::{self, Catalog, ConfigSource};
+use celhook::server::{self, RunningServer, ServeConfig};
+use reqwest::{Client, StatusCode, Version};
+use serde_json::{json, Value};
+
+/// apiVersion of admission.k8s.io/v1 reviews.
+pub const V1: &str = "admission.k8s.io/v1";
+/// apiVersion of admission.k8s.io/v1beta1 reviews.
+pub const V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// Group, version and kind of the seeds' CronTab.
+pub const CRONTAB: (&str, &str, &str) = ("stable.example.com", "v1", "CronTab");
+
+/// Installs the process-wide rustls provider reqwest needs (it is built with
+/// `rustls-no-provider`, like main installs ring).
+pub fn install_crypto() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Logs to the test output when `TEST_LOG` is set.
+pub fn init_logging() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        celhook::telemetry::init(celhook::telemetry::LogFormat::Text);
+    }
+}
+
+/// The catalog of the example CRDs built into the binary.
+pub fn embedded_catalog() -> Catalog {
+    config::load(&ConfigSource::Embedded).catalog
+}
+
+/// Starts the real server (127.0.0.1, free port, generated certificate) on
+/// the embedded example CRDs.
+pub async fn start() -> RunningServer {
+    start_with(ServeConfig::for_tests(), embedded_catalog()).await
+}
+
+/// Starts the real server with the given settings and catalog.
+pub async fn start_with(config: ServeConfig, catalog: Catalog) -> RunningServer {
+    install_crypto();
+    init_logging();
+    match server::spawn(config, catalog).await {
+        Ok(server) => server,
+        Err(err) => panic!("server failed to start: {err:#}"),
+    }
+}
+
+/// The HTTP version a test client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Http {
+    /// Offers only `http/1.1` by ALPN.
+    H1,
+    /// Offers `h2` and `http/1.1` by ALPN, as the API server does; the
+    /// server should pick `h2`.
+    H2,
+}
+
+impl Http {
+    /// The version the response must report.
+    pub fn version(self) -> Version {
+        match self {
+            Http::H1 => Version::HTTP_11,
+            Http::H2 => Version::HTTP_2,
+        }
+    }
+}
+
+/// Both HTTP versions, for tests that run over each.
+pub const BOTH: [Http; 2] = [Http::H1, Http::H2];
+
+/// A client builder trusting only `server`'s certificate.
+pub fn client_builder(server: &RunningServer) -> reqwest::ClientBuilder {
+    install_crypto();
+    let certs = reqwest::Certificate::from_pem_bundle(server.cert_pem().as_bytes())
+        .expect("the server's certificate is valid PEM");
+    Client::builder()
+        .tls_certs_only(certs)
+        .timeout(std::time::Duration::from_secs(10))
+}
+
+/// A client trusting `server`'s certificate and speaking `http`.
+pub fn client(server: &RunningServer, http: Http) -> Client {
+    let builder = client_builder(server);
+    let builder = match http {
+        Http::H1 => builder.http1_only(),
+        Http::H2 => builder,
+    };
+    builder.build().expect("client builds")
+}
+
+/// `https://127.0.0.1:<port>/validate?timeout=10s`, as the API server calls it.
+pub fn validate_url(server: &RunningServer) -> String {
+    format!("{}/validate?timeout=10s", server.base_url())
+}
+
+/// `https://127.0.0.1:<port><path>`.
+pub fn url(server: &RunningServer, path: &str) -> String {
+    format!("{}{path}", server.base_url())
+}
+
+/// Builds an AdmissionReview as the API server sends it. `gvk` is the
+/// (group, version, kind) of `request.kind`; `None` objects are sent as JSON
+/// null. The uid is derived from the operation and kind; use [`with_uid`] to
+/// set another one.
+pub fn admission_review(
+    api_version: &str,
+    operation: &str,
+    gvk: (&str, &str, &str),
+    object: Option<Value>,
+    old_object: Option<Value>,
+) -> Value {
+    let (group, version, kind) = gvk;
+    let resource = format!("{}s", kind.to_lowercase());
+    let metadata = object
+        .as_ref()
+        .or(old_object.as_ref())
+        .map(|o| o["metadata"].clone())
+        .unwrap_or(Value::Null);
+    let options_kind = match operation {
+        "CREATE" => Value::from("CreateOptions"),
+        "UPDATE" => Value::from("UpdateOptions"),
+        "DELETE" => Value::from("DeleteOptions"),
+        _ => Value::Null,
+    };
+    json!({
+        "apiVersion": api_version,
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("test-{}-{}", operation.to_lowercase(), kind.to_lowercase()),
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "requestKind": {"group": group, "version": version, "kind": kind},
+            "requestResource": {"group": group, "version": version, "resource": resource},
+            "name": metadata["name"].as_str().unwrap_or(""),
+            "namespace": metadata["namespace"].as_str().unwrap_or("default"),
+            "operation": operation,
+            "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": old_object,
+            "dryRun": false,
+            "options": if options_kind.is_null() {
+                Value::Null
+            } else {
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
+            },
+        }
+    })
+}
+
+/// Sets `request.uid`.
+pub fn with_uid(mut review: Value, uid: &str) -> Value {
+    review["request"]["uid"] = Value::from(uid);
+    review
+}
+
+/// A CronTab object (stable.example.com/v1) with the given spec.
+pub fn crontab(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "stable.example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    })
+}
+
+/// The path of a file under `tests/fixtures/`.
+pub fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A JSON fixture under `tests/fixtures/`, e.g. `admission/crontab-create-v1.json`.
+pub fn fixture(name: &str) -> Value {
+    let path = fixture_path(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("parsing {}: {err}", path.display()))
+}
+
+/// What the server answered to a review.
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Negotiated HTTP version.
+    pub version: Version,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// The body as text.
+    pub text: String,
+}
+
+impl Answer {
+    /// The body as JSON; panics with the body when it is not JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|err| panic!("answer is not JSON ({err}): {}", self.text))
+    }
+
+    /// `response` of an AdmissionReview answer, after checking the answer is
+    /// a 200 JSON AdmissionReview.
+    pub fn response(&self) -> Value {
+        assert_eq!(self.status, StatusCode::OK, "body: {}", self.text);
+        assert_eq!(self.content_type.as_deref(), Some("application/json"));
+        let review = self.json();
+        assert_eq!(review["kind"], "AdmissionReview", "{review}");
+        review["response"].clone()
+    }
+}
+
+/// POSTs raw bytes to `url` as `application/json`.
+pub async fn post_raw(client: &Client, url: &str, body: impl Into<reqwest::Body>) -> Answer {
+    let resp = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap_or_else(|err| panic!("POST {url} failed: {err:?}"));
+    let status = resp.status();
+    let version = resp.version();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = resp.text().await.expect("reading the answer");
+    Answer {
+        status,
+        version,
+        content_type,
+        text,
+    }
+}
+
+/// POSTs a review (any JSON) to `url`.
+pub async fn post_review(client: &Client, url: &str, review: &Value) -> Answer {
+    let body = serde_json::to_vec(review).expect("review serializes");
+    post_raw(client, url, body).await
+}
