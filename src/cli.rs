@@ -88,11 +88,21 @@ struct ServeArgs {
     config: Option<PathBuf>,
 
     /// PEM certificate chain; without --tls-cert/--tls-key a self-signed certificate is generated.
-    #[arg(long, env = "CELHOOK_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "CELHOOK_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     tls_cert: Option<PathBuf>,
 
     /// PEM private key of --tls-cert.
-    #[arg(long, env = "CELHOOK_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "CELHOOK_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     tls_key: Option<PathBuf>,
 
     /// Address of the HTTPS listener.
@@ -164,7 +174,8 @@ impl Cli {
 }
 
 /// One problem as a line: `file: crd NAME version V: PATH: rule "R": REASON`,
-/// leaving out the parts the problem does not have.
+/// leaving out the parts the problem does not have. A multi-line reason
+/// continues on indented lines.
 pub fn format_problem(problem: &Problem) -> String {
     let mut line = problem.file.clone();
     if let Some(crd) = &problem.crd {
@@ -182,7 +193,13 @@ pub fn format_problem(problem: &Problem) -> String {
         // Debug quoting escapes quotes and newlines inside the rule.
         let _ = write!(line, ": rule {rule:?}");
     }
-    let _ = write!(line, ": {}", problem.reason);
+    // Compiler messages span lines (a caret under the rule): indent the
+    // continuation so every problem still starts a line with its file.
+    let _ = write!(
+        line,
+        ": {}",
+        problem.reason.trim_end().replace('\n', "\n    ")
+    );
     line
 }
 
@@ -253,7 +270,9 @@ mod tests {
     use crate::config::CrdReport;
 
     fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
-        let argv = std::iter::once("celhook").chain(std::iter::once("serve")).chain(args.iter().copied());
+        let argv = std::iter::once("celhook")
+            .chain(std::iter::once("serve"))
+            .chain(args.iter().copied());
         match parse_from(argv).expect("parses") {
             Command::Serve { config, log_format } => (config, log_format),
             other => panic!("unexpected {other:?}"),
@@ -286,7 +305,9 @@ mod tests {
             "--log-format",
             "json",
         ]);
-        assert!(matches!(config.config_source, ConfigSource::Dir(ref d) if d == std::path::Path::new("/etc/celhook")));
+        assert!(
+            matches!(config.config_source, ConfigSource::Dir(ref d) if d == std::path::Path::new("/etc/celhook"))
+        );
         assert_eq!(
             config.tls,
             TlsSource::Files {
@@ -318,9 +339,13 @@ mod tests {
 
     #[test]
     fn check_flags() {
-        match parse_from(["celhook", "check", "--config", "crds", "--output", "json"]).expect("parses") {
+        match parse_from(["celhook", "check", "--config", "crds", "--output", "json"])
+            .expect("parses")
+        {
             Command::Check(args) => {
-                assert!(matches!(args.source, ConfigSource::Dir(ref d) if d == std::path::Path::new("crds")));
+                assert!(
+                    matches!(args.source, ConfigSource::Dir(ref d) if d == std::path::Path::new("crds"))
+                );
                 assert_eq!(args.output, OutputFormat::Json);
             }
             other => panic!("unexpected {other:?}"),
@@ -332,7 +357,10 @@ mod tests {
             file: "crds/crontab.yaml".into(),
             crd: Some("crontabs.stable.example.com".into()),
             version: Some("v1".into()),
-            path: Some("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule".into()),
+            path: Some(
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+                    .into(),
+            ),
             rule: Some("self.replicas <= self.\"max\"".into()),
             reason: "compilation failed: undefined field 'max'".into(),
         }
@@ -355,12 +383,24 @@ mod tests {
             reason: "not YAML".into(),
         };
         assert_eq!(format_problem(&bare), "crds/bad.yaml: not YAML");
+        let multi = Problem {
+            reason: "compilation failed: ERROR: <input>:1:5: Syntax error\n | self >\n | ....^\n"
+                .into(),
+            ..bare
+        };
+        assert_eq!(
+            format_problem(&multi),
+            "crds/bad.yaml: compilation failed: ERROR: <input>:1:5: Syntax error\n     | self >\n     | ....^"
+        );
     }
 
     #[test]
     fn the_text_report_ends_with_a_summary() {
         let mut report = Report::default();
-        assert_eq!(render_text(&report), "checked 0 CRDs (0 versions): no problems\n");
+        assert_eq!(
+            render_text(&report),
+            "checked 0 CRDs (0 versions): no problems\n"
+        );
 
         let mut p = problem();
         p.crd = None;
@@ -373,7 +413,9 @@ mod tests {
         let text = render_text(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(lines[0].starts_with("crds/crontab.yaml: crd crontabs.stable.example.com version v1: "));
+        assert!(
+            lines[0].starts_with("crds/crontab.yaml: crd crontabs.stable.example.com version v1: ")
+        );
         assert_eq!(lines[1], "checked 1 CRD (1 version): 1 problem");
     }
 
@@ -391,7 +433,10 @@ mod tests {
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&report).expect("renders")).expect("json");
         assert_eq!(value["crds"][0]["name"], "crontabs.stable.example.com");
-        assert_eq!(value["crds"][0]["errors"][0]["rule"], "self.replicas <= self.\"max\"");
+        assert_eq!(
+            value["crds"][0]["errors"][0]["rule"],
+            "self.replicas <= self.\"max\""
+        );
         assert_eq!(value["errors"], serde_json::json!([]));
     }
 }

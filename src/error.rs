@@ -57,7 +57,9 @@ impl ResponseError for WebhookError {
         let status = self.status_code();
         match self {
             // `{:#}` prints anyhow's whole chain; the client gets none of it.
-            WebhookError::Internal(err) => tracing::error!(error = format!("{err:#}"), "internal error"),
+            WebhookError::Internal(err) => {
+                tracing::error!(error = format!("{err:#}"), "internal error")
+            }
             // The caller's mistake: worth a line, not an alarm.
             other => tracing::info!(status = status.as_u16(), error = %other, "rejected request"),
         }

@@ -135,7 +135,9 @@ pub enum ReviewError {
     #[error("invalid AdmissionReview: apiVersion is missing (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})")]
     MissingApiVersion,
     /// `apiVersion` is not one we speak.
-    #[error("unsupported review apiVersion {0:?} (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})")]
+    #[error(
+        "unsupported review apiVersion {0:?} (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})"
+    )]
     UnsupportedApiVersion(String),
     /// `kind` is missing.
     #[error("invalid AdmissionReview: kind is missing (expected AdmissionReview)")]
@@ -394,7 +396,10 @@ mod tests {
         assert_eq!(req.name, "my-new-cron-object");
         assert_eq!(req.namespace.as_deref(), Some("default"));
         assert_eq!(req.operation, Operation::Create);
-        assert_eq!(req.object.as_ref().map(|o| &o["spec"]["replicas"]), Some(&json!(1)));
+        assert_eq!(
+            req.object.as_ref().map(|o| &o["spec"]["replicas"]),
+            Some(&json!(1))
+        );
         assert!(req.old_object.is_none(), "null oldObject is None");
         assert!(!req.dry_run);
     }
@@ -446,7 +451,10 @@ mod tests {
         assert!(text.starts_with("malformed JSON"), "{text}");
         assert!(text.contains("line 2 column"), "{text}");
 
-        assert!(matches!(decode_err(b"{\"apiVersion\""), ReviewError::Syntax(_)));
+        assert!(matches!(
+            decode_err(b"{\"apiVersion\""),
+            ReviewError::Syntax(_)
+        ));
         assert!(matches!(decode_err(b"[1, 2"), ReviewError::Syntax(_)));
         let trailing = [review(ADMISSION_V1, request()), b"}".to_vec()].concat();
         assert!(matches!(decode_err(&trailing), ReviewError::Syntax(_)));
@@ -455,7 +463,10 @@ mod tests {
     #[test]
     fn rejects_a_body_that_is_not_an_object() {
         for body in [&b"[]"[..], b"\"AdmissionReview\"", b"42", b"null"] {
-            assert!(matches!(decode_err(body), ReviewError::NotAnObject), "{body:?}");
+            assert!(
+                matches!(decode_err(body), ReviewError::NotAnObject),
+                "{body:?}"
+            );
         }
     }
 
@@ -466,7 +477,9 @@ mod tests {
         assert!(matches!(decode_err(&body), ReviewError::MissingApiVersion));
 
         let err = decode_err(&review("admission.k8s.io/v2", request()));
-        assert!(matches!(err, ReviewError::UnsupportedApiVersion(ref v) if v == "admission.k8s.io/v2"));
+        assert!(
+            matches!(err, ReviewError::UnsupportedApiVersion(ref v) if v == "admission.k8s.io/v2")
+        );
         assert!(err.to_string().contains("\"admission.k8s.io/v2\""), "{err}");
 
         let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "request": request()}))
@@ -483,8 +496,9 @@ mod tests {
 
     #[test]
     fn rejects_a_missing_or_null_request() {
-        let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "kind": "AdmissionReview"}))
-            .expect("json");
+        let body =
+            serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "kind": "AdmissionReview"}))
+                .expect("json");
         assert!(matches!(decode_err(&body), ReviewError::MissingRequest));
         assert!(matches!(
             decode_err(&review(ADMISSION_V1, Value::Null)),
@@ -494,8 +508,15 @@ mod tests {
 
     #[test]
     fn rejects_a_missing_null_or_empty_uid() {
-        for req in [without("uid"), with("uid", Value::Null), with("uid", json!(""))] {
-            assert!(matches!(decode_err(&review(ADMISSION_V1, req)), ReviewError::MissingUid));
+        for req in [
+            without("uid"),
+            with("uid", Value::Null),
+            with("uid", json!("")),
+        ] {
+            assert!(matches!(
+                decode_err(&review(ADMISSION_V1, req)),
+                ReviewError::MissingUid
+            ));
         }
     }
 
@@ -503,15 +524,24 @@ mod tests {
     fn rejects_a_uid_of_the_wrong_type_naming_the_type() {
         let err = decode_err(&review(ADMISSION_V1, with("uid", json!(42))));
         assert!(matches!(err, ReviewError::Data(_)), "{err:?}");
-        assert!(err.to_string().contains("invalid type: integer `42`"), "{err}");
+        assert!(
+            err.to_string().contains("invalid type: integer `42`"),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_a_missing_or_incomplete_request_kind() {
         for req in [
             without("kind"),
-            with("kind", json!({"group": "stable.example.com", "version": "v1"})),
-            with("kind", json!({"group": "stable.example.com", "kind": "CronTab"})),
+            with(
+                "kind",
+                json!({"group": "stable.example.com", "version": "v1"}),
+            ),
+            with(
+                "kind",
+                json!({"group": "stable.example.com", "kind": "CronTab"}),
+            ),
         ] {
             assert!(matches!(
                 decode_err(&review(ADMISSION_V1, req)),
@@ -572,8 +602,8 @@ mod tests {
 
     #[test]
     fn encodes_an_allowed_answer_without_status_or_warnings() {
-        let out = encode_admission(ReviewVersion::V1, &AdmissionResponse::allow("abc"))
-            .expect("encodes");
+        let out =
+            encode_admission(ReviewVersion::V1, &AdmissionResponse::allow("abc")).expect("encodes");
         let value: Value = serde_json::from_slice(&out).expect("json");
         assert_eq!(
             value,

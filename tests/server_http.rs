@@ -79,7 +79,6 @@ async fn handshake(
     ))
 }
 
-
 #[tokio::test]
 async fn tls_1_2_and_1_3_both_work_and_alpn_prefers_h2() {
     let server = start().await;
@@ -110,8 +109,14 @@ async fn tls_1_2_and_1_3_both_work_and_alpn_prefers_h2() {
 async fn https_requests_work_with_tls_1_2_and_tls_1_3() {
     let server = start().await;
     for (min, max) in [
-        (reqwest::tls::Version::TLS_1_2, reqwest::tls::Version::TLS_1_2),
-        (reqwest::tls::Version::TLS_1_3, reqwest::tls::Version::TLS_1_3),
+        (
+            reqwest::tls::Version::TLS_1_2,
+            reqwest::tls::Version::TLS_1_2,
+        ),
+        (
+            reqwest::tls::Version::TLS_1_3,
+            reqwest::tls::Version::TLS_1_3,
+        ),
     ] {
         for http in BOTH {
             let builder = client_builder(&server)
@@ -183,7 +188,10 @@ async fn serves_the_certificate_from_pem_files_for_the_service_name() {
         .build()
         .expect("client");
     let resp = client
-        .get(format!("https://{service}:{}/healthz", server.local_addr().port()))
+        .get(format!(
+            "https://{service}:{}/healthz",
+            server.local_addr().port()
+        ))
         .send()
         .await
         .expect("GET /healthz by service name");
@@ -204,8 +212,14 @@ async fn refuses_to_start_on_unreadable_certificate_files() {
     let err = celhook::server::spawn(config, Catalog::default())
         .await
         .expect_err("no certificate");
-    assert!(err.downcast_ref::<celhook::server::TlsError>().is_some(), "{err:#}");
-    assert!(format!("{err:#}").contains("/nonexistent/celhook/tls.crt"), "{err:#}");
+    assert!(
+        err.downcast_ref::<celhook::server::TlsError>().is_some(),
+        "{err:#}"
+    );
+    assert!(
+        format!("{err:#}").contains("/nonexistent/celhook/tls.crt"),
+        "{err:#}"
+    );
 }
 
 #[tokio::test]

@@ -100,7 +100,10 @@ async fn kinds_without_a_loaded_crd_are_allowed() {
     assert_eq!(response["allowed"], true, "{response}");
 
     // A CronTab version no CRD serves is just as unknown.
-    let object = crontab("x", json!({"minReplicas": 5, "replicas": 1, "maxReplicas": 0}));
+    let object = crontab(
+        "x",
+        json!({"minReplicas": 5, "replicas": 1, "maxReplicas": 0}),
+    );
     let review = admission_review(
         V1,
         "CREATE",
@@ -318,7 +321,11 @@ async fn null_or_absent_objects_are_fine() {
     let client = client(&server, Http::H2);
     for review in [
         set(valid(), "/request/object", Value::Null),
-        remove(remove(valid(), "/request", "object"), "/request", "oldObject"),
+        remove(
+            remove(valid(), "/request", "object"),
+            "/request",
+            "oldObject",
+        ),
     ] {
         let answer = post_review(&client, &validate_url(&server), &review).await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);

@@ -740,9 +740,7 @@ fn arity_text(member: bool, arity: usize) -> String {
     if member {
         parts.push("target");
     }
-    for _ in 0..arity {
-        parts.push("dyn");
-    }
+    parts.extend(std::iter::repeat_n("dyn", arity));
     format!("'({})'", parts.join(", "))
 }
 

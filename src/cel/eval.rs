@@ -253,10 +253,10 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 _ => return Err(EvalError::no_overload()),
             };
             if i < 0 {
-                return Err(EvalError::new(format!("index out of range: {i}")));
+                return Err(EvalError::new(format!("index out of bounds: {i}")));
             }
             l.get(i as usize)
-                .ok_or_else(|| EvalError::new(format!("index out of range: {i}")))
+                .ok_or_else(|| EvalError::new(format!("index out of bounds: {i}")))
         }
         Value::Map(m) => m.get(b).ok_or_else(|| match b {
             Value::Str(s) => EvalError::no_such_key(s),

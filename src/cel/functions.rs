@@ -204,9 +204,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Value::Str(s) => match &**s {
                 "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
                 "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
-                other => Err(EvalError::new(format!(
-                    "type conversion error from 'string' to 'bool': {other}"
-                ))),
+                _ => Err(EvalError::new("type conversion error from 'string' to 'bool'")),
             },
             _ => Err(overload()),
         },
@@ -214,14 +212,18 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         TypeOf => Ok(Value::Type(a0.type_name())),
         ToDuration => match a0 {
             Value::Duration(d) => Ok(Value::Duration(*d)),
-            Value::Str(s) => parse_duration(s).map(Value::Duration),
+            Value::Str(s) => parse_duration(s).map(Value::Duration).map_err(|_| {
+                EvalError::new("type conversion error from 'string' to 'google.protobuf.Duration'")
+            }),
             _ => Err(overload()),
         },
         ToTimestamp => match a0 {
             Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
             Value::Str(s) => DateTime::parse_from_rfc3339(s)
                 .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
-                .map_err(|e| EvalError::new(format!("timestamp parse error: {e}"))),
+                .map_err(|_| {
+                    EvalError::new("type conversion error from 'string' to 'google.protobuf.Timestamp'")
+                }),
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
                 .map(Value::Timestamp)
                 .ok_or_else(|| EvalError::new("timestamp out of range")),
@@ -325,16 +327,16 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 Some(v) => int_arg(v)?,
                 None => chars.len() as i64,
             };
+            if start > end {
+                return Err(EvalError::new(format!(
+                    "invalid substring range. start: {start}, end: {end}"
+                )));
+            }
             if start < 0 || start > chars.len() as i64 {
                 return Err(EvalError::new(format!("index out of range: {start}")));
             }
             if end < 0 || end > chars.len() as i64 {
                 return Err(EvalError::new(format!("index out of range: {end}")));
-            }
-            if start > end {
-                return Err(EvalError::new(format!(
-                    "invalid substring range. start: {start}, end: {end}"
-                )));
             }
             Ok(Value::string(
                 chars[start as usize..end as usize].iter().collect::<String>(),
@@ -644,7 +646,7 @@ fn quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            '\\' => out.push_str("\\\\"),
+            '\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             c => out.push(c),
         }
@@ -708,7 +710,7 @@ fn to_int<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             d.trunc() as i64
         }
         Value::Str(s) => s.parse::<i64>().map_err(|_| {
-            EvalError::new(format!("type conversion error from 'string' to 'int': {}", &**s))
+            EvalError::new("type conversion error from 'string' to 'int'")
         })?,
         Value::Timestamp(t) => t.timestamp(),
         Value::Duration(d) => d.num_nanoseconds().ok_or_else(range)?,
@@ -728,7 +730,7 @@ fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             d.trunc() as u64
         }
         Value::Str(s) => s.parse::<u64>().map_err(|_| {
-            EvalError::new(format!("type conversion error from 'string' to 'uint': {}", &**s))
+            EvalError::new("type conversion error from 'string' to 'uint'")
         })?,
         _ => return Err(overload()),
     }))
@@ -740,10 +742,7 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
         Value::Str(s) => s.parse::<f64>().map_err(|_| {
-            EvalError::new(format!(
-                "type conversion error from 'string' to 'double': {}",
-                &**s
-            ))
+            EvalError::new("type conversion error from 'string' to 'double'")
         })?,
         _ => return Err(overload()),
     }))

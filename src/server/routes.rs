@@ -58,13 +58,22 @@ pub async fn validate(
     if res.allowed {
         tracing::debug!("allowed");
     } else {
-        let message = res.status.as_ref().map_or("", |s| s.message.as_str());
-        tracing::info!(group = %req.kind.group, version = %req.kind.version, name = %req.name, %message, "denied");
+        let status = res.status.as_ref().map_or("", |s| s.message.as_str());
+        tracing::info!(
+            group = %req.kind.group,
+            version = %req.kind.version,
+            name = %req.name,
+            status,
+            "denied"
+        );
     }
 
-    let out = review::encode_admission(version, &res)
-        .map_err(|err| WebhookError::Internal(anyhow::Error::new(err).context("encoding the answer")))?;
-    Ok(HttpResponse::Ok().content_type(ContentType::json()).body(out))
+    let out = review::encode_admission(version, &res).map_err(|err| {
+        WebhookError::Internal(anyhow::Error::new(err).context("encoding the answer"))
+    })?;
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::json())
+        .body(out))
 }
 
 /// `GET /healthz`: the process is alive and serving.
@@ -77,7 +86,10 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     if state.is_ready() {
         plain(actix_web::http::StatusCode::OK, "ok\n")
     } else {
-        plain(actix_web::http::StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+        plain(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            "not ready\n",
+        )
     }
 }
 

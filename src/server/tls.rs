@@ -167,14 +167,13 @@ fn load_files(
             source,
         },
     })?;
-    let signing_key =
-        provider
-            .key_provider
-            .load_private_key(key_der)
-            .map_err(|source| TlsError::Key {
-                path: key_path.to_owned(),
-                source,
-            })?;
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|source| TlsError::Key {
+            path: key_path.to_owned(),
+            source,
+        })?;
 
     let key = CertifiedKey::new(chain, signing_key);
     match key.keys_match() {
@@ -309,7 +308,10 @@ mod tests {
         };
         let err = load(&source, &provider()).expect_err("missing file");
         let text = err.to_string();
-        assert!(text.contains("--tls-cert") && text.contains("/nonexistent/tls.crt"), "{text}");
+        assert!(
+            text.contains("--tls-cert") && text.contains("/nonexistent/tls.crt"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -338,7 +340,16 @@ mod tests {
         let key = file(generated.signing_key.serialize_pem().as_bytes());
         let broken = file(b"-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n");
         let err = load(&files_source(&broken, &key), &provider()).expect_err("broken");
-        assert!(matches!(err, TlsError::Pem { flag: "--tls-cert", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                TlsError::Pem {
+                    flag: "--tls-cert",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]
         .map(|e| kube_core::response::StatusCause {
             reason: e.kind.cause().to_owned(),
             message: e.body(),
-            field: e.field.clone(),
+            field: e.field_text().to_owned(),
         })
         .collect();
     Status {
