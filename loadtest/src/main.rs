@@ -349,7 +349,7 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         args.concurrency,
         args.requests as f64 / secs.max(f64::EPSILON)
     );
-    if h.len() > 0 {
+    if !h.is_empty() {
         println!(
             "latency ms:  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
             ms(h.value_at_quantile(0.50)),

@@ -646,7 +646,7 @@ fn quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            '\' => out.push_str("\\\\"),
+            '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             c => out.push(c),
         }
