@@ -28,11 +28,21 @@ struct Case {
 }
 
 fn create(name: &'static str, new: Value, expect: Expect) -> Case {
-    Case { name, old: None, new, expect }
+    Case {
+        name,
+        old: None,
+        new,
+        expect,
+    }
 }
 
 fn update(name: &'static str, old: Value, new: Value, expect: Expect) -> Case {
-    Case { name, old: Some(old), new, expect }
+    Case {
+        name,
+        old: Some(old),
+        new,
+        expect,
+    }
 }
 
 fn example(kind: &str, spec: Value) -> Value {
@@ -58,7 +68,13 @@ async fn run(cases: Vec<Case>) -> Vec<String> {
             Some(o) => ("UPDATE", Some(example("Example", o.clone()))),
             None => ("CREATE", None),
         };
-        let review = admission_review(V1, op, EXAMPLE, Some(example("Example", case.new.clone())), old);
+        let review = admission_review(
+            V1,
+            op,
+            EXAMPLE,
+            Some(example("Example", case.new.clone())),
+            old,
+        );
         let answer = post_review(&client, &url, &review).await;
         assert_eq!(answer.version, reqwest::Version::HTTP_2);
         let response = answer.response();
@@ -107,7 +123,10 @@ fn check(case: &Case, response: &Value, qualified: &str) -> Option<String> {
             };
             let message = format!("{qualified} \"ex\" is invalid: {tail}");
             if status["message"] != message.as_str() {
-                return Some(format!("{}: message {}, want {message:?}", case.name, status["message"]));
+                return Some(format!(
+                    "{}: message {}, want {message:?}",
+                    case.name, status["message"]
+                ));
             }
             if status["code"] != 422 || status["reason"] != "Invalid" {
                 return Some(format!("{}: status {status}", case.name));
@@ -203,7 +222,12 @@ async fn validation_rules_examples_behave_as_documented() {
             Deny(&[("spec.pathed.foo.test.x", INV, "Invalid value: \"object\": failed rule: self.foo.test.x <= self.maxLimit")])),
     ];
     let failures = run(cases).await;
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -251,7 +275,12 @@ async fn transition_rules_examples_behave_as_documented() {
             Deny(&[("spec.shortName", INV, "Invalid value: \"string\": failed rule: oldSelf.optMap(o, o.size()).orValue(0) < 4")])),
     ];
     let failures = run(cases).await;
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[tokio::test]
@@ -267,9 +296,19 @@ async fn root_rules_reach_spec_status_and_metadata_name() {
             "prefix": "ex", "spec": {"minReplicas": 2}, "status": {"availableReplicas": available},
         })
     };
-    let ok = post_review(&client, &url, &admission_review(V1, "CREATE", ROOT_EXAMPLE, Some(object("ex-1", 2)), None)).await;
+    let ok = post_review(
+        &client,
+        &url,
+        &admission_review(V1, "CREATE", ROOT_EXAMPLE, Some(object("ex-1", 2)), None),
+    )
+    .await;
     assert_eq!(ok.response()["allowed"], true, "{}", ok.text);
-    let bad = post_review(&client, &url, &admission_review(V1, "CREATE", ROOT_EXAMPLE, Some(object("other", 1)), None)).await;
+    let bad = post_review(
+        &client,
+        &url,
+        &admission_review(V1, "CREATE", ROOT_EXAMPLE, Some(object("other", 1)), None),
+    )
+    .await;
     let response = bad.response();
     assert_eq!(response["allowed"], false);
     assert_eq!(

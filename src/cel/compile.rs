@@ -275,7 +275,10 @@ fn bind_macro(
         return Ok(None);
     }
     if !matches!(args[0].expr, Expr::Ident(_)) {
-        return Err(h.new_error(args[0].id, "cel.bind() variable names must be simple identifiers"));
+        return Err(h.new_error(
+            args[0].id,
+            "cel.bind() variable names must be simple identifiers",
+        ));
     }
     target.take();
     let call = CallExpr {
@@ -320,7 +323,11 @@ impl<'s> Compiler<'_, 's> {
                         field,
                         test: sel.test,
                     },
-                    if sel.test { Ty::Prim(TypeName::Bool) } else { fty },
+                    if sel.test {
+                        Ty::Prim(TypeName::Bool)
+                    } else {
+                        fty
+                    },
                 ))
             }
             Expr::List(list) => {
@@ -354,7 +361,10 @@ impl<'s> Compiler<'_, 's> {
             }
             Expr::Struct(s) => Err(self.error(
                 e.id,
-                format!("undeclared reference to '{}' (in container '')", s.type_name),
+                format!(
+                    "undeclared reference to '{}' (in container '')",
+                    s.type_name
+                ),
             )),
             Expr::Comprehension(_) => Err(self.error(e.id, "unsupported comprehension")),
             Expr::Call(call) => self.call(e.id, call),
@@ -488,7 +498,10 @@ impl<'s> Compiler<'_, 's> {
                 if let Expr::Literal(l) = &a.expr {
                     match l {
                         LiteralValue::Int(i) => {
-                            return Ok((Ir::Const(Const::Int(i.inner().wrapping_neg())), Ty::Prim(TypeName::Int)))
+                            return Ok((
+                                Ir::Const(Const::Int(i.inner().wrapping_neg())),
+                                Ty::Prim(TypeName::Int),
+                            ))
                         }
                         LiteralValue::Double(d) => {
                             return Ok((
@@ -543,7 +556,9 @@ impl<'s> Compiler<'_, 's> {
             Some(IdedExpr {
                 expr: Expr::Ident(ns),
                 ..
-            }) if !self.is_variable(ns) && Func::lookup(&format!("{ns}.{name}"), false, call.args.len()).is_some() => {
+            }) if !self.is_variable(ns)
+                && Func::lookup(&format!("{ns}.{name}"), false, call.args.len()).is_some() =>
+            {
                 (Some(format!("{ns}.{name}")), None)
             }
             t => (None, t),
@@ -556,7 +571,10 @@ impl<'s> Compiler<'_, 's> {
             return Err(if known {
                 self.error(
                     id,
-                    format!("found no matching overload for '{fname}' applied to {}", arity_text(member, arity)),
+                    format!(
+                        "found no matching overload for '{fname}' applied to {}",
+                        arity_text(member, arity)
+                    ),
                 )
             } else {
                 self.error(
@@ -575,15 +593,20 @@ impl<'s> Compiler<'_, 's> {
         // A constant pattern is compiled once here, not per evaluation.
         if func == Func::Matches {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
-                let re = regex::Regex::new(p).map_err(|e| {
-                    self.error(id, format!("invalid regular expression: {e}"))
-                })?;
+                let re = regex::Regex::new(p)
+                    .map_err(|e| self.error(id, format!("invalid regular expression: {e}")))?;
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
-                return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Prim(TypeName::Bool)));
+                return Ok((
+                    Ir::Matches(Box::new(target), Arc::new(re)),
+                    Ty::Prim(TypeName::Bool),
+                ));
             }
         }
-        Ok((Ir::Call(func, args), func.result_ty().map_or(Ty::Dyn, Ty::Prim)))
+        Ok((
+            Ir::Call(func, args),
+            func.result_ty().map_or(Ty::Dyn, Ty::Prim),
+        ))
     }
 
     fn is_variable(&self, name: &str) -> bool {
@@ -624,10 +647,12 @@ impl<'s> Compiler<'_, 's> {
             return Err(self.error(id, "macro requires a target"));
         };
         let (range, rty) = self.expr(target)?;
-        let two_vars = matches!(
-            kind,
-            LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
-        ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne) && args.len() == 3);
+        let two_vars =
+            matches!(
+                kind,
+                LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
+            ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne)
+                && args.len() == 3);
         let depth = self.scopes.len();
         let (elem_ty, key_ty) = iter_tys(rty);
         let (var, var2, rest) = if two_vars {
@@ -701,7 +726,9 @@ fn iter_tys(ty: Ty<'_>) -> (Ty<'_>, Ty<'_>) {
             Ty::Prim(TypeName::Int),
         ),
         Ty::Schema(s) if s.is_map() => (
-            s.additional_properties.as_deref().map_or(Ty::Dyn, Ty::Schema),
+            s.additional_properties
+                .as_deref()
+                .map_or(Ty::Dyn, Ty::Schema),
             Ty::Prim(TypeName::String),
         ),
         _ => (Ty::Dyn, Ty::Dyn),

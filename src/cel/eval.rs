@@ -168,9 +168,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 };
                 for (existing, _) in &out {
                     if equals(existing, &k)? {
-                        return Err(EvalError::new(format!(
-                            "Failed with repeated key: {k:?}"
-                        )));
+                        return Err(EvalError::new(format!("Failed with repeated key: {k:?}")));
                     }
                 }
                 out.push((k, v));
@@ -298,10 +296,9 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
         BinOp::Sub => sub(x, y),
         BinOp::Mul => match (x, y) {
             (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
-            (Value::Uint(a), Value::Uint(b)) => a
-                .checked_mul(b)
-                .map(Value::Uint)
-                .ok_or_else(uoverflow),
+            (Value::Uint(a), Value::Uint(b)) => {
+                a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
+            }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
             _ => Err(EvalError::no_overload()),
         },
@@ -356,10 +353,9 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             Ok(Value::Bytes(v.into()))
         }
         (Value::List(a), Value::List(b)) => concat(&a, &b),
-        (Value::Duration(a), Value::Duration(b)) => a
-            .checked_add(&b)
-            .map(Value::Duration)
-            .ok_or_else(overflow),
+        (Value::Duration(a), Value::Duration(b)) => {
+            a.checked_add(&b).map(Value::Duration).ok_or_else(overflow)
+        }
         (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => a
             .checked_add_signed(b)
             .map(Value::Timestamp)
@@ -373,10 +369,9 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
         (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(overflow),
         (Value::Uint(a), Value::Uint(b)) => a.checked_sub(b).map(Value::Uint).ok_or_else(uoverflow),
         (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a - b)),
-        (Value::Duration(a), Value::Duration(b)) => a
-            .checked_sub(&b)
-            .map(Value::Duration)
-            .ok_or_else(overflow),
+        (Value::Duration(a), Value::Duration(b)) => {
+            a.checked_sub(&b).map(Value::Duration).ok_or_else(overflow)
+        }
         (Value::Timestamp(a), Value::Timestamp(b)) => Ok(Value::Duration(a - b)),
         (Value::Timestamp(a), Value::Duration(b)) => a
             .checked_sub_signed(b)
@@ -507,7 +502,11 @@ fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
     run_steps(l, steps.into_iter(), f)
 }
 
-fn one_var_list<'a>(l: &'a Loop, list: List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+fn one_var_list<'a>(
+    l: &'a Loop,
+    list: List<'a>,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
     let n = list.len();
     let iter = (0..n).filter_map(move |i| list.get(i).map(|v| (v, Value::Null)));
     run_steps(l, iter, f)

@@ -204,7 +204,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Value::Str(s) => match &**s {
                 "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
                 "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
-                _ => Err(EvalError::new("type conversion error from 'string' to 'bool'")),
+                _ => Err(EvalError::new(
+                    "type conversion error from 'string' to 'bool'",
+                )),
             },
             _ => Err(overload()),
         },
@@ -222,7 +224,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Value::Str(s) => DateTime::parse_from_rfc3339(s)
                 .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
                 .map_err(|_| {
-                    EvalError::new("type conversion error from 'string' to 'google.protobuf.Timestamp'")
+                    EvalError::new(
+                        "type conversion error from 'string' to 'google.protobuf.Timestamp'",
+                    )
                 }),
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
                 .map(Value::Timestamp)
@@ -269,7 +273,10 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 return Err(EvalError::new(format!("index out of range: {i}")));
             }
             Ok(Value::string(
-                s.chars().nth(i as usize).map(String::from).unwrap_or_default(),
+                s.chars()
+                    .nth(i as usize)
+                    .map(String::from)
+                    .unwrap_or_default(),
             ))
         }
         IndexOf | LastIndexOf => match a0 {
@@ -339,7 +346,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 return Err(EvalError::new(format!("index out of range: {end}")));
             }
             Ok(Value::string(
-                chars[start as usize..end as usize].iter().collect::<String>(),
+                chars[start as usize..end as usize]
+                    .iter()
+                    .collect::<String>(),
             ))
         }
         Trim => Ok(Value::string(str_arg(a0)?.trim())),
@@ -568,10 +577,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
     }
 }
 
-fn with_timezone(
-    t: &DateTime<Utc>,
-    tz: &str,
-) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
+fn with_timezone(t: &DateTime<Utc>, tz: &str) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
     // Fixed offsets ("+01:00", "-05:30"); IANA names need a tz database.
     let bad = || EvalError::new(format!("invalid timezone: {tz}"));
     let (sign, rest) = match tz.as_bytes().first() {
@@ -581,7 +587,8 @@ fn with_timezone(
         _ => return Err(bad()),
     };
     let (h, m) = rest.split_once(':').ok_or_else(bad)?;
-    let secs = h.parse::<i32>().map_err(|_| bad())? * 3600 + m.parse::<i32>().map_err(|_| bad())? * 60;
+    let secs =
+        h.parse::<i32>().map_err(|_| bad())? * 3600 + m.parse::<i32>().map_err(|_| bad())? * 60;
     let off = chrono::FixedOffset::east_opt(sign * secs).ok_or_else(bad)?;
     Ok(t.with_timezone(&off))
 }
@@ -623,7 +630,11 @@ fn split_all<'s>(s: &'s str, sep: &'s str) -> Box<dyn Iterator<Item = String> + 
 fn splitn(s: &str, sep: &str, n: usize) -> impl Iterator<Item = String> {
     let parts: Vec<String> = if sep.is_empty() {
         let chars: Vec<char> = s.chars().collect();
-        let mut v: Vec<String> = chars.iter().take(n.saturating_sub(1)).map(|c| c.to_string()).collect();
+        let mut v: Vec<String> = chars
+            .iter()
+            .take(n.saturating_sub(1))
+            .map(|c| c.to_string())
+            .collect();
         if chars.len() >= n {
             v.push(chars[n - 1..].iter().collect());
         }
@@ -709,9 +720,9 @@ fn to_int<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             }
             d.trunc() as i64
         }
-        Value::Str(s) => s.parse::<i64>().map_err(|_| {
-            EvalError::new("type conversion error from 'string' to 'int'")
-        })?,
+        Value::Str(s) => s
+            .parse::<i64>()
+            .map_err(|_| EvalError::new("type conversion error from 'string' to 'int'"))?,
         Value::Timestamp(t) => t.timestamp(),
         Value::Duration(d) => d.num_nanoseconds().ok_or_else(range)?,
         _ => return Err(overload()),
@@ -729,9 +740,9 @@ fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             }
             d.trunc() as u64
         }
-        Value::Str(s) => s.parse::<u64>().map_err(|_| {
-            EvalError::new("type conversion error from 'string' to 'uint'")
-        })?,
+        Value::Str(s) => s
+            .parse::<u64>()
+            .map_err(|_| EvalError::new("type conversion error from 'string' to 'uint'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -741,9 +752,9 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
-        Value::Str(s) => s.parse::<f64>().map_err(|_| {
-            EvalError::new("type conversion error from 'string' to 'double'")
-        })?,
+        Value::Str(s) => s
+            .parse::<f64>()
+            .map_err(|_| EvalError::new("type conversion error from 'string' to 'double'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -760,7 +771,9 @@ fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
                 .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
         ),
         Value::Duration(d) => Value::string(format_duration(*d)),
-        Value::Timestamp(t) => Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        Value::Timestamp(t) => {
+            Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        }
         _ => return Err(overload()),
     })
 }
@@ -772,7 +785,11 @@ pub(crate) fn format_double(d: f64) -> String {
         return "NaN".into();
     }
     if d.is_infinite() {
-        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if d > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     let abs = d.abs();
     if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
@@ -878,8 +895,14 @@ mod tests {
     #[test]
     fn durations_parse_like_go() {
         assert_eq!(parse_duration("1h30m").unwrap(), TimeDelta::minutes(90));
-        assert_eq!(parse_duration("1.5s").unwrap(), TimeDelta::milliseconds(1500));
-        assert_eq!(parse_duration("-300ms").unwrap(), TimeDelta::milliseconds(-300));
+        assert_eq!(
+            parse_duration("1.5s").unwrap(),
+            TimeDelta::milliseconds(1500)
+        );
+        assert_eq!(
+            parse_duration("-300ms").unwrap(),
+            TimeDelta::milliseconds(-300)
+        );
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("1x").is_err());
         assert_eq!(format_duration(TimeDelta::milliseconds(1500)), "1.5s");

@@ -39,7 +39,11 @@ pub struct Program {
 
 impl Program {
     /// Parses and compiles `source` for a node typed by `self_schema`.
-    pub fn compile(source: &str, self_schema: &Schema, opts: Options) -> Result<Program, CompileError> {
+    pub fn compile(
+        source: &str,
+        self_schema: &Schema,
+        opts: Options,
+    ) -> Result<Program, CompileError> {
         let decls = compile::Decls {
             self_schema,
             old_self: opts.old_self,

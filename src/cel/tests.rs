@@ -11,8 +11,15 @@ fn schema(v: serde_json::Value) -> Schema {
 }
 
 fn run(expr: &str, s: &Schema, obj: &serde_json::Value) -> Result<serde_json::Value, String> {
-    let p = Program::compile(expr, s, Options { old_self: true, optional_old_self: false })
-        .map_err(|e| e.message)?;
+    let p = Program::compile(
+        expr,
+        s,
+        Options {
+            old_self: true,
+            optional_old_self: false,
+        },
+    )
+    .map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::from_json(obj, s), None, PER_EXPRESSION_COST_LIMIT);
     r.map(|v| to_json(&v)).map_err(|e| e.message.to_string())
 }
@@ -40,8 +47,14 @@ fn crontab() -> Schema {
 fn evaluates_the_docs_replica_rules() {
     let s = crontab();
     let obj = json!({"spec": {"minReplicas": 0, "replicas": 20, "maxReplicas": 10}});
-    assert_eq!(run("self.spec.minReplicas <= self.spec.replicas", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.replicas <= self.spec.maxReplicas", &s, &obj), Ok(json!(false)));
+    assert_eq!(
+        run("self.spec.minReplicas <= self.spec.replicas", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.replicas <= self.spec.maxReplicas", &s, &obj),
+        Ok(json!(false))
+    );
 }
 
 #[test]
@@ -49,14 +62,20 @@ fn numbers_typed_double_compare_with_double_literals() {
     let s = crontab();
     let obj = json!({"spec": {"ratio": 1}});
     assert_eq!(run("self.spec.ratio == 1.0", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("type(self.spec.ratio) == double", &s, &obj), Ok(json!(true)));
+    assert_eq!(
+        run("type(self.spec.ratio) == double", &s, &obj),
+        Ok(json!(true))
+    );
 }
 
 #[test]
 fn undefined_fields_are_refused_at_compile_time() {
     let s = crontab();
     let err = run("self.spec.nonExistingField > 0", &s, &json!({})).unwrap_err();
-    assert!(err.starts_with("ERROR: <input>:1:10: undefined field 'nonExistingField'"), "{err}");
+    assert!(
+        err.starts_with("ERROR: <input>:1:10: undefined field 'nonExistingField'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -70,7 +89,10 @@ fn has_on_self_is_refused() {
 fn escaped_property_names_resolve() {
     let s = crontab();
     let obj = json!({"spec": {"x-prop": "a"}});
-    assert_eq!(run("self.spec.x__dash__prop == 'a'", &s, &obj), Ok(json!(true)));
+    assert_eq!(
+        run("self.spec.x__dash__prop == 'a'", &s, &obj),
+        Ok(json!(true))
+    );
 }
 
 #[test]
@@ -78,31 +100,70 @@ fn missing_keys_are_runtime_errors_and_has_tests_presence() {
     let s = crontab();
     let obj = json!({"spec": {"replicas": null}});
     assert_eq!(run("has(self.spec.replicas)", &s, &obj), Ok(json!(false)));
-    assert_eq!(run("self.spec.replicas > 0", &s, &obj), Err("no such key: replicas".into()));
+    assert_eq!(
+        run("self.spec.replicas > 0", &s, &obj),
+        Err("no such key: replicas".into())
+    );
 }
 
 #[test]
 fn macros_and_logic_absorb_errors_like_cel() {
     let s = crontab();
     let obj = json!({"spec": {"tags": ["a", "b"], "labels": {"app": "x"}}});
-    assert_eq!(run("self.spec.tags.all(t, t.size() == 1)", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.tags.exists(t, t == 'b')", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.tags.exists_one(t, t == 'b')", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.tags.map(t, t + t)", &s, &obj), Ok(json!(["aa", "bb"])));
-    assert_eq!(run("self.spec.tags.filter(t, t != 'a')", &s, &obj), Ok(json!(["b"])));
+    assert_eq!(
+        run("self.spec.tags.all(t, t.size() == 1)", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.tags.exists(t, t == 'b')", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.tags.exists_one(t, t == 'b')", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.tags.map(t, t + t)", &s, &obj),
+        Ok(json!(["aa", "bb"]))
+    );
+    assert_eq!(
+        run("self.spec.tags.filter(t, t != 'a')", &s, &obj),
+        Ok(json!(["b"]))
+    );
     assert_eq!(run("'app' in self.spec.labels", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.labels.all(k, self.spec.labels[k] == 'x')", &s, &obj), Ok(json!(true)));
-    assert!(run("self.spec.missing == 1 || true", &s, &obj).unwrap_err().contains("undefined field"));
-    assert_eq!(run("self.spec.replicas == 1 || true", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("false && self.spec.replicas == 1", &s, &obj), Ok(json!(false)));
+    assert_eq!(
+        run(
+            "self.spec.labels.all(k, self.spec.labels[k] == 'x')",
+            &s,
+            &obj
+        ),
+        Ok(json!(true))
+    );
+    assert!(run("self.spec.missing == 1 || true", &s, &obj)
+        .unwrap_err()
+        .contains("undefined field"));
+    assert_eq!(
+        run("self.spec.replicas == 1 || true", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("false && self.spec.replicas == 1", &s, &obj),
+        Ok(json!(false))
+    );
 }
 
 #[test]
 fn set_lists_compare_without_order() {
     let s = crontab();
     let obj = json!({"spec": {"tags": ["a", "b"]}});
-    assert_eq!(run("self.spec.tags == ['b', 'a']", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.tags + ['b', 'c']", &s, &obj), Ok(json!(["a", "b", "c"])));
+    assert_eq!(
+        run("self.spec.tags == ['b', 'a']", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.tags + ['b', 'c']", &s, &obj),
+        Ok(json!(["a", "b", "c"]))
+    );
 }
 
 #[test]
@@ -110,7 +171,11 @@ fn formats_become_timestamps_and_durations() {
     let s = crontab();
     let obj = json!({"spec": {"when": "2024-01-01T00:00:00Z", "ttl": "1h"}});
     assert_eq!(
-        run("self.spec.when + self.spec.ttl == timestamp('2024-01-01T01:00:00Z')", &s, &obj),
+        run(
+            "self.spec.when + self.spec.ttl == timestamp('2024-01-01T01:00:00Z')",
+            &s,
+            &obj
+        ),
         Ok(json!(true))
     );
 }
@@ -119,10 +184,22 @@ fn formats_become_timestamps_and_durations() {
 fn optionals_and_bind_work() {
     let s = crontab();
     let obj = json!({"spec": {"replicas": 3}});
-    assert_eq!(run("self.spec.?replicas.orValue(0) == 3", &s, &obj), Ok(json!(true)));
-    assert_eq!(run("self.spec.?minReplicas.orValue(7)", &s, &obj), Ok(json!(7)));
-    assert_eq!(run("cel.bind(r, self.spec.replicas, r * r)", &s, &obj), Ok(json!(9)));
-    assert_eq!(run("[1, 2, 3].exists(i, v, i == 1 && v == 2)", &s, &obj), Ok(json!(true)));
+    assert_eq!(
+        run("self.spec.?replicas.orValue(0) == 3", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.?minReplicas.orValue(7)", &s, &obj),
+        Ok(json!(7))
+    );
+    assert_eq!(
+        run("cel.bind(r, self.spec.replicas, r * r)", &s, &obj),
+        Ok(json!(9))
+    );
+    assert_eq!(
+        run("[1, 2, 3].exists(i, v, i == 1 && v == 2)", &s, &obj),
+        Ok(json!(true))
+    );
 }
 
 #[test]
@@ -130,8 +207,13 @@ fn arithmetic_errors_have_cel_texts() {
     let s = crontab();
     let obj = json!({});
     assert_eq!(run("1 / 0 == 1", &s, &obj), Err("division by zero".into()));
-    assert_eq!(run("9223372036854775807 + 1 > 0", &s, &obj), Err("integer overflow".into()));
-    assert!(run("'abc'.matches('[')", &s, &obj).unwrap_err().contains("invalid regular expression"));
+    assert_eq!(
+        run("9223372036854775807 + 1 > 0", &s, &obj),
+        Err("integer overflow".into())
+    );
+    assert!(run("'abc'.matches('[')", &s, &obj)
+        .unwrap_err()
+        .contains("invalid regular expression"));
 }
 
 #[test]

@@ -517,9 +517,7 @@ pub fn to_json(v: &Value<'_>) -> Json {
             Json::String(base64::engine::general_purpose::STANDARD.encode(b))
         }
         Value::Duration(d) => Json::String(super::functions::format_duration(*d)),
-        Value::Timestamp(t) => {
-            Json::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-        }
+        Value::Timestamp(t) => Json::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
         Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
         Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
         Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),

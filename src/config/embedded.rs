@@ -2,9 +2,7 @@
 //! `--config` is given. The same files live in `manifests/examples/`.
 
 /// (file name, contents) of each embedded example.
-pub const FILES: &[(&str, &str)] = &[
-    (
-        "crontab.yaml",
-        include_str!("../../manifests/examples/crontab.yaml"),
-    ),
-];
+pub const FILES: &[(&str, &str)] = &[(
+    "crontab.yaml",
+    include_str!("../../manifests/examples/crontab.yaml"),
+)];

@@ -181,7 +181,10 @@ impl Loader {
         // directory's listing order.
         files.sort();
         if files.is_empty() {
-            self.file_error(&shown, "no *.yaml, *.yml or *.json files in the config directory");
+            self.file_error(
+                &shown,
+                "no *.yaml, *.yml or *.json files in the config directory",
+            );
         }
         for path in files {
             let name = path.display().to_string();
@@ -206,7 +209,10 @@ impl Loader {
         if doc.is_null() {
             return;
         }
-        let api_version = doc.get("apiVersion").and_then(Json::as_str).unwrap_or_default();
+        let api_version = doc
+            .get("apiVersion")
+            .and_then(Json::as_str)
+            .unwrap_or_default();
         let kind = doc.get("kind").and_then(Json::as_str).unwrap_or_default();
         match (api_version, kind) {
             ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => self.crd(file, doc),
@@ -243,7 +249,10 @@ impl Loader {
             versions: Vec::new(),
             errors: Vec::new(),
         };
-        let problem = |version: Option<&str>, path: Option<String>, rule: Option<String>, reason: String| Problem {
+        let problem = |version: Option<&str>,
+                       path: Option<String>,
+                       rule: Option<String>,
+                       reason: String| Problem {
             file: file.to_owned(),
             crd: Some(name.clone()),
             version: version.map(str::to_owned),
@@ -252,21 +261,36 @@ impl Loader {
             reason,
         };
         if let Some(other) = self.report.crds.iter().find(|c| c.name == name) {
-            let reason = format!("duplicate CustomResourceDefinition: also defined in {}", other.file);
-            report.errors.push(problem(None, Some("metadata.name".into()), None, reason));
+            let reason = format!(
+                "duplicate CustomResourceDefinition: also defined in {}",
+                other.file
+            );
+            report
+                .errors
+                .push(problem(None, Some("metadata.name".into()), None, reason));
             self.report.crds.push(report);
             return;
         }
         let crd: CustomResourceDefinition = match serde_json::from_value(doc) {
             Ok(c) => c,
             Err(e) => {
-                report.errors.push(problem(None, None, None, format!("not a valid CustomResourceDefinition: {e}")));
+                report.errors.push(problem(
+                    None,
+                    None,
+                    None,
+                    format!("not a valid CustomResourceDefinition: {e}"),
+                ));
                 self.report.crds.push(report);
                 return;
             }
         };
         if name.is_empty() {
-            report.errors.push(problem(None, Some("metadata.name".into()), None, "Required value".into()));
+            report.errors.push(problem(
+                None,
+                Some("metadata.name".into()),
+                None,
+                "Required value".into(),
+            ));
         }
         let spec = &crd.spec;
         let expected = format!("{}.{}", spec.names.plural, spec.group);
@@ -280,7 +304,15 @@ impl Loader {
         }
         // The API server reports schema paths under spec.validation when all
         // versions share one schema (its internal form hoists it there).
-        let schemas: Vec<_> = spec.versions.iter().map(|v| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref())).collect();
+        let schemas: Vec<_> = spec
+            .versions
+            .iter()
+            .map(|v| {
+                v.schema
+                    .as_ref()
+                    .and_then(|s| s.open_api_v3_schema.as_ref())
+            })
+            .collect();
         let shared = schemas.windows(2).all(|w| w[0] == w[1]);
         let mut compiled = Vec::new();
         for (i, v) in spec.versions.iter().enumerate() {
@@ -298,7 +330,12 @@ impl Loader {
             let schema = match Schema::from_openapi(props) {
                 Ok(s) => s,
                 Err(e) => {
-                    report.errors.push(problem(Some(&v.name), Some(format!("{prefix}.{}", e.path)), None, e.reason));
+                    report.errors.push(problem(
+                        Some(&v.name),
+                        Some(format!("{prefix}.{}", e.path)),
+                        None,
+                        e.reason,
+                    ));
                     continue;
                 }
             };
@@ -306,7 +343,12 @@ impl Loader {
                 Ok(val) => compiled.push((v.name.clone(), Some(val))),
                 Err(problems) => {
                     for p in problems {
-                        report.errors.push(problem(Some(&v.name), Some(format!("{prefix}.{}", p.path)), Some(p.rule), p.reason));
+                        report.errors.push(problem(
+                            Some(&v.name),
+                            Some(format!("{prefix}.{}", p.path)),
+                            Some(p.rule),
+                            p.reason,
+                        ));
                     }
                 }
             }

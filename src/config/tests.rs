@@ -33,7 +33,10 @@ spec:
 fn embedded_examples_load_without_problems() {
     let loaded = load(&ConfigSource::Embedded);
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    assert!(loaded.catalog.lookup("stable.example.com", "v1", "CronTab").is_some());
+    assert!(loaded
+        .catalog
+        .lookup("stable.example.com", "v1", "CronTab")
+        .is_some());
 }
 
 #[test]
@@ -58,7 +61,9 @@ fn a_broken_rule_is_reported_with_its_location() {
     );
     assert_eq!(p.rule.as_deref(), Some("self.nonExistingField > 0"));
     assert!(
-        p.reason.starts_with("compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'"),
+        p.reason.starts_with(
+            "compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'"
+        ),
         "{}",
         p.reason
     );
@@ -69,12 +74,18 @@ fn multi_document_files_and_json_files_load() {
     let dir = tempfile::tempdir().unwrap();
     let second = CRD_HEAD
         .replace("widgets.example.com", "gadgets.example.com")
-        .replace("{plural: widgets, singular: widget, kind: Widget}", "{plural: gadgets, singular: gadget, kind: Gadget}");
+        .replace(
+            "{plural: widgets, singular: widget, kind: Widget}",
+            "{plural: gadgets, singular: gadget, kind: Gadget}",
+        );
     write(dir.path(), "two.yaml", &format!("{CRD_HEAD}---\n{second}"));
     let json_doc: serde_json::Value = serde_norway::from_str(
         &CRD_HEAD
             .replace("widgets.example.com", "gizmos.example.com")
-            .replace("{plural: widgets, singular: widget, kind: Widget}", "{plural: gizmos, singular: gizmo, kind: Gizmo}"),
+            .replace(
+                "{plural: widgets, singular: widget, kind: Widget}",
+                "{plural: gizmos, singular: gizmo, kind: Gizmo}",
+            ),
     )
     .unwrap();
     write(dir.path(), "three.json", &json_doc.to_string());
@@ -82,7 +93,10 @@ fn multi_document_files_and_json_files_load() {
     let loaded = load(&ConfigSource::Dir(dir.path().to_owned()));
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     assert_eq!(loaded.catalog.len(), 3);
-    assert!(loaded.catalog.lookup("example.com", "v1", "Gizmo").is_some());
+    assert!(loaded
+        .catalog
+        .lookup("example.com", "v1", "Gizmo")
+        .is_some());
 }
 
 #[test]
@@ -90,15 +104,25 @@ fn bad_yaml_other_kinds_and_duplicates_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.yaml", CRD_HEAD);
     write(dir.path(), "b.yaml", CRD_HEAD);
-    write(dir.path(), "c.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n");
+    write(
+        dir.path(),
+        "c.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    );
     write(dir.path(), "d.yaml", "key: [unclosed\n");
     let loaded = load(&ConfigSource::Dir(dir.path().to_owned()));
     let text = format!("{:?}", loaded.report);
-    assert!(text.contains("duplicate CustomResourceDefinition"), "{text}");
+    assert!(
+        text.contains("duplicate CustomResourceDefinition"),
+        "{text}"
+    );
     assert!(text.contains("kind \\\"ConfigMap\\\""), "{text}");
     assert!(text.contains("invalid YAML"), "{text}");
     // The valid first copy still compiled.
-    assert!(loaded.catalog.lookup("example.com", "v1", "Widget").is_some());
+    assert!(loaded
+        .catalog
+        .lookup("example.com", "v1", "Widget")
+        .is_some());
 }
 
 #[test]

@@ -4,9 +4,27 @@
 /// CEL reserved words: a property named exactly like one is written
 /// `__{word}__`.
 const RESERVED: &[&str] = &[
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-    "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// The CEL field name of a JSON property name, or `None` when CEL cannot
@@ -15,7 +33,9 @@ pub fn escape_property(name: &str) -> Option<String> {
     let mut chars = name.chars();
     let first = chars.next()?;
     let allowed = |c: char, first: bool| {
-        c.is_ascii_alphabetic() || matches!(c, '_' | '.' | '-' | '/') || (!first && c.is_ascii_digit())
+        c.is_ascii_alphabetic()
+            || matches!(c, '_' | '.' | '-' | '/')
+            || (!first && c.is_ascii_digit())
     };
     if !allowed(first, true) || !chars.all(|c| allowed(c, false)) {
         return None;
@@ -49,10 +69,7 @@ pub fn unescape_property(field: &str) -> std::borrow::Cow<'_, str> {
     if !field.contains("__") {
         return field.into();
     }
-    if let Some(word) = field
-        .strip_prefix("__")
-        .and_then(|f| f.strip_suffix("__"))
-    {
+    if let Some(word) = field.strip_prefix("__").and_then(|f| f.strip_suffix("__")) {
         if RESERVED.contains(&word) {
             return word.to_owned().into();
         }
@@ -87,7 +104,10 @@ mod tests {
     fn escapes_as_the_docs_show() {
         assert_eq!(escape_property("namespace").unwrap(), "__namespace__");
         assert_eq!(escape_property("x-prop").unwrap(), "x__dash__prop");
-        assert_eq!(escape_property("redact__d").unwrap(), "redact__underscores__d");
+        assert_eq!(
+            escape_property("redact__d").unwrap(),
+            "redact__underscores__d"
+        );
         assert_eq!(escape_property("a.b/c").unwrap(), "a__dot__b__slash__c");
         assert_eq!(escape_property("sprint").unwrap(), "sprint");
         assert_eq!(escape_property("1abc"), None);
@@ -96,7 +116,15 @@ mod tests {
 
     #[test]
     fn unescape_inverts_escape() {
-        for name in ["namespace", "x-prop", "redact__d", "a.b/c", "plain", "if", "___x"] {
+        for name in [
+            "namespace",
+            "x-prop",
+            "redact__d",
+            "a.b/c",
+            "plain",
+            "if",
+            "___x",
+        ] {
             let esc = escape_property(name).unwrap();
             assert_eq!(unescape_property(&esc), name, "via {esc}");
         }

@@ -5,7 +5,6 @@
 
 mod escape;
 
-
 use std::collections::BTreeMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -185,9 +184,7 @@ impl Schema {
                 Some(Box::new(Self::build(s, &format!("{path}.items"))?))
             }
             Some(JSONSchemaPropsOrArray::Schemas(_)) => {
-                return Err(err(
-                    "items must be a schema object and not an array".into(),
-                ))
+                return Err(err("items must be a schema object and not an array".into()))
             }
             None => None,
         };

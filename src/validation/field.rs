@@ -127,7 +127,11 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]
     let message = if errors.is_empty() {
         format!("{qualified} {} is invalid", go_quote(name))
     } else {
-        format!("{qualified} {} is invalid: {}", go_quote(name), aggregate(errors))
+        format!(
+            "{qualified} {} is invalid: {}",
+            go_quote(name),
+            aggregate(errors)
+        )
     };
     let causes = errors
         .iter()
@@ -173,7 +177,10 @@ mod tests {
             "stable.example.com",
             "CronTab",
             "my-new-cron-object",
-            &[invalid("spec", "replicas should be smaller than or equal to maxReplicas.")],
+            &[invalid(
+                "spec",
+                "replicas should be smaller than or equal to maxReplicas.",
+            )],
         );
         assert_eq!(
             s.message,
@@ -192,7 +199,11 @@ mod tests {
 
     #[test]
     fn several_errors_are_bracketed_and_deduplicated() {
-        let e = [invalid("spec", "a"), invalid("spec", "b"), invalid("spec", "a")];
+        let e = [
+            invalid("spec", "a"),
+            invalid("spec", "b"),
+            invalid("spec", "a"),
+        ];
         assert_eq!(
             aggregate(&e),
             "[spec: Invalid value: \"object\": a, spec: Invalid value: \"object\": b]"
@@ -211,6 +222,9 @@ mod tests {
         e.kind = ErrorType::from_reason(Some("Bogus"));
         assert_eq!(e.kind, ErrorType::Invalid);
         e.field.clear();
-        assert_eq!(e.to_string(), "<nil>: Invalid value: \"object\": must be set");
+        assert_eq!(
+            e.to_string(),
+            "<nil>: Invalid value: \"object\": must be set"
+        );
     }
 }

@@ -149,9 +149,13 @@ mod tests {
     #[test]
     fn refuses_bad_paths() {
         let s = schema();
-        assert!(normalize("a", &s).unwrap_err().starts_with("expected [ or . but got"));
+        assert!(normalize("a", &s)
+            .unwrap_err()
+            .starts_with("expected [ or . but got"));
         assert!(normalize(".nope", &s).is_err());
-        assert!(normalize(".list[0]", &s).unwrap_err().contains("expected single quoted string"));
+        assert!(normalize(".list[0]", &s)
+            .unwrap_err()
+            .contains("expected single quoted string"));
         assert!(normalize(".list.a", &s).is_err());
         assert!(normalize(".", &s).is_err());
     }

@@ -97,7 +97,15 @@ impl Validator {
             stopped: false,
         };
         let mut path = String::new();
-        w.node(&self.root, &self.schema, object, old, old.is_some(), false, &mut path);
+        w.node(
+            &self.root,
+            &self.schema,
+            object,
+            old,
+            old.is_some(),
+            false,
+            &mut path,
+        );
         Outcome {
             errors: w.errors,
             warnings: w.warnings,
@@ -141,7 +149,9 @@ fn compile_node(
                 problem("message", "must not contain line breaks".into());
             }
         }
-        if trimmed.contains(['\n', '\r']) && v.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+        if trimmed.contains(['\n', '\r'])
+            && v.message.as_deref().is_none_or(|m| m.trim().is_empty())
+        {
             problem(
                 "message",
                 "Required value: message must be specified if rule contains line breaks".into(),
@@ -150,7 +160,10 @@ fn compile_node(
         if let Some(r) = v.reason.as_deref() {
             if !matches!(
                 r,
-                "FieldValueDuplicate" | "FieldValueForbidden" | "FieldValueInvalid" | "FieldValueRequired"
+                "FieldValueDuplicate"
+                    | "FieldValueForbidden"
+                    | "FieldValueInvalid"
+                    | "FieldValueRequired"
             ) {
                 problem(
                     "reason",
@@ -193,7 +206,10 @@ fn compile_node(
                 continue;
             }
         } else if v.optional_old_self.is_some() {
-            problem("optionalOldSelf", "may not be set if oldSelf is not used in rule".into());
+            problem(
+                "optionalOldSelf",
+                "may not be set if oldSelf is not used in rule".into(),
+            );
             continue;
         }
         let message_expression = match v.message_expression.as_deref() {
@@ -322,17 +338,29 @@ impl Walk {
         }
         match new {
             Json::Array(items) => {
-                let (Some(el), Some(item_schema)) = (node.element.as_deref(), schema.items.as_deref()) else {
+                let (Some(el), Some(item_schema)) =
+                    (node.element.as_deref(), schema.items.as_deref())
+                else {
                     return;
                 };
                 let old_items = old.and_then(Json::as_array);
                 for (i, item) in items.iter().enumerate() {
                     let old_item = match (schema.list_type, old_items) {
-                        (ListType::Map, Some(olds)) => find_by_keys(item, olds, &schema.list_map_keys),
+                        (ListType::Map, Some(olds)) => {
+                            find_by_keys(item, olds, &schema.list_map_keys)
+                        }
                         _ => None,
                     };
                     let len = push_key(path, &i.to_string());
-                    self.node(el, item_schema, item, old_item, old_item.is_some(), unchanged, path);
+                    self.node(
+                        el,
+                        item_schema,
+                        item,
+                        old_item,
+                        old_item.is_some(),
+                        unchanged,
+                        path,
+                    );
                     path.truncate(len);
                     if self.stopped {
                         return;
@@ -341,9 +369,10 @@ impl Walk {
             }
             Json::Object(obj) => {
                 let old_obj = old.and_then(Json::as_object);
-                if let (Some(el), Some(value_schema)) =
-                    (node.element.as_deref(), schema.additional_properties.as_deref())
-                {
+                if let (Some(el), Some(value_schema)) = (
+                    node.element.as_deref(),
+                    schema.additional_properties.as_deref(),
+                ) {
                     for (k, v) in obj {
                         let old_v = old_obj.and_then(|o| o.get(k));
                         let len = push_key(path, k);
@@ -355,12 +384,21 @@ impl Walk {
                     }
                 }
                 for (name, child) in &node.properties {
-                    let (Some(v), Some(child_schema)) = (obj.get(name), schema.property(name)) else {
+                    let (Some(v), Some(child_schema)) = (obj.get(name), schema.property(name))
+                    else {
                         continue;
                     };
                     let old_v = old_obj.and_then(|o| o.get(name));
                     let len = push_child(path, name);
-                    self.node(child, child_schema, v, old_v, old_v.is_some(), unchanged, path);
+                    self.node(
+                        child,
+                        child_schema,
+                        v,
+                        old_v,
+                        old_v.is_some(),
+                        unchanged,
+                        path,
+                    );
                     path.truncate(len);
                     if self.stopped {
                         return;
@@ -412,7 +450,12 @@ impl Walk {
             let limit = cel::PER_EXPRESSION_COST_LIMIT.min(self.budget);
             let this = Value::from_json(new, schema);
             let (result, cost) = rule.program.eval(this, old_value, limit);
-            if cost > self.budget || (result.as_ref().is_err_and(|e| e.kind == ErrorKind::CostLimit) && self.budget < cel::PER_EXPRESSION_COST_LIMIT) {
+            if cost > self.budget
+                || (result
+                    .as_ref()
+                    .is_err_and(|e| e.kind == ErrorKind::CostLimit)
+                    && self.budget < cel::PER_EXPRESSION_COST_LIMIT)
+            {
                 self.error(
                     ErrorType::Invalid,
                     path,
