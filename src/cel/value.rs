@@ -245,24 +245,7 @@ impl<'a> List<'a> {
 }
 
 /// The schema of data no schema describes.
-pub static ANY: Schema = Schema {
-    ty: Type::Any,
-    format: Format::None,
-    nullable: false,
-    properties: std::collections::BTreeMap::new(),
-    additional_properties: None,
-    items: None,
-    required: Vec::new(),
-    max_items: None,
-    max_length: None,
-    max_properties: None,
-    list_type: ListType::Atomic,
-    list_map_keys: Vec::new(),
-    preserve_unknown_fields: true,
-    embedded_resource: false,
-    int_or_string: false,
-    validations: Vec::new(),
-};
+pub static ANY: Schema = Schema::untyped(true);
 
 // === impl Map ===
 

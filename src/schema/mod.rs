@@ -93,8 +93,10 @@ pub struct Schema {
     pub validations: Vec<ValidationRule>,
 }
 
-impl Default for Schema {
-    fn default() -> Self {
+impl Schema {
+    /// A node with no type and nothing declared (data of any shape when
+    /// `preserve_unknown_fields`).
+    pub const fn untyped(preserve_unknown_fields: bool) -> Schema {
         Schema {
             ty: Type::Any,
             format: Format::None,
@@ -108,11 +110,17 @@ impl Default for Schema {
             max_properties: None,
             list_type: ListType::Atomic,
             list_map_keys: Vec::new(),
-            preserve_unknown_fields: false,
+            preserve_unknown_fields,
             embedded_resource: false,
             int_or_string: false,
             validations: Vec::new(),
         }
+    }
+}
+
+impl Default for Schema {
+    fn default() -> Self {
+        Schema::untyped(false)
     }
 }
 

@@ -409,6 +409,17 @@ impl Walk {
         }
     }
 
+    /// The object's cost budget is spent: one error, and no rule runs after it.
+    fn out_of_budget(&mut self, path: &str, schema: &Schema) {
+        self.error(
+            ErrorType::Invalid,
+            path,
+            schema,
+            "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+        );
+        self.stopped = true;
+    }
+
     fn error(&mut self, kind: ErrorType, path: &str, schema: &Schema, detail: String) {
         self.errors.push(FieldError {
             kind,
@@ -428,14 +439,7 @@ impl Walk {
         path: &str,
     ) {
         if self.budget == 0 {
-            self.error(
-                ErrorType::Invalid,
-                path,
-                schema,
-                "validation failed due to running out of cost budget, no further validation rules will be run".into(),
-            );
-            self.stopped = true;
-            return;
+            return self.out_of_budget(path, schema);
         }
         for rule in &node.rules {
             let uses_old = rule.program.uses_old_self();
@@ -456,14 +460,7 @@ impl Walk {
                     .is_err_and(|e| e.kind == ErrorKind::CostLimit)
                     && self.budget < cel::PER_EXPRESSION_COST_LIMIT)
             {
-                self.error(
-                    ErrorType::Invalid,
-                    path,
-                    schema,
-                    "validation failed due to running out of cost budget, no further validation rules will be run".into(),
-                );
-                self.stopped = true;
-                return;
+                return self.out_of_budget(path, schema);
             }
             self.budget -= cost;
             let passed = match result {
