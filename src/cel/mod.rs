@@ -7,6 +7,7 @@ mod compile;
 mod error;
 mod eval;
 mod functions;
+mod types;
 mod value;
 
 pub use error::{CompileError, ErrorKind, EvalError};
@@ -35,6 +36,7 @@ pub struct Program {
     ir: compile::Ir,
     slots: usize,
     uses_old_self: bool,
+    result_type: String,
 }
 
 impl Program {
@@ -54,7 +56,14 @@ impl Program {
             ir: c.ir,
             slots: c.slots,
             uses_old_self: c.uses_old_self,
+            result_type: c.result_type,
         })
+    }
+
+    /// The static type of the result, as cel-go names it (`bool`,
+    /// `string`, `list(int)`, `dyn`, ...).
+    pub fn result_type(&self) -> &str {
+        &self.result_type
     }
 
     /// True when the expression refers to `oldSelf` (a transition rule).

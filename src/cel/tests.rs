@@ -231,3 +231,45 @@ fn runaway_loops_stop_at_the_cost_limit() {
     assert_eq!(e.kind, ErrorKind::CostLimit);
     assert!(cost > PER_EXPRESSION_COST_LIMIT);
 }
+
+#[test]
+fn mismatched_operand_types_are_refused_with_cel_go_wording() {
+    let s = crontab();
+    let int_schema = s.property("spec").unwrap().property("replicas").unwrap();
+    let err = Program::compile("self == true", int_schema, Options::default()).unwrap_err();
+    assert_eq!(
+        err.message,
+        "ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, bool)'\n | self == true\n | .....^"
+    );
+    let err = run("self.spec.x__dash__prop.startsWith(1)", &s, &json!({})).unwrap_err();
+    assert!(
+        err.contains("found no matching overload for 'startsWith' applied to 'string.(int)'"),
+        "{err}"
+    );
+    let err = run("self.spec.replicas + 'a' == 1", &s, &json!({})).unwrap_err();
+    assert!(err.contains("'_+_' applied to '(int, string)'"), "{err}");
+    let err = run("self.spec.replicas.all(x, x > 0)", &s, &json!({})).unwrap_err();
+    assert!(
+        err.contains("cannot be the range of a comprehension"),
+        "{err}"
+    );
+    let err = run("self.spec.tags.all(t, t)", &s, &json!({})).unwrap_err();
+    assert!(err.contains("'_&&_' applied to '(bool, string)'"), "{err}");
+}
+
+#[test]
+fn result_types_are_known_statically() {
+    let s = crontab();
+    let ty = |e: &str| {
+        Program::compile(e, &s, Options::default())
+            .unwrap()
+            .result_type()
+            .to_owned()
+    };
+    assert_eq!(ty("self.spec.replicas > 1"), "bool");
+    assert_eq!(ty("self.spec.replicas"), "int");
+    assert_eq!(ty("self.spec.tags.map(t, size(t))"), "list(int)");
+    assert_eq!(ty("self.spec.labels"), "map(string, string)");
+    assert_eq!(ty("self.spec.when"), "google.protobuf.Timestamp");
+    assert_eq!(ty("'a' + self.spec.x__dash__prop"), "string");
+}

@@ -191,7 +191,11 @@ fn compile_node(
             optional_old_self,
         };
         let program = match Program::compile(&v.rule, schema, opts) {
-            Ok(p) => p,
+            Ok(p) if p.result_type() == "bool" => p,
+            Ok(_) => {
+                problem("rule", "cel expression must evaluate to a bool".into());
+                continue;
+            }
             Err(e) => {
                 problem("rule", format!("compilation failed: {}", e.message));
                 continue;
@@ -229,7 +233,14 @@ fn compile_node(
                     optional_old_self: false,
                 };
                 match Program::compile(m, schema, opts) {
-                    Ok(p) => Some(p),
+                    Ok(p) if p.result_type() == "string" => Some(p),
+                    Ok(_) => {
+                        problem(
+                            "messageExpression",
+                            "messageExpression must evaluate to a string".into(),
+                        );
+                        continue;
+                    }
                     Err(e) => {
                         problem(
                             "messageExpression",
@@ -588,3 +599,6 @@ pub fn review(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
     response.warnings = outcome.warnings;
     response
 }
+
+#[cfg(test)]
+mod tests;
