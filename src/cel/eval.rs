@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::rc::Rc;
 
 use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
+use super::cost;
 use super::error::{ErrorKind, EvalError};
 use super::functions::{self, sort_values};
 use super::value::{compare, equals, List, Map, Str, Value};
@@ -43,16 +44,23 @@ fn as_bool(v: Result<Value<'_>, EvalError>) -> Result<bool, EvalError> {
 
 /// Evaluates `ir` in `frame`.
 pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    f.charge(1)?;
+    // Unit costs follow cel-go: constants are free, variables and each
+    // field or index step cost 1, a presence test costs nothing extra.
     match ir {
         Ir::Const(c) => Ok(constant(c)),
-        Ir::Var(slot) => Ok(f.vars[*slot].clone()),
+        Ir::Var(slot) => {
+            f.charge(1)?;
+            Ok(f.vars[*slot].clone())
+        }
         Ir::Select {
             operand,
             field,
             test,
         } => {
             let v = eval(operand, f)?;
+            if !*test {
+                f.charge(1)?;
+            }
             select(&v, field, *test)
         }
         Ir::OptSelect { operand, field } => {
@@ -63,18 +71,26 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 other => other,
             };
             match inner {
-                Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+                Value::Map(m) => {
+                    let found = m.get_str(field);
+                    if found.is_some() {
+                        f.charge(1)?;
+                    }
+                    Ok(Value::Optional(found.map(Rc::new)))
+                }
                 _ => Err(EvalError::no_overload()),
             }
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
+            f.charge(1)?;
             index(&a, &b)
         }
         Ir::OptIndex(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
+            f.charge(1)?;
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -113,7 +129,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 _ => Ok(Value::Bool(true)),
             }
         }
-        Ir::Not(a) => Ok(Value::Bool(!as_bool(eval(a, f))?)),
+        Ir::Not(a) => {
+            let v = as_bool(eval(a, f))?;
+            f.charge(1)?;
+            Ok(Value::Bool(!v))
+        }
         Ir::Cond(c, t, e) => {
             if as_bool(eval(c, f))? {
                 eval(t, f)
@@ -124,6 +144,25 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::Bin(op, a, b) => {
             let x = eval(a, f)?;
             let y = eval(b, f)?;
+            f.charge(match op {
+                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                    if matches!(
+                        (&x, &y),
+                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
+                    ) =>
+                {
+                    cost::compare_cost(&x, &y)
+                }
+                BinOp::In => match (&y, &**b) {
+                    // cel-go hashes a constant list once: the lookup is free.
+                    (_, Ir::List(items, _)) if items.iter().all(|i| matches!(i, Ir::Const(_))) => 0,
+                    (Value::List(l), _) => l.len() as u64,
+                    _ => 1,
+                },
+                BinOp::Add => cost::concat_cost(&x, &y),
+                _ => 1,
+            })?;
             binary(*op, x, y)
         }
         Ir::List(items, optional) => {
@@ -140,7 +179,10 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     out.push(v);
                 }
             }
-            f.charge(out.len() as u64)?;
+            // A literal of constants is built once by cel-go: free.
+            if !items.iter().all(|i| matches!(i, Ir::Const(_))) {
+                f.charge(10)?;
+            }
             Ok(Value::list(out))
         }
         Ir::Map(entries) => {
@@ -173,7 +215,12 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 out.push((k, v));
             }
-            f.charge(out.len() as u64)?;
+            if !entries
+                .iter()
+                .all(|(k, v, _)| matches!((k, v), (Ir::Const(_), Ir::Const(_))))
+            {
+                f.charge(30)?;
+            }
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
@@ -181,14 +228,15 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             for a in args {
                 vals.push(eval(a, f)?);
             }
-            f.charge(call_cost(&vals))?;
-            functions::call(*func, &vals)
+            let result = functions::call(*func, &vals)?;
+            f.charge(cost::call_cost(*func, &vals, &result))?;
+            Ok(result)
         }
         Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(1 + s.len() as u64 / 10)?;
+                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
                 _ => Err(EvalError::no_overload()),
@@ -196,19 +244,6 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         }
         Ir::Loop(l) => eval_loop(l, f),
     }
-}
-
-/// Extra cost of a call proportional to the size of string and list
-/// arguments, so that long inputs cannot run for free.
-fn call_cost(vals: &[Value<'_>]) -> u64 {
-    vals.iter()
-        .map(|v| match v {
-            Value::Str(s) => s.len() as u64 / 10,
-            Value::Bytes(b) => b.len() as u64 / 10,
-            Value::List(l) => l.len() as u64,
-            _ => 0,
-        })
-        .sum()
 }
 
 fn constant(c: &Const) -> Value<'_> {
@@ -522,50 +557,72 @@ fn run_steps<'a>(
     let mut out: Vec<Value<'a>> = Vec::new();
     let mut out_map: Vec<(Value<'a>, Value<'a>)> = Vec::new();
     let mut keyed: Vec<(Value<'a>, Value<'a>)> = Vec::new();
+    // Charges mirror cel-go's expansion of each macro: the loop condition
+    // and step (accumulator reads, `[x]` literals, `+`) per element, and
+    // the result read at the end.
     for (a, b) in steps {
-        f.charge(1)?;
         let elem = a.clone();
         f.vars[l.var] = a;
         if let Some(v2) = l.var2 {
             f.vars[v2] = b;
         }
+        // A false filter picks the bare accumulator, whose read cel-go
+        // does not charge.
         if let Some(filter) = &l.filter {
             if !as_bool(eval(filter, f))? {
                 continue;
             }
         }
         match l.kind {
-            LoopKind::All => match as_bool(eval(&l.body, f)) {
-                Ok(false) => return Ok(Value::Bool(false)),
-                Ok(true) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            LoopKind::All => {
+                f.charge(3)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(false) => {
+                        f.charge(3)?;
+                        return Ok(Value::Bool(false));
+                    }
+                    Ok(true) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
-            LoopKind::Exists => match as_bool(eval(&l.body, f)) {
-                Ok(true) => return Ok(Value::Bool(true)),
-                Ok(false) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            }
+            LoopKind::Exists => {
+                f.charge(4)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(true) => {
+                        f.charge(4)?;
+                        return Ok(Value::Bool(true));
+                    }
+                    Ok(false) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
+            }
             LoopKind::ExistsOne => {
                 if as_bool(eval(&l.body, f))? {
                     count += 1;
+                    f.charge(2)?;
                 }
             }
-            LoopKind::Map | LoopKind::TransformList => out.push(eval(&l.body, f)?),
+            LoopKind::Map | LoopKind::TransformList => {
+                out.push(eval(&l.body, f)?);
+                f.charge(12)?;
+            }
             LoopKind::Filter => {
                 if as_bool(eval(&l.body, f))? {
                     out.push(elem);
+                    f.charge(13)?;
                 }
             }
             LoopKind::TransformMap => {
                 let v = eval(&l.body, f)?;
                 let k = f.vars[l.var].clone();
                 out_map.push((k, v));
+                f.charge(32)?;
             }
             LoopKind::TransformMapEntry => match eval(&l.body, f)? {
                 Value::Map(m) => {
@@ -585,10 +642,12 @@ fn run_steps<'a>(
             LoopKind::SortBy => {
                 let key = eval(&l.body, f)?;
                 keyed.push((key, elem));
+                f.charge(12)?;
             }
             LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap => {}
         }
     }
+    f.charge(if l.kind == LoopKind::ExistsOne { 2 } else { 1 })?;
     match l.kind {
         LoopKind::All => match first_error {
             Some(e) => Err(e),

@@ -4,6 +4,7 @@
 //! sit on, and evaluated directly over the request's JSON.
 
 mod compile;
+mod cost;
 mod error;
 mod eval;
 mod functions;

@@ -273,3 +273,37 @@ fn result_types_are_known_statically() {
     assert_eq!(ty("self.spec.when"), "google.protobuf.Timestamp");
     assert_eq!(ty("'a' + self.spec.x__dash__prop"), "string");
 }
+
+/// Runtime costs as cel-go reports them for the same expressions
+/// (from the probe vectors in the research notes).
+#[test]
+fn runtime_costs_match_cel_go() {
+    let s = crontab();
+    let obj = json!({"spec": {"replicas": 7, "tags": ["a", "b", "c"], "x-prop": "a".repeat(50)}});
+    let cost = |e: &str| {
+        let p = Program::compile(e, &s, Options::default()).unwrap();
+        let (r, c) = p.eval(Value::from_json(&obj, &s), None, PER_EXPRESSION_COST_LIMIT);
+        r.unwrap();
+        c
+    };
+    assert_eq!(cost("self.spec.replicas == 7"), 4);
+    assert_eq!(cost("self.spec.replicas + 1 > 0"), 5);
+    assert_eq!(cost("[1, 2, 3].map(x, x)"), 40);
+    assert_eq!(cost("[1, 2, 3].all(x, x > 0)"), 16);
+    assert_eq!(cost("[1, 2, 3].exists(x, x == 1)"), 10);
+    assert_eq!(cost("[1, 2, 3].exists_one(x, x > 2)"), 10);
+    assert_eq!(cost("self.spec.replicas in [1, 2, 3]"), 3);
+    assert_eq!(cost("has(self.spec.replicas)"), 2);
+    assert_eq!(
+        cost("self.spec.x__dash__prop == self.spec.x__dash__prop"),
+        11
+    );
+    assert_eq!(
+        cost("self.spec.x__dash__prop.contains('bbbbbbbbbbbbbbbbbbbb')"),
+        13
+    );
+    assert_eq!(
+        cost("self.spec.x__dash__prop.matches('bbbbbbbbbbbbbbbbbbbb')"),
+        33
+    );
+}
