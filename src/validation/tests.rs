@@ -121,3 +121,96 @@ fn message_expression_falls_back_to_message() {
     let details: Vec<&str> = out.errors.iter().map(|e| e.detail.as_str()).collect();
     assert_eq!(details, ["static", "failed rule: self > 2", "n is 0"]);
 }
+
+fn list_rule(
+    items: serde_json::Value,
+    list_extra: serde_json::Value,
+    rule: &str,
+) -> serde_json::Value {
+    let mut list =
+        json!({"type": "array", "items": items, "x-kubernetes-validations": [{"rule": rule}]});
+    if let (Some(l), Some(extra)) = (list.as_object_mut(), list_extra.as_object()) {
+        l.extend(extra.clone());
+    }
+    json!({"type": "object", "properties": {"foo": list}})
+}
+
+#[test]
+fn the_docs_cost_examples_are_refused_or_allowed_as_documented() {
+    // Unbounded list of unbounded strings: refused.
+    let problems = compile(list_rule(
+        json!({"type": "string"}),
+        json!({}),
+        "self.all(x, x.contains('a string'))",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        problems[0].path,
+        "openAPIV3Schema.properties[foo].x-kubernetes-validations[0].rule"
+    );
+    assert_eq!(
+        problems[0].reason,
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    );
+    // With maxItems and maxLength: allowed.
+    assert!(compile(list_rule(
+        json!({"type": "string", "maxLength": 10}),
+        json!({"maxItems": 25}),
+        "self.all(x, x.contains('a string'))"
+    ))
+    .is_ok());
+    // Unbounded list of integers compared to a constant: allowed.
+    assert!(compile(list_rule(
+        json!({"type": "integer"}),
+        json!({}),
+        "self.all(x, x == 5)"
+    ))
+    .is_ok());
+    // The same rule on each list of an unbounded list of lists: refused.
+    let nested = json!({"type": "object", "properties": {"foo": {"type": "array", "items": {
+        "type": "array", "items": {"type": "integer"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, x == 5)"}]}}}});
+    let problems = compile(nested).unwrap_err();
+    assert!(
+        problems[0]
+            .reason
+            .contains("estimated rule cost exceeds budget"),
+        "{problems:?}"
+    );
+    assert_eq!(
+        problems[0].path,
+        "openAPIV3Schema.properties[foo].items.x-kubernetes-validations[0].rule"
+    );
+}
+
+#[test]
+fn a_rule_on_bounded_items_costs_as_much_as_on_the_list() {
+    // The docs: the per-item rule is multiplied by maxItems.
+    assert!(compile(
+        json!({"type": "object", "properties": {"foo": {"type": "array", "maxItems": 25,
+        "items": {"type": "string", "maxLength": 10,
+                  "x-kubernetes-validations": [{"rule": "self.contains('a string')"}]}}}})
+    )
+    .is_ok());
+}
+
+#[test]
+fn many_expensive_rules_exceed_the_schema_total() {
+    // Each rule stays under the per-rule limit; twenty of them do not.
+    let rules: Vec<serde_json::Value> = (0..20)
+        .map(|i| json!({"rule": format!("self.all(x, x.startsWith('{i}'))")}))
+        .collect();
+    let schema = json!({"type": "object", "properties": {"foo": {"type": "array", "maxItems": 500000,
+        "items": {"type": "string", "maxLength": 100}, "x-kubernetes-validations": rules}}});
+    let problems = compile(schema).unwrap_err();
+    let last = problems.last().unwrap();
+    assert_eq!(last.path, "openAPIV3Schema");
+    assert!(
+        last.reason.starts_with("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of"),
+        "{}",
+        last.reason
+    );
+    assert!(problems.iter().any(|p| p
+        .reason
+        .contains("contributed to estimated rule cost total")));
+}
