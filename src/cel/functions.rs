@@ -334,7 +334,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 Some(v) => int_arg(v)?,
                 None => chars.len() as i64,
             };
-            if start > end {
+            // cel-go checks the range order first only in the two-argument form.
+            if args.len() == 3 && start > end {
                 return Err(EvalError::new(format!(
                     "invalid substring range. start: {start}, end: {end}"
                 )));
