@@ -198,6 +198,7 @@ fn environment() -> cel::Env {
         Macro::receiver("exists", 2, loop_macro("@exists", 1)),
         Macro::receiver("exists", 3, loop_macro("@exists", 2)),
         Macro::receiver("exists_one", 2, loop_macro("@exists_one", 1)),
+        Macro::receiver("exists_one", 3, loop_macro("@exists_one", 2)),
         Macro::receiver("existsOne", 2, loop_macro("@exists_one", 1)),
         Macro::receiver("existsOne", 3, loop_macro("@exists_one", 2)),
         Macro::receiver("map", 2, loop_macro("@map", 1)),
@@ -338,11 +339,7 @@ impl<'s> Compiler<'_, 's> {
                             _ => Ty::Dyn,
                         };
                     }
-                    elem = Some(match elem {
-                        None => ty,
-                        Some(prev) if prev.unifies(&ty) => prev.join(&ty),
-                        Some(_) => Ty::Dyn,
-                    });
+                    elem = Some(self.homogeneous(el.id, elem, ty)?);
                     items.push(ir);
                 }
                 Ok((
@@ -363,8 +360,8 @@ impl<'s> Compiler<'_, 's> {
                                 (true, _) => Ty::Dyn,
                                 (false, t) => t,
                             };
-                            kt = Some(merge(kt, kty));
-                            vt = Some(merge(vt, vty));
+                            kt = Some(self.homogeneous(me.key.id, kt, kty)?);
+                            vt = Some(self.homogeneous(me.value.id, vt, vty)?);
                             entries.push((k, v, me.optional));
                         }
                         EntryExpr::StructField(_) => {
@@ -443,6 +440,24 @@ impl<'s> Compiler<'_, 's> {
                 id,
                 format!("type '{other}' does not support field selection"),
             )),
+        }
+    }
+
+    /// Literals must be homogeneous (Kubernetes enables cel-go's check):
+    /// every element of a list, and every key and every value of a map,
+    /// of the first one's type exactly, `dyn` included.
+    fn homogeneous(
+        &self,
+        id: u64,
+        first: Option<Ty<'s>>,
+        next: Ty<'s>,
+    ) -> Result<Ty<'s>, CompileError> {
+        match first {
+            None => Ok(next),
+            Some(first) if first.to_string() == next.to_string() => Ok(first),
+            Some(first) => {
+                Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
+            }
         }
     }
 
@@ -632,11 +647,37 @@ impl<'s> Compiler<'_, 's> {
         let Some(ty) = types::function(func, &tys) else {
             return Err(self.no_overload(id, fname, member, &tys));
         };
+        // Literal arguments Kubernetes validates when the rule is written.
+        let literal_id = |i: usize| {
+            let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
+            exprs.get(i).map_or(id, |e| e.id)
+        };
+        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(Const::Str(_)))) =
+            (func, args.first())
+        {
+            if fold(func, &args).is_err() {
+                let what = if func == Func::ToDuration {
+                    "duration"
+                } else {
+                    "timestamp"
+                };
+                return Err(self.error(literal_id(0), format!("invalid {what} argument")));
+            }
+        }
+        // Conversions of a literal are evaluated now, as cel-go's optimizer
+        // does: a bad one is refused at load with the runtime's text.
+        if func.is_conversion() && args.len() == 1 && matches!(args[0], Ir::Const(_)) {
+            match fold(func, &args) {
+                Ok(Some(c)) => return Ok((Ir::Const(c), ty)),
+                Ok(None) => {}
+                Err(e) => return Err(self.error(id, e.message)),
+            }
+        }
         // A constant pattern is compiled once here, not per evaluation.
         if func == Func::Matches {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
                 let re = regex::Regex::new(p)
-                    .map_err(|e| self.error(id, format!("invalid regular expression: {e}")))?;
+                    .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
                 return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Bool));
@@ -696,7 +737,7 @@ impl<'s> Compiler<'_, 's> {
             (other, _) => {
                 return Err(self.error(
                     id,
-                    format!("expression of type '{other}' cannot be the range of a comprehension (must be list, map, or dynamic)"),
+                    format!("expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"),
                 ))
             }
         };
@@ -706,6 +747,18 @@ impl<'s> Compiler<'_, 's> {
                 LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
             ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne)
                 && args.len() == 3);
+        if two_vars {
+            if let (Expr::Ident(a), Expr::Ident(b)) = (&args[0].expr, &args[1].expr) {
+                if a == b {
+                    return Err(self.error(args[1].id, format!("duplicate variable name: {a}")));
+                }
+            }
+        }
+        for a in &args[..if two_vars { 2 } else { 1 }] {
+            if matches!(&a.expr, Expr::Ident(n) if n == "__result__" || n == "@result") {
+                return Err(self.error(a.id, "iteration variable overwrites accumulator variable"));
+            }
+        }
         let depth = self.scopes.len();
         let (var, var2, rest) = if two_vars {
             let first = match &rty {
@@ -771,15 +824,6 @@ impl<'s> Compiler<'_, 's> {
             })),
             ty,
         ))
-    }
-}
-
-/// The join of two element types of a literal: their common type, or dyn.
-fn merge<'s>(prev: Option<Ty<'s>>, next: Ty<'s>) -> Ty<'s> {
-    match prev {
-        None => next,
-        Some(p) if p.unifies(&next) => p.join(&next),
-        Some(_) => Ty::Dyn,
     }
 }
 
@@ -849,4 +893,31 @@ fn line_col(source: &str, offset: usize) -> (isize, isize) {
         }
     }
     (line, col)
+}
+
+/// Evaluates a call of constant arguments at compile time; `Ok(None)` when
+/// the result is not a scalar constant.
+fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalError> {
+    let mut frame = super::eval::Frame {
+        vars: Vec::new(),
+        cost: 0,
+        limit: u64::MAX,
+    };
+    let mut vals = Vec::with_capacity(args.len());
+    for a in args {
+        vals.push(super::eval::eval(a, &mut frame)?);
+    }
+    let v = super::functions::call(func, &vals)?;
+    use super::value::Value;
+    Ok(match v {
+        Value::Null => Some(Const::Null),
+        Value::Bool(b) => Some(Const::Bool(b)),
+        Value::Int(i) => Some(Const::Int(i)),
+        Value::Uint(u) => Some(Const::Uint(u)),
+        Value::Double(d) => Some(Const::Double(d)),
+        Value::Str(s) => Some(Const::Str(Arc::from(&*s))),
+        Value::Bytes(b) => Some(Const::Bytes(Arc::from(&*b))),
+        Value::Type(t) => Some(Const::Type(t)),
+        _ => None,
+    })
 }

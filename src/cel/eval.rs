@@ -281,9 +281,17 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
                 Value::Double(d) if d.fract() == 0.0 => *d as i64,
                 Value::Double(d) => {
-                    return Err(EvalError::new(format!("unsupported index value: {d}")))
+                    return Err(EvalError::new(format!(
+                        "unsupported index value {} in list",
+                        super::functions::format_double(*d)
+                    )))
                 }
-                _ => return Err(EvalError::no_overload()),
+                other => {
+                    return Err(EvalError::new(format!(
+                        "unsupported index type '{}' in list",
+                        other.type_name().name()
+                    )))
+                }
             };
             if i < 0 {
                 return Err(EvalError::new(format!("index out of bounds: {i}")));
@@ -291,10 +299,33 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
             l.get(i as usize)
                 .ok_or_else(|| EvalError::new(format!("index out of bounds: {i}")))
         }
-        Value::Map(m) => m.get(b).ok_or_else(|| match b {
-            Value::Str(s) => EvalError::no_such_key(s),
-            other => EvalError::new(format!("no such key: {other:?}")),
-        }),
+        Value::Map(m) => {
+            // cel-go names the Go type of a key that can never be a map key.
+            let bad = match b {
+                Value::Null => Some("types.Null"),
+                Value::Bytes(_) => Some("types.Bytes"),
+                Value::List(_) => Some("*types.baseList"),
+                Value::Map(_) => Some("*types.baseMap"),
+                Value::Duration(_) => Some("types.Duration"),
+                Value::Timestamp(_) => Some("types.Timestamp"),
+                Value::Type(_) => Some("*types.Type"),
+                Value::Optional(_) => Some("*types.Optional"),
+                _ => None,
+            };
+            if let Some(t) = bad {
+                return Err(EvalError::new(format!("invalid qualifier type: {t}")));
+            }
+            m.get(b).ok_or_else(|| match b {
+                Value::Str(s) => EvalError::no_such_key(s),
+                Value::Int(i) => EvalError::new(format!("no such key: {i}")),
+                Value::Uint(u) => EvalError::new(format!("no such key: {u}")),
+                Value::Double(d) => EvalError::new(format!(
+                    "no such key: {}",
+                    super::functions::format_double(*d)
+                )),
+                other => EvalError::new(format!("no such key: {other:?}")),
+            })
+        }
         _ => Err(EvalError::no_overload()),
     }
 }
@@ -303,9 +334,8 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
     let cmp = |want: fn(Ordering) -> bool| -> Result<Value<'a>, EvalError> {
         match compare(&x, &y) {
             Some(o) => Ok(Value::Bool(want(o))),
-            // NaN compares false against everything.
-            None if is_nan(&x) || is_nan(&y) => Ok(Value::Bool(false)),
-            None => Err(EvalError::no_overload()),
+            None if is_nan(&x) || is_nan(&y) => Err(EvalError::new("NaN values cannot be ordered")),
+            None => Err(EvalError::no_overload_of(op_name(op))),
         }
     };
     match op {
@@ -325,7 +355,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
                 Ok(Value::Bool(false))
             }
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("@in")),
         },
         BinOp::Add => add(x, y),
         BinOp::Sub => sub(x, y),
@@ -335,7 +365,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
                 a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
             }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_*_")),
         },
         BinOp::Div => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -344,7 +374,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_/_")),
         },
         BinOp::Rem => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -352,8 +382,25 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             }
             (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_%_")),
         },
+    }
+}
+
+fn op_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "_+_",
+        BinOp::Sub => "_-_",
+        BinOp::Mul => "_*_",
+        BinOp::Div => "_/_",
+        BinOp::Rem => "_%_",
+        BinOp::Eq => "_==_",
+        BinOp::Ne => "_!=_",
+        BinOp::Lt => "_<_",
+        BinOp::Le => "_<=_",
+        BinOp::Gt => "_>_",
+        BinOp::Ge => "_>=_",
+        BinOp::In => "@in",
     }
 }
 
@@ -395,7 +442,7 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             .checked_add_signed(b)
             .map(Value::Timestamp)
             .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::no_overload_of("_+_")),
     }
 }
 
@@ -412,7 +459,7 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
             .checked_sub_signed(b)
             .map(Value::Timestamp)
             .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::no_overload_of("_-_")),
     }
 }
 

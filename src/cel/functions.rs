@@ -101,6 +101,15 @@ funcs! {
 }
 
 impl Func {
+    /// The type conversions, which cel-go folds when their argument is a literal.
+    pub(crate) fn is_conversion(self) -> bool {
+        use Func::*;
+        matches!(
+            self,
+            ToInt | ToUint | ToDouble | ToString | ToBytes | ToBool | Dyn | TypeOf
+        )
+    }
+
     /// The static result type, where one is known.
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;

@@ -113,16 +113,17 @@ impl fmt::Display for Ty<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ty::Dyn => f.write_str("dyn"),
-            Ty::Null => f.write_str("null_type"),
+            Ty::Null => f.write_str("null"),
             Ty::Bool => f.write_str("bool"),
             Ty::Int => f.write_str("int"),
             Ty::Uint => f.write_str("uint"),
             Ty::Double => f.write_str("double"),
             Ty::String => f.write_str("string"),
             Ty::Bytes => f.write_str("bytes"),
-            Ty::Duration => f.write_str("google.protobuf.Duration"),
-            Ty::Timestamp => f.write_str("google.protobuf.Timestamp"),
-            Ty::Type => f.write_str("type"),
+            // The checker's names, which differ from the runtime's.
+            Ty::Duration => f.write_str("duration"),
+            Ty::Timestamp => f.write_str("timestamp"),
+            Ty::Type => f.write_str("type(dyn)"),
             Ty::List(e) => write!(f, "list({e})"),
             Ty::Map(k, v) => write!(f, "map({k}, {v})"),
             Ty::Object(_) => f.write_str("object"),
