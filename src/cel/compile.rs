@@ -311,6 +311,14 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                // A dotted type name, such as `google.protobuf.Timestamp`.
+                if !sel.test {
+                    if let Some(name) = self.qualified_name(e) {
+                        if let Some(t) = type_ident(&name) {
+                            return Ok((Ir::Const(Const::Type(t)), Ty::Type));
+                        }
+                    }
+                }
                 let (operand, ty) = self.expr(&sel.operand)?;
                 let (field, fty) = self.field(e.id, &ty, &sel.field, sel.test)?;
                 Ok((
@@ -416,6 +424,26 @@ impl<'s> Compiler<'_, 's> {
         }
     }
 
+    /// `a.b.c` as one name, when `a` is not a variable.
+    fn qualified_name(&self, e: &IdedExpr) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut cur = e;
+        loop {
+            match &cur.expr {
+                Expr::Select(s) if !s.test => {
+                    parts.push(s.field.as_str());
+                    cur = &s.operand;
+                }
+                Expr::Ident(root) if !self.is_variable(root) => {
+                    parts.push(root.as_str());
+                    parts.reverse();
+                    return Some(parts.join("."));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Resolves a field selection: checks it against the schema and finds
     /// the JSON name behind an escaped CEL name.
     fn field(
@@ -430,8 +458,12 @@ impl<'s> Compiler<'_, 's> {
             Ty::Object(s) => {
                 let name = unescape_property(field);
                 match s.property(&name) {
-                    Some(child) => Ok((name.as_ref().into(), Ty::of_schema(child))),
-                    None => Err(self.error(id, format!("undefined field '{field}'"))),
+                    // Data of unknown type (preserved unknown fields) is out
+                    // of CEL's reach, as if the field did not exist.
+                    Some(child) if !child.is_unknown_type() => {
+                        Ok((name.as_ref().into(), Ty::of_schema(child)))
+                    }
+                    _ => Err(self.error(id, format!("undefined field '{field}'"))),
                 }
             }
             Ty::Dyn => Ok((field.into(), Ty::Dyn)),
@@ -652,9 +684,7 @@ impl<'s> Compiler<'_, 's> {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
             exprs.get(i).map_or(id, |e| e.id)
         };
-        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(Const::Str(_)))) =
-            (func, args.first())
-        {
+        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(_))) = (func, args.first()) {
             if fold(func, &args).is_err() {
                 let what = if func == Func::ToDuration {
                     "duration"

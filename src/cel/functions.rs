@@ -238,8 +238,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                     )
                 }),
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
+                .filter(|t| (1..=9999).contains(&t.year()))
                 .map(Value::Timestamp)
-                .ok_or_else(|| EvalError::new("timestamp out of range")),
+                .ok_or_else(|| EvalError::new("timestamp overflow")),
             _ => Err(overload()),
         },
         GetFullYear | GetMonth | GetDayOfMonth | GetDate | GetDayOfWeek | GetDayOfYear
@@ -399,14 +400,16 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Ok(Value::Bool(true))
         }
         Sum => {
+            let list = list_arg(a0)?;
             let mut acc: Option<Value<'a>> = None;
-            for v in list_arg(a0)?.iter() {
+            for v in list.iter() {
                 acc = Some(match acc {
                     None => v,
                     Some(a) => super::eval::add(a, v)?,
                 });
             }
-            Ok(acc.unwrap_or(Value::Int(0)))
+            // An empty list sums to the zero of its element type.
+            Ok(acc.unwrap_or_else(|| zero_of(list)))
         }
         Min | Max => {
             let mut best: Option<Value<'a>> = None;
@@ -426,7 +429,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             }
             best.ok_or_else(|| {
                 EvalError::new(format!(
-                    "{}(list) called on empty list",
+                    "{} called on empty list",
                     if f == Min { "min" } else { "max" }
                 ))
             })
@@ -436,17 +439,17 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             let (s, e) = (int_arg(&args[1])?, int_arg(&args[2])?);
             if s < 0 || e < 0 {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), negative indexes not supported"
+                    "cannot slice({s}, {e}), negative indexes not supported"
                 )));
             }
             if s > e {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), start must be less than or equal to end"
+                    "cannot slice({s}, {e}), start index must be less than or equal to end index"
                 )));
             }
             if e as usize > l.len() {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), list is length {}",
+                    "cannot slice({s}, {e}), list is length {}",
                     l.len()
                 )));
             }
@@ -588,12 +591,19 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
 }
 
 fn with_timezone(t: &DateTime<Utc>, tz: &str) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
-    // Fixed offsets ("+01:00", "-05:30"); IANA names need a tz database.
-    let bad = || EvalError::new(format!("invalid timezone: {tz}"));
+    use chrono::Offset;
+    // An IANA name ("America/New_York", "UTC"), or a fixed offset
+    // ("+01:00", "-05:30", "01:00"), as cel-go accepts.
+    let bad = || EvalError::new(format!("unknown time zone {tz}"));
+    if let Ok(zone) = tz.parse::<chrono_tz::Tz>() {
+        let local = t.with_timezone(&zone);
+        let offset = local.offset().fix();
+        return Ok(t.with_timezone(&offset));
+    }
     let (sign, rest) = match tz.as_bytes().first() {
         Some(b'+') => (1, &tz[1..]),
         Some(b'-') => (-1, &tz[1..]),
-        _ if tz == "UTC" => return Ok(t.fixed_offset()),
+        Some(b'0'..=b'9') => (1, tz),
         _ => return Err(bad()),
     };
     let (h, m) = rest.split_once(':').ok_or_else(bad)?;
@@ -701,6 +711,18 @@ pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
     }
 }
 
+fn zero_of<'a>(list: &List<'a>) -> Value<'a> {
+    use crate::schema::{Format, Type};
+    match list {
+        List::Json { schema, .. } => match schema.items.as_deref().map(|s| (s.ty, &s.format)) {
+            Some((Type::Number, _)) => Value::Double(0.0),
+            Some((Type::String, Format::Duration)) => Value::Duration(TimeDelta::zero()),
+            _ => Value::Int(0),
+        },
+        List::Owned(_) => Value::Int(0),
+    }
+}
+
 fn is_zero(v: &Value<'_>) -> bool {
     match v {
         Value::Null => true,
@@ -711,7 +733,8 @@ fn is_zero(v: &Value<'_>) -> bool {
         Value::Str(s) => s.is_empty(),
         Value::Bytes(b) => b.is_empty(),
         Value::Duration(d) => d.is_zero(),
-        Value::Timestamp(t) => t.timestamp() == 0 && t.timestamp_subsec_nanos() == 0,
+        // The zero timestamp is Go's zero time, 0001-01-01T00:00:00Z.
+        Value::Timestamp(t) => t.timestamp() == -62_135_596_800 && t.timestamp_subsec_nanos() == 0,
         Value::List(l) => l.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Type(_) => false,

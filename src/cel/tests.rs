@@ -340,3 +340,68 @@ fn runtime_costs_match_cel_go() {
         33
     );
 }
+
+#[test]
+fn kubernetes_environment_details() {
+    let s = crontab();
+    let obj = json!({"spec": {"when": "2011-08-18T19:03:37.01Z"}});
+    assert_eq!(
+        run(
+            "type(self.spec.when) == google.protobuf.Timestamp",
+            &s,
+            &obj
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('01:00')", &s, &obj),
+        Ok(json!(20))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('America/New_York')", &s, &obj),
+        Ok(json!(15))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('Mars/Olympus') == 1", &s, &obj),
+        Err("unknown time zone Mars/Olympus".into())
+    );
+    assert!(run("timestamp(-62135596801) == timestamp(0)", &s, &obj)
+        .unwrap_err()
+        .contains("invalid timestamp argument"));
+    assert_eq!(
+        run(
+            "optional.ofNonZeroValue(timestamp('0001-01-01T00:00:00Z')) == optional.none()",
+            &s,
+            &obj
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("[1, 2].slice(2, 1) == []", &s, &obj),
+        Err("cannot slice(2, 1), start index must be less than or equal to end index".into())
+    );
+    assert!(run("['a'].sum() == 'a'", &s, &obj)
+        .unwrap_err()
+        .contains("found no matching overload for 'sum' applied to 'list(string).()'"));
+}
+
+#[test]
+fn preserved_unknown_fields_are_out_of_reach_but_count_for_equality() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "anything": {"x-kubernetes-preserve-unknown-fields": true},
+            "items": {"type": "array", "items": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {"name": {"type": "string"}}}}
+        }
+    }));
+    assert!(run("has(self.anything)", &s, &json!({}))
+        .unwrap_err()
+        .contains("undefined field 'anything'"));
+    let obj = json!({"items": [{"name": "a", "extra": 1}, {"name": "a", "extra": 2}]});
+    assert_eq!(
+        run("self.items[0] != self.items[1]", &s, &obj),
+        Ok(json!(true))
+    );
+}

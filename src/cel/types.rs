@@ -310,8 +310,20 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
         F::Dyn => Some(Dyn),
         F::TypeOf => Some(Type),
         F::IsSorted => matches!(args, [List(_) | Dyn]).then_some(Bool),
-        F::Sum | F::Min | F::Max => match args {
-            [List(e)] => Some((**e).clone()),
+        F::Sum => match args {
+            [List(e)] if matches!(**e, Int | Uint | Double | Duration | Dyn) => Some((**e).clone()),
+            [Dyn] => Some(Dyn),
+            _ => None,
+        },
+        F::Min | F::Max => match args {
+            [List(e)]
+                if matches!(
+                    **e,
+                    Int | Uint | Double | String | Bytes | Bool | Duration | Timestamp | Dyn
+                ) =>
+            {
+                Some((**e).clone())
+            }
             [Dyn] => Some(Dyn),
             _ => None,
         },

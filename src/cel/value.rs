@@ -400,6 +400,15 @@ fn list_equals(x: &List<'_>, y: &List<'_>) -> Result<bool, EvalError> {
 }
 
 fn map_equals(x: &Map<'_>, y: &Map<'_>) -> Result<bool, EvalError> {
+    // Objects that keep unknown fields are equal only if those are too.
+    if let (Map::Json { obj: a, schema }, Map::Json { obj: b, .. }) = (x, y) {
+        if schema.preserve_unknown_fields && !schema.is_map() {
+            let known = |(k, _): &(&String, &Json)| schema.property(k).is_none();
+            if !a.iter().filter(known).eq(b.iter().filter(known)) {
+                return Ok(false);
+            }
+        }
+    }
     if x.len() != y.len() {
         return Ok(false);
     }
