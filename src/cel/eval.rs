@@ -269,7 +269,8 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
                 got.ok_or_else(|| EvalError::no_such_key(field))
             }
         }
-        _ => Err(EvalError::no_overload()),
+        // cel-go looks the field up as a key of whatever it got.
+        _ => Err(EvalError::no_such_key(field)),
     }
 }
 
@@ -326,7 +327,7 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 other => EvalError::new(format!("no such key: {other:?}")),
             })
         }
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::new(format!("no such key: {}", key_text(b)))),
     }
 }
 
@@ -387,6 +388,18 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
     }
 }
 
+/// A key as cel-go prints it in `no such key`.
+fn key_text(k: &Value<'_>) -> String {
+    match k {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Double(d) => super::functions::format_double(*d),
+        other => format!("{other:?}"),
+    }
+}
+
 fn op_name(op: BinOp) -> &'static str {
     match op {
         BinOp::Add => "_+_",
@@ -406,6 +419,19 @@ fn op_name(op: BinOp) -> &'static str {
 
 fn is_nan(v: &Value<'_>) -> bool {
     matches!(v, Value::Double(d) if d.is_nan())
+}
+
+/// Durations are int64 nanoseconds in cel-go: anything longer overflows.
+fn duration<'a>(d: Option<chrono::TimeDelta>) -> Result<Value<'a>, EvalError> {
+    d.filter(|d| d.num_nanoseconds().is_some())
+        .map(Value::Duration)
+        .ok_or_else(overflow)
+}
+
+fn timestamp<'a>(t: Option<chrono::DateTime<chrono::FixedOffset>>) -> Result<Value<'a>, EvalError> {
+    t.filter(super::value::in_range)
+        .map(Value::Timestamp)
+        .ok_or_else(|| EvalError::new("timestamp overflow"))
 }
 
 fn overflow() -> EvalError {
@@ -435,13 +461,10 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             Ok(Value::Bytes(v.into()))
         }
         (Value::List(a), Value::List(b)) => concat(&a, &b),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_add(&b).map(Value::Duration).ok_or_else(overflow)
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_add(&b)),
+        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => {
+            timestamp(a.checked_add_signed(b))
         }
-        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => a
-            .checked_add_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
         _ => Err(EvalError::no_overload_of("_+_")),
     }
 }
@@ -451,14 +474,9 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
         (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(overflow),
         (Value::Uint(a), Value::Uint(b)) => a.checked_sub(b).map(Value::Uint).ok_or_else(uoverflow),
         (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a - b)),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_sub(&b).map(Value::Duration).ok_or_else(overflow)
-        }
-        (Value::Timestamp(a), Value::Timestamp(b)) => Ok(Value::Duration(a - b)),
-        (Value::Timestamp(a), Value::Duration(b)) => a
-            .checked_sub_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_sub(&b)),
+        (Value::Timestamp(a), Value::Timestamp(b)) => duration(Some(a - b)),
+        (Value::Timestamp(a), Value::Duration(b)) => timestamp(a.checked_sub_signed(b)),
         _ => Err(EvalError::no_overload_of("_-_")),
     }
 }
@@ -677,7 +695,8 @@ fn run_steps<'a>(
                         for (existing, _) in &out_map {
                             if equals(existing, &k)? {
                                 return Err(EvalError::new(format!(
-                                    "insert failed: key {k:?} already exists"
+                                    "insert failed: key {} already exists",
+                                    key_text(&k)
                                 )));
                             }
                         }

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use chrono::{DateTime, Datelike, TimeDelta, Timelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, TimeDelta, Timelike, Utc};
 
 use super::error::EvalError;
 use super::value::{compare, equals, List, Str, TypeName, Value};
@@ -31,6 +31,14 @@ macro_rules! funcs {
             /// True when some overload of `name` exists.
             pub(crate) fn lookup_any(name: &str) -> bool {
                 matches!(name, $($name)|*)
+            }
+
+            /// The function's CEL name.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    Func::Negate => "-_",
+                    $(Func::$variant => $name,)*
+                }
             }
         }
     };
@@ -159,8 +167,24 @@ fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v List<'a>, EvalError> {
     }
 }
 
-/// Calls `f` with evaluated arguments (target first for member calls).
+/// Calls `f` with evaluated arguments (target first for member calls). A
+/// call no overload takes fails as cel-go words it: `no such overload:
+/// f(int, string)` with the runtime types, or the bare name for `size`.
 pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    call_inner(f, args).map_err(|e| {
+        if e.kind != super::error::ErrorKind::NoSuchOverload || e.message != "no such overload" {
+            return e;
+        }
+        let name = f.name();
+        if matches!(f, Func::Size | Func::Negate) {
+            return EvalError::no_overload_of(name);
+        }
+        let types: Vec<&str> = args.iter().map(|a| a.type_name().name()).collect();
+        EvalError::no_overload_of(&format!("{name}({})", types.join(", ")))
+    })
+}
+
+fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     use Func::*;
     if f == OptNone {
         return Ok(Value::Optional(None));
@@ -223,6 +247,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         TypeOf => Ok(Value::Type(a0.type_name())),
         ToDuration => match a0 {
             Value::Duration(d) => Ok(Value::Duration(*d)),
+            Value::Int(_) => Err(EvalError::new(
+                "type conversion error from 'int' to 'google.protobuf.Duration'",
+            )),
             Value::Str(s) => parse_duration(s).map(Value::Duration).map_err(|_| {
                 EvalError::new("type conversion error from 'string' to 'google.protobuf.Duration'")
             }),
@@ -230,18 +257,22 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         },
         ToTimestamp => match a0 {
             Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
-            Value::Str(s) => DateTime::parse_from_rfc3339(s)
-                .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
-                .map_err(|_| {
+            Value::Str(s) => super::value::parse_timestamp(s)
+                .map(Value::Timestamp)
+                .ok_or_else(|| {
                     EvalError::new(
                         "type conversion error from 'string' to 'google.protobuf.Timestamp'",
                     )
                 }),
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
-                .filter(|t| (1..=9999).contains(&t.year()))
+                .map(|t| t.fixed_offset())
+                .filter(super::value::in_range)
                 .map(Value::Timestamp)
                 .ok_or_else(|| EvalError::new("timestamp overflow")),
-            _ => Err(overload()),
+            other => Err(EvalError::no_overload_of(&format!(
+                "timestamp({})",
+                other.type_name().name()
+            ))),
         },
         GetFullYear | GetMonth | GetDayOfMonth | GetDate | GetDayOfWeek | GetDayOfYear
         | GetHours | GetMinutes | GetSeconds | GetMilliseconds => {
@@ -250,7 +281,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                     GetHours => d.num_hours(),
                     GetMinutes => d.num_minutes(),
                     GetSeconds => d.num_seconds(),
-                    GetMilliseconds => d.num_milliseconds() % 1000,
+                    GetMilliseconds => d.num_milliseconds(),
                     _ => return Err(overload()),
                 }));
             }
@@ -258,7 +289,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 return Err(overload());
             };
             let t = match args.get(1) {
-                None => t.fixed_offset(),
+                // Accessors read UTC unless told a zone (DefaultUTCTimeZone).
+                None => t.with_timezone(&Utc).fixed_offset(),
                 Some(Value::Str(tz)) => with_timezone(t, tz)?,
                 Some(_) => return Err(overload()),
             };
@@ -590,7 +622,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
     }
 }
 
-fn with_timezone(t: &DateTime<Utc>, tz: &str) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
+fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOffset>, EvalError> {
     use chrono::Offset;
     // An IANA name ("America/New_York", "UTC"), or a fixed offset
     // ("+01:00", "-05:30", "01:00"), as cel-go accepts.
@@ -773,9 +805,12 @@ fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             }
             d.trunc() as u64
         }
+        // Go's ParseUint takes no sign.
         Value::Str(s) => s
             .parse::<u64>()
-            .map_err(|_| EvalError::new("type conversion error from 'string' to 'uint'"))?,
+            .ok()
+            .filter(|_| !s.starts_with('+'))
+            .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'uint'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -785,9 +820,12 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
+        // Rust reads "+nan" and "-nan"; Go's ParseFloat does not.
         Value::Str(s) => s
             .parse::<f64>()
-            .map_err(|_| EvalError::new("type conversion error from 'string' to 'double'"))?,
+            .ok()
+            .filter(|_| !s.eq_ignore_ascii_case("-nan") && !s.eq_ignore_ascii_case("+nan"))
+            .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'double'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -804,9 +842,7 @@ fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
                 .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
         ),
         Value::Duration(d) => Value::string(format_duration(*d)),
-        Value::Timestamp(t) => {
-            Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-        }
+        Value::Timestamp(t) => Value::string(super::value::format_timestamp(t)),
         _ => return Err(overload()),
     })
 }
@@ -825,7 +861,9 @@ pub(crate) fn format_double(d: f64) -> String {
         };
     }
     let abs = d.abs();
-    if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
+    // Go's 'g' with the shortest precision: exponent form below 1e-4 and
+    // from 1e6 on.
+    if abs != 0.0 && !(1e-4..1e6).contains(&abs) {
         let s = format!("{d:e}");
         // Go writes the exponent with a sign and at least two digits.
         if let Some((m, e)) = s.split_once('e') {

@@ -405,3 +405,79 @@ fn preserved_unknown_fields_are_out_of_reach_but_count_for_equality() {
         Ok(json!(true))
     );
 }
+
+#[test]
+fn values_print_and_fail_as_cel_go_does() {
+    let s = Schema::untyped(true);
+    let run_dyn = |e: &str, this: serde_json::Value| run(e, &s, &this);
+    assert_eq!(
+        run_dyn("string(1000000.0)", json!(null)),
+        Ok(json!("1e+06"))
+    );
+    assert_eq!(
+        run_dyn("string(999999.0)", json!(null)),
+        Ok(json!("999999"))
+    );
+    assert_eq!(run_dyn("string(0.00001)", json!(null)), Ok(json!("1e-05")));
+    assert_eq!(
+        run_dyn(
+            "string(timestamp('2023-01-01T10:00:00.120+02:00') + duration('1h'))",
+            json!(null)
+        ),
+        Ok(json!("2023-01-01T11:00:00.12+02:00"))
+    );
+    assert_eq!(
+        run_dyn(
+            "timestamp('2023-01-01T10:00:00+02:00').getHours()",
+            json!(null)
+        ),
+        Ok(json!(8))
+    );
+    assert_eq!(
+        run_dyn("timestamp(self)", json!("2023-01-01t00:00:00z")),
+        Err("type conversion error from 'string' to 'google.protobuf.Timestamp'".into())
+    );
+    assert_eq!(
+        run_dyn(
+            "timestamp('9999-12-31T23:59:59Z') + duration(self)",
+            json!("1s")
+        ),
+        Err("timestamp overflow".into())
+    );
+    assert_eq!(
+        run_dyn("duration('2562047h') + duration(self)", json!("2562047h")),
+        Err("integer overflow".into())
+    );
+    assert_eq!(
+        run_dyn("duration('3723.5s').getMilliseconds()", json!(null)),
+        Ok(json!(3723500))
+    );
+    assert_eq!(
+        run_dyn("self.getHours()", json!("abc")),
+        Err("no such overload: getHours(string)".into())
+    );
+    assert_eq!(
+        run_dyn("size(self)", json!(1)),
+        Err("no such overload: size".into())
+    );
+    assert_eq!(
+        run_dyn("self + self", json!(true)),
+        Err("no such overload: _+_".into())
+    );
+    assert_eq!(
+        run_dyn("self.foo", json!(1)),
+        Err("no such key: foo".into())
+    );
+    assert_eq!(
+        run_dyn("uint(self)", json!("+1")),
+        Err("type conversion error from 'string' to 'uint'".into())
+    );
+    assert_eq!(
+        run_dyn("self.?n.hasValue()", json!({"n": null})),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run_dyn("type(self) == map", json!({"a": 1})),
+        Ok(json!(true))
+    );
+}
