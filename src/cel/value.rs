@@ -189,12 +189,7 @@ impl<'a> Value<'a> {
             Value::Duration(_) => TypeName::Duration,
             Value::Timestamp(_) => TypeName::Timestamp,
             Value::List(_) => TypeName::List,
-            Value::Map(Map::Json { schema, .. })
-                if !schema.is_map()
-                    && !(schema.ty == Type::Any && schema.properties.is_empty()) =>
-            {
-                TypeName::Object
-            }
+            Value::Map(Map::Json { schema, .. }) if is_object(schema) => TypeName::Object,
             Value::Map(_) => TypeName::Map,
             Value::Type(_) => TypeName::Type,
             Value::Optional(_) => TypeName::Optional,
@@ -265,6 +260,13 @@ pub fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
         t.format("%:z").to_string()
     };
     format!("{secs}{frac}{zone}")
+}
+
+/// An object of the schema, as opposed to a map (additionalProperties, or
+/// untyped data).
+fn is_object(schema: &Schema) -> bool {
+    let untyped = schema.ty == Type::Any && schema.properties.is_empty();
+    !schema.is_map() && !untyped
 }
 
 fn decode_base64(s: &str) -> Option<Vec<u8>> {
