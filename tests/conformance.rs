@@ -165,6 +165,7 @@ const CASE_KEYS: &[&str] = &[
     "old_self",
     "schema",
     "optional_old_self",
+    "root",
     "value",
     "type",
     "error",
@@ -277,7 +278,14 @@ fn dyn_schema() -> Json {
 fn run_expression(case: &Map<String, Json>) -> Result<(), String> {
     let expr = str_field(case, "expr")?.unwrap_or_default();
     let schema_json = case.get("schema").cloned().unwrap_or_else(dyn_schema);
-    let schema = node_schema(&schema_json)?;
+    // `root: true`: `self` is the resource root (apiVersion, kind and
+    // metadata.name/generateName are implied, as the API server widens it).
+    let schema = if case.get("root") == Some(&Json::Bool(true)) {
+        Schema::from_openapi(&openapi(&schema_json)?)
+            .map_err(|e| format!("schema refused: {}: {}", e.path, e.reason))?
+    } else {
+        node_schema(&schema_json)?
+    };
     let optional_old_self = matches!(case.get("optional_old_self"), Some(Json::Bool(true)));
     let opts = cel::Options {
         old_self: true,
