@@ -100,14 +100,20 @@ fn main() {
             println!(
                 "conformance dropped below the baseline: {passed} < {b} (see tests/conformance/FAILURES.md)"
             );
-            println!("\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out");
+            println!(
+                "\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"
+            );
             std::process::exit(1);
         }
         Some(b) => {
             if passed > b {
-                println!("above the baseline ({b}): raise tests/conformance/baseline.txt to {passed}");
+                println!(
+                    "above the baseline ({b}): raise tests/conformance/baseline.txt to {passed}"
+                );
             }
-            println!("\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+            println!(
+                "\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out"
+            );
         }
         None => fatal("tests/conformance/baseline.txt is missing or not a number"),
     }
@@ -327,7 +333,11 @@ fn run_expression(case: &Map<String, Json>) -> Result<(), String> {
     let (result, cost) = program.eval(Value::from_json(this, &schema), old_value, limit);
 
     let mut diffs = Vec::new();
-    match (&result, str_field(case, "error")?, str_field(case, "error_contains")?) {
+    match (
+        &result,
+        str_field(case, "error")?,
+        str_field(case, "error_contains")?,
+    ) {
         (Err(e), Some(want), _) if e.message == want => {}
         (Err(e), Some(want), _) => diffs.push(format!("error {:?}, want {want:?}", e.message)),
         (Err(e), None, Some(want)) if e.message.contains(want) => {}
