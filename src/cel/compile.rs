@@ -347,7 +347,10 @@ impl<'s> Compiler<'_, 's> {
                             _ => Ty::Dyn,
                         };
                     }
-                    elem = Some(self.homogeneous(el.id, elem, ty)?);
+                    // cel-go leaves optional entries of unknown type unchecked.
+                    if !(*opt && ty.is_dyn()) {
+                        elem = Some(self.homogeneous(el.id, elem, ty)?);
+                    }
                     items.push(ir);
                 }
                 Ok((
@@ -369,7 +372,9 @@ impl<'s> Compiler<'_, 's> {
                                 (false, t) => t,
                             };
                             kt = Some(self.homogeneous(me.key.id, kt, kty)?);
-                            vt = Some(self.homogeneous(me.value.id, vt, vty)?);
+                            if !(me.optional && vty.is_dyn()) {
+                                vt = Some(self.homogeneous(me.value.id, vt, vty)?);
+                            }
                             entries.push((k, v, me.optional));
                         }
                         EntryExpr::StructField(_) => {
@@ -837,7 +842,14 @@ impl<'s> Compiler<'_, 's> {
             },
             LoopKind::SortBy => rty.clone(),
             LoopKind::Map | LoopKind::TransformList => Ty::List(Box::new(bty)),
-            LoopKind::TransformMap => Ty::Map(Box::new(one), Box::new(bty)),
+            LoopKind::TransformMap => {
+                let key = if matches!(rty, Ty::List(_)) {
+                    Ty::Int
+                } else {
+                    one
+                };
+                Ty::Map(Box::new(key), Box::new(bty))
+            }
             LoopKind::TransformMapEntry => bty,
             LoopKind::OptMap => Ty::Optional(Box::new(bty)),
             LoopKind::OptFlatMap => bty,
