@@ -459,6 +459,15 @@ impl<'s> Compiler<'_, 's> {
         test: bool,
     ) -> Result<(Box<str>, Ty<'s>), CompileError> {
         match ty {
+            // Selecting on an optional chains: the result is optional too.
+            Ty::Optional(inner) => {
+                let (name, fty) = self.field(id, inner, field, test)?;
+                let fty = match fty {
+                    Ty::Optional(t) => Ty::Optional(t),
+                    t => Ty::Optional(Box::new(t)),
+                };
+                Ok((name, fty))
+            }
             Ty::Map(k, v) if k.unifies(&Ty::String) => Ok((field.into(), (**v).clone())),
             Ty::Object(s) => {
                 let name = unescape_property(field);
@@ -609,7 +618,14 @@ impl<'s> Compiler<'_, 's> {
             ("_[_]", [a, b]) => {
                 let (a, aty) = self.expr(a)?;
                 let (b, bty) = self.expr(b)?;
-                let ty = self.check_op(id, Op::Index, &[aty, bty])?;
+                // Indexing an optional chains, as selection does.
+                let ty = match aty {
+                    Ty::Optional(inner) => {
+                        let t = self.check_op(id, Op::Index, &[*inner, bty])?;
+                        Ty::Optional(Box::new(t))
+                    }
+                    aty => self.check_op(id, Op::Index, &[aty, bty])?,
+                };
                 return Ok((Ir::Index(Box::new(a), Box::new(b)), ty));
             }
             ("_[?_]", [a, b]) => {

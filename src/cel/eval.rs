@@ -78,14 +78,20 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     }
                     Ok(Value::Optional(found.map(Rc::new)))
                 }
-                _ => Err(EvalError::no_overload()),
+                _ => Ok(Value::Optional(None)),
             }
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             f.charge(1)?;
-            index(&a, &b)
+            match a {
+                Value::Optional(None) => Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => {
+                    Ok(Value::Optional(index(&inner, &b).ok().map(Rc::new)))
+                }
+                a => index(&a, &b),
+            }
         }
         Ir::OptIndex(a, b) => {
             let a = eval(a, f)?;
@@ -261,6 +267,12 @@ fn constant(c: &Const) -> Value<'_> {
 
 fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalError> {
     match v {
+        // Optional chaining: `opt.f` is optional, empty when `f` is missing.
+        Value::Optional(None) => Ok(Value::Optional(None)),
+        Value::Optional(Some(inner)) => match &**inner {
+            Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+            _ => Ok(Value::Optional(None)),
+        },
         Value::Map(m) => {
             let got = m.get_str(field);
             if test {
@@ -269,7 +281,9 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
                 got.ok_or_else(|| EvalError::no_such_key(field))
             }
         }
-        // cel-go looks the field up as a key of whatever it got.
+        // A presence test on a non-map is false; a selection fails as a
+        // key lookup, which is how cel-go words it.
+        _ if test => Ok(Value::Bool(false)),
         _ => Err(EvalError::no_such_key(field)),
     }
 }
@@ -336,7 +350,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
         match compare(&x, &y) {
             Some(o) => Ok(Value::Bool(want(o))),
             None if is_nan(&x) || is_nan(&y) => Err(EvalError::new("NaN values cannot be ordered")),
-            None => Err(EvalError::no_overload_of(op_name(op))),
+            None => Err(op_error(op, &x)),
         }
     };
     match op {
@@ -358,15 +372,33 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
             _ => Err(EvalError::no_overload_of("@in")),
         },
-        BinOp::Add => add(x, y),
-        BinOp::Sub => sub(x, y),
+        BinOp::Add => {
+            let e = op_error(op, &x);
+            add(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
+        BinOp::Sub => {
+            let e = op_error(op, &x);
+            sub(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
         BinOp::Mul => match (x, y) {
             (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => {
                 a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
             }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
-            _ => Err(EvalError::no_overload_of("_*_")),
+            (x, _) => Err(op_error(BinOp::Mul, &x)),
         },
         BinOp::Div => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -375,7 +407,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
-            _ => Err(EvalError::no_overload_of("_/_")),
+            (x, _) => Err(op_error(BinOp::Div, &x)),
         },
         BinOp::Rem => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -383,8 +415,27 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             }
             (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
-            _ => Err(EvalError::no_overload_of("_%_")),
+            (x, _) => Err(op_error(BinOp::Rem, &x)),
         },
+    }
+}
+
+/// The Go type cel-go names in some runtime errors.
+fn go_type_name(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::Str(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::List(_) => "*types.baseList",
+        Value::Map(_) => "*types.baseMap",
+        Value::Type(_) => "*types.Type",
+        Value::Optional(_) => "*types.Optional",
     }
 }
 
@@ -397,6 +448,54 @@ fn key_text(k: &Value<'_>) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Double(d) => super::functions::format_double(*d),
         other => format!("{other:?}"),
+    }
+}
+
+/// cel-go answers a bare `no such overload` when the left operand's type
+/// has the operator but not for this right operand, and names the operator
+/// when the type lacks it altogether.
+fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
+    let has_trait = match op {
+        BinOp::Add => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::List(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Sub => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Mul | BinOp::Div => {
+            matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_))
+        }
+        BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Bool(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        _ => false,
+    };
+    if has_trait {
+        EvalError::no_overload()
+    } else {
+        EvalError::no_overload_of(op_name(op))
     }
 }
 
@@ -545,7 +644,10 @@ impl<'a> Range<'a> {
         match v {
             Value::List(l) => Ok(Range::List(l)),
             Value::Map(m) => Ok(Range::Map(m)),
-            _ => Err(EvalError::no_overload()),
+            other => Err(EvalError::new(format!(
+                "got '{}', expected iterable type",
+                go_type_name(&other)
+            ))),
         }
     }
 

@@ -176,7 +176,19 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             return e;
         }
         let name = f.name();
-        if matches!(f, Func::Size | Func::Negate) {
+        if matches!(f, Func::Size) {
+            return EvalError::no_overload_of(name);
+        }
+        // The standard library's one-overload functions, and `-` on a type
+        // that negates, answer bare.
+        if matches!(
+            f,
+            Func::StartsWith | Func::EndsWith | Func::Contains | Func::Matches
+        ) || (f == Func::Negate && matches!(args.first(), Some(Value::Bool(_))))
+        {
+            return e;
+        }
+        if f == Func::Negate {
             return EvalError::no_overload_of(name);
         }
         let types: Vec<&str> = args.iter().map(|a| a.type_name().name()).collect();
