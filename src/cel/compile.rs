@@ -143,6 +143,7 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
+        mixed_literals: 0,
     };
     let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
@@ -293,6 +294,8 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
+    /// Inside the arguments of `format`, which may mix types.
+    mixed_literals: usize,
 }
 
 impl<'s> Compiler<'_, 's> {
@@ -501,6 +504,7 @@ impl<'s> Compiler<'_, 's> {
         match first {
             None => Ok(next),
             Some(first) if first.to_string() == next.to_string() => Ok(first),
+            Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
@@ -682,11 +686,19 @@ impl<'s> Compiler<'_, 's> {
             args.push(ir);
             tys.push(ty);
         }
+        // cel-go's literal check lets `format`'s argument list mix types.
+        let mixed = fname == "format" && member;
+        self.mixed_literals += usize::from(mixed);
         for a in &call.args {
-            let (ir, ty) = self.expr(a)?;
+            let r = self.expr(a);
+            if r.is_err() {
+                self.mixed_literals -= usize::from(mixed);
+            }
+            let (ir, ty) = r?;
             args.push(ir);
             tys.push(ty);
         }
+        self.mixed_literals -= usize::from(mixed);
         let Some(func) = Func::lookup(fname, member, arity) else {
             return Err(if Func::lookup_any(fname) {
                 self.no_overload(id, fname, member, &tys)

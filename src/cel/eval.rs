@@ -58,13 +58,26 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             test,
         } => {
             let v = eval(operand, f)?;
-            if !*test {
+            let charged = match &v {
+                Value::Optional(None) => false,
+                Value::Optional(Some(inner)) => {
+                    matches!(&**inner, Value::Map(m) if m.get_str(field).is_some())
+                }
+                _ => !*test,
+            };
+            if charged {
                 f.charge(1)?;
             }
             select(&v, field, *test)
         }
         Ir::OptSelect { operand, field } => {
-            let v = eval(operand, f)?;
+            // cel-go charges the selection, and one more when the field is
+            // there, but not the variable it starts from.
+            let v = match &**operand {
+                Ir::Var(slot) => f.vars[*slot].clone(),
+                other => eval(other, f)?,
+            };
+            f.charge(1)?;
             let inner = match v {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -97,6 +110,14 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             f.charge(1)?;
+            if matches!(
+                &a,
+                Value::Optional(Some(_)) | Value::List(_) | Value::Map(_)
+            ) {
+                if index(&unwrap_optional(&a), &b).is_ok() {
+                    f.charge(1)?;
+                }
+            }
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -148,8 +169,17 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Bin(op, a, b) => {
-            let x = eval(a, f)?;
-            let y = eval(b, f)?;
+            // Arguments are evaluated before an error in either stops the
+            // call, and cel-go charges the call all the same.
+            let (x, y) = match (eval(a, f), eval(b, f)) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => {
+                    if e.kind != ErrorKind::CostLimit {
+                        f.charge(1)?;
+                    }
+                    return Err(e);
+                }
+            };
             f.charge(match op {
                 BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
@@ -162,7 +192,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 BinOp::In => match (&y, &**b) {
                     // cel-go hashes a constant list once: the lookup is free.
-                    (_, Ir::List(items, _)) if items.iter().all(|i| matches!(i, Ir::Const(_))) => 0,
+                    (_, list @ Ir::List(..)) if is_constant(list) => 0,
                     (Value::List(l), _) => l.len() as u64,
                     _ => 1,
                 },
@@ -186,7 +216,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
             }
             // A literal of constants is built once by cel-go: free.
-            if !items.iter().all(|i| matches!(i, Ir::Const(_))) {
+            if !is_constant(ir) {
                 f.charge(10)?;
             }
             Ok(Value::list(out))
@@ -221,21 +251,33 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 out.push((k, v));
             }
-            if !entries
-                .iter()
-                .all(|(k, v, _)| matches!((k, v), (Ir::Const(_), Ir::Const(_))))
-            {
+            if !is_constant(ir) {
                 f.charge(30)?;
             }
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
             let mut vals = Vec::with_capacity(args.len());
+            let mut failed = None;
             for a in args {
-                vals.push(eval(a, f)?);
+                match eval(a, f) {
+                    Ok(v) => vals.push(v),
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                f.charge(1)?;
+                return Err(e);
             }
             let result = functions::call(*func, &vals)?;
-            f.charge(cost::call_cost(*func, &vals, &result))?;
+            // Conversions of constants are folded by cel-go: free.
+            let folded = func.is_conversion_like() && args.iter().all(is_constant);
+            if !folded {
+                f.charge(cost::call_cost(*func, &vals, &result))?;
+            }
             Ok(result)
         }
         Ir::Matches(target, re) => {
@@ -249,6 +291,25 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Loop(l) => eval_loop(l, f),
+    }
+}
+
+/// A literal made only of constants, which cel-go builds once.
+fn is_constant(ir: &Ir) -> bool {
+    match ir {
+        Ir::Const(_) => true,
+        Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
+        Ir::Map(entries) => entries
+            .iter()
+            .all(|(k, v, opt)| !opt && is_constant(k) && is_constant(v)),
+        _ => false,
+    }
+}
+
+fn unwrap_optional<'a>(v: &Value<'a>) -> Value<'a> {
+    match v {
+        Value::Optional(Some(inner)) => (**inner).clone(),
+        other => other.clone(),
     }
 }
 
@@ -719,6 +780,7 @@ fn run_steps<'a>(
     steps: impl Iterator<Item = (Value<'a>, Value<'a>)>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    let mut steps = steps.peekable();
     let mut first_error: Option<EvalError> = None;
     let mut count = 0i64;
     let mut out: Vec<Value<'a>> = Vec::new();
@@ -727,7 +789,7 @@ fn run_steps<'a>(
     // Charges mirror cel-go's expansion of each macro: the loop condition
     // and step (accumulator reads, `[x]` literals, `+`) per element, and
     // the result read at the end.
-    for (a, b) in steps {
+    while let Some((a, b)) = steps.next() {
         let elem = a.clone();
         f.vars[l.var] = a;
         if let Some(v2) = l.var2 {
@@ -745,7 +807,9 @@ fn run_steps<'a>(
                 f.charge(3)?;
                 match as_bool(eval(&l.body, f)) {
                     Ok(false) => {
-                        f.charge(3)?;
+                        // cel-go checks the loop condition once more, and
+                        // only if elements remain, before it stops.
+                        f.charge(if steps.peek().is_some() { 2 } else { 0 } + 1)?;
                         return Ok(Value::Bool(false));
                     }
                     Ok(true) => {}
@@ -759,7 +823,7 @@ fn run_steps<'a>(
                 f.charge(4)?;
                 match as_bool(eval(&l.body, f)) {
                     Ok(true) => {
-                        f.charge(4)?;
+                        f.charge(if steps.peek().is_some() { 3 } else { 0 } + 1)?;
                         return Ok(Value::Bool(true));
                     }
                     Ok(false) => {}

@@ -118,6 +118,11 @@ impl Func {
         )
     }
 
+    /// Conversions cel-go folds for constant arguments (at no runtime cost).
+    pub(crate) fn is_conversion_like(self) -> bool {
+        self.is_conversion() || matches!(self, Func::ToDuration | Func::ToTimestamp)
+    }
+
     /// The static result type, where one is known.
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;
@@ -375,6 +380,8 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             };
             let parts: Vec<Value<'a>> = match n {
                 0 => Vec::new(),
+                // cel-go splits the empty string into no parts.
+                _ if s.is_empty() => Vec::new(),
                 n if n < 0 => split_all(s, sep).map(Value::string).collect(),
                 n => splitn(s, sep, n as usize).map(Value::string).collect(),
             };
@@ -662,21 +669,29 @@ fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<
     let chars: Vec<char> = s.chars().collect();
     let subc: Vec<char> = sub.chars().collect();
     let len = chars.len() as i64;
-    let default_start = if last { len } else { 0 };
     let start = match args.get(2) {
         Some(v) => int_arg(v)?,
-        None => default_start,
+        None if last => len,
+        None => 0,
     };
-    if start < 0 || start > len {
-        return Err(EvalError::new(format!("index out of range: {start}")));
-    }
+    // cel-go 0.26 returns the offset of an empty search unchecked.
     if subc.is_empty() {
         return Ok(Value::Int(start));
+    }
+    if start < 0 {
+        return Err(EvalError::new(format!("index out of range: {start}")));
     }
     let n = subc.len();
     let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
     let found = if last {
-        (0..=start as usize).rev().find(|&i| at(i))
+        if chars.len() < n {
+            None
+        } else {
+            let from = (start as usize).min(chars.len() - n);
+            (0..=from).rev().find(|&i| at(i))
+        }
+    } else if start >= len {
+        None
     } else {
         (start as usize..chars.len()).find(|&i| at(i))
     };

@@ -95,6 +95,9 @@ impl<'s> Ty<'s> {
             // Objects of one schema node are one type; two nodes may have
             // the same shape, and the checker cannot tell them apart cheaply.
             (Ty::Object(_), Ty::Object(_)) => true,
+            // Messages, timestamps and durations are nullable in cel-go.
+            (Ty::Null, Ty::Object(_) | Ty::Timestamp | Ty::Duration)
+            | (Ty::Object(_) | Ty::Timestamp | Ty::Duration, Ty::Null) => true,
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
     }
