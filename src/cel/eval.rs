@@ -110,13 +110,12 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             f.charge(1)?;
-            if matches!(
+            let found = matches!(
                 &a,
                 Value::Optional(Some(_)) | Value::List(_) | Value::Map(_)
-            ) {
-                if index(&unwrap_optional(&a), &b).is_ok() {
-                    f.charge(1)?;
-                }
+            ) && index(&unwrap_optional(&a), &b).is_ok();
+            if found {
+                f.charge(1)?;
             }
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
