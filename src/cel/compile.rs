@@ -503,7 +503,7 @@ impl<'s> Compiler<'_, 's> {
     ) -> Result<Ty<'s>, CompileError> {
         match first {
             None => Ok(next),
-            Some(first) if first.to_string() == next.to_string() => Ok(first),
+            Some(first) if same_literal_type(&first, &next, true) => Ok(first.join(&next)),
             Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
@@ -855,12 +855,7 @@ impl<'s> Compiler<'_, 's> {
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
         );
         if predicate && !matches!(bty, Ty::Bool | Ty::Dyn) {
-            let op = if kind == LoopKind::Exists {
-                "_||_"
-            } else {
-                "_&&_"
-            };
-            return Err(self.no_overload(id, op, false, &[Ty::Bool, bty]));
+            return Err(self.error(id, format!("expected type 'bool' but found '{bty}'")));
         }
         let ty = match kind {
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne => Ty::Bool,
@@ -990,4 +985,20 @@ fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalErro
         Value::Type(t) => Some(Const::Type(t)),
         _ => None,
     })
+}
+
+/// Literal elements agree when their types are equal, where a `dyn` nested
+/// in a container (the free type of `[]`, `{}` or `optional.none()`) agrees
+/// with anything, but a `dyn` element itself does not.
+fn same_literal_type(a: &Ty<'_>, b: &Ty<'_>, top: bool) -> bool {
+    match (a, b) {
+        (Ty::Dyn, _) | (_, Ty::Dyn) if !top => true,
+        (Ty::List(x), Ty::List(y)) | (Ty::Optional(x), Ty::Optional(y)) => {
+            same_literal_type(x, y, false)
+        }
+        (Ty::Map(k1, v1), Ty::Map(k2, v2)) => {
+            same_literal_type(k1, k2, false) && same_literal_type(v1, v2, false)
+        }
+        _ => a.to_string() == b.to_string(),
+    }
 }
