@@ -315,6 +315,15 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                // Library type names (`net.IP`, `kubernetes.Quantity`, ...).
+                if let Expr::Ident(ns) = &sel.operand.expr {
+                    if !sel.test && !self.is_variable(ns) {
+                        let qualified = format!("{ns}.{}", sel.field);
+                        if let Some(t) = super::library::type_by_name(&qualified) {
+                            return Ok((Ir::Const(Const::Type(t)), Ty::Prim(TypeName::Type)));
+                        }
+                    }
+                }
                 let (operand, ty) = self.expr(&sel.operand)?;
                 let (field, fty) = self.field(e.id, ty, &sel.field, sel.test)?;
                 Ok((

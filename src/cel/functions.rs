@@ -7,13 +7,19 @@ use std::rc::Rc;
 use chrono::{DateTime, Datelike, TimeDelta, Timelike, Utc};
 
 use super::error::EvalError;
+use super::library::{self, LibFunc};
 use super::value::{compare, equals, List, Str, TypeName, Value};
 
 macro_rules! funcs {
     ($( $variant:ident = $name:literal : member $($m:literal),* ; global $($g:literal),* ; )*) => {
         /// A library function; a member call passes its target first.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum Func { Negate, $($variant),* }
+        pub(crate) enum Func {
+            Negate,
+            /// A function of the Kubernetes libraries (`library` module).
+            Lib(LibFunc),
+            $($variant),*
+        }
 
         impl Func {
             /// The function `name` called as a member (`x.f(..)`) or
@@ -24,13 +30,13 @@ macro_rules! funcs {
                         let ok = if member { [$($m),*].contains(&arity) } else { [$($g),*].contains(&arity) };
                         ok.then_some(Func::$variant)
                     })*
-                    _ => None,
+                    _ => LibFunc::lookup(name, member, arity).map(Func::Lib),
                 }
             }
 
             /// True when some overload of `name` exists.
             pub(crate) fn lookup_any(name: &str) -> bool {
-                matches!(name, $($name)|*)
+                matches!(name, $($name)|*) || LibFunc::lookup_any(name)
             }
         }
     };
@@ -105,6 +111,7 @@ impl Func {
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;
         Some(match self {
+            Lib(f) => return f.result_ty(),
             Size | ToInt | IndexOf | LastIndexOf | GetFullYear | GetMonth | GetDayOfMonth
             | GetDate | GetDayOfWeek | GetDayOfYear | GetHours | GetMinutes | GetSeconds
             | GetMilliseconds => TypeName::Int,
@@ -156,10 +163,15 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
     if f == OptNone {
         return Ok(Value::Optional(None));
     }
+    if let (Lib(f), []) = (f, args) {
+        // `format.<name>()` takes no arguments.
+        return library::call(f, args);
+    }
     let Some(a0) = args.first() else {
         return Err(overload());
     };
     match f {
+        Lib(f) => library::call(f, args),
         Negate => match a0 {
             Value::Int(i) => i
                 .checked_neg()
@@ -706,6 +718,7 @@ fn is_zero(v: &Value<'_>) -> bool {
         Value::Map(m) => m.is_empty(),
         Value::Type(_) => false,
         Value::Optional(o) => o.is_none(),
+        Value::Lib(_) => false,
     }
 }
 
@@ -774,6 +787,7 @@ fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Timestamp(t) => {
             Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
         }
+        Value::Lib(l) => Value::string(library::to_string(l).ok_or_else(overload)?),
         _ => return Err(overload()),
     })
 }

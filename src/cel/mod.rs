@@ -7,6 +7,7 @@ mod compile;
 mod error;
 mod eval;
 mod functions;
+mod library;
 mod value;
 
 pub use error::{CompileError, ErrorKind, EvalError};
