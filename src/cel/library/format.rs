@@ -109,7 +109,8 @@ fn check(ok: bool, msg: &str) -> Vec<String> {
 }
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -144,7 +145,12 @@ fn mask_trailing_dash(s: &str) -> String {
 }
 
 /// `[first]([mid]*[last])?` with the given character classes.
-fn matches_label(s: &str, first: fn(u8) -> bool, mid: fn(u8) -> bool, last: fn(u8) -> bool) -> bool {
+fn matches_label(
+    s: &str,
+    first: fn(u8) -> bool,
+    mid: fn(u8) -> bool,
+    last: fn(u8) -> bool,
+) -> bool {
     let b = s.as_bytes();
     match b {
         [] => false,
@@ -276,7 +282,11 @@ fn qualified_name(s: &str) -> Vec<String> {
     if !is_label_key_name(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                LABEL_KEY_MSG,
+                LABEL_KEY_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     errs
@@ -326,9 +336,7 @@ fn is_date(s: &str) -> bool {
             .then(|| part.parse().ok())?
     };
     match (digits(0..4), digits(5..7), digits(8..10)) {
-        (Some(y), Some(m), Some(d)) => {
-            chrono::NaiveDate::from_ymd_opt(y as i32, m, d).is_some()
-        }
+        (Some(y), Some(m), Some(d)) => chrono::NaiveDate::from_ymd_opt(y as i32, m, d).is_some(),
         _ => false,
     }
 }
@@ -406,7 +414,10 @@ mod tests {
     #[test]
     fn qualified_names_check_prefix_and_name() {
         assert!(v("qualifiedName", "apiextensions.k8s.io/v1beta1").is_empty());
-        assert_eq!(v("qualifiedName", "/a"), vec!["prefix part must be non-empty"]);
+        assert_eq!(
+            v("qualifiedName", "/a"),
+            vec!["prefix part must be non-empty"]
+        );
         assert_eq!(v("qualifiedName", "a/b/c").len(), 1);
         assert!(v("qualifiedName", "a/b/c")[0].starts_with("a valid label key must consist"));
     }
@@ -420,8 +431,14 @@ mod tests {
         assert_eq!(v("date", "2020-01-32"), vec!["invalid date"]);
         assert!(v("datetime", "2020-01-01T00:00:00Z").is_empty());
         assert!(v("datetime", "2020-01-01T00:00:00.123+01:00").is_empty());
-        assert_eq!(v("datetime", "2020-01-32T00:00:00Z"), vec!["invalid datetime"]);
-        assert_eq!(v("datetime", "2020-01-01T24:00:00Z"), vec!["invalid datetime"]);
+        assert_eq!(
+            v("datetime", "2020-01-32T00:00:00Z"),
+            vec!["invalid datetime"]
+        );
+        assert_eq!(
+            v("datetime", "2020-01-01T24:00:00Z"),
+            vec!["invalid datetime"]
+        );
         assert_eq!(v("byte", "aGVsbG8"), vec!["invalid base64"]);
     }
 }

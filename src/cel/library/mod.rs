@@ -316,7 +316,11 @@ pub(crate) fn call<'a>(f: LibFunc, args: &[Value<'a>]) -> Result<Value<'a>, Eval
                 A::Int(i) => Quantity::from_i64(i),
                 _ => return Err(overload()),
             };
-            let r = if f == Add { q.add(&other) } else { q.sub(&other) };
+            let r = if f == Add {
+                q.add(&other)
+            } else {
+                q.sub(&other)
+            };
             Ok(lib(L::Quantity(r)))
         }
         // ip

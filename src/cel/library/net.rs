@@ -184,7 +184,11 @@ fn parse_v6(input: &str) -> Result<Parsed, String> {
             break;
         }
         if !s.starts_with(':') {
-            return Err(addr_error(input, "unexpected character, want colon", Some(s)));
+            return Err(addr_error(
+                input,
+                "unexpected character, want colon",
+                Some(s),
+            ));
         } else if s.len() == 1 {
             return Err(addr_error(
                 input,
@@ -342,7 +346,12 @@ impl Ip {
         let mask: u128 = if host >= 128 {
             0
         } else {
-            (!0u128 << host) & if width == 128 { !0 } else { (1u128 << width) - 1 }
+            (!0u128 << host)
+                & if width == 128 {
+                    !0
+                } else {
+                    (1u128 << width) - 1
+                }
         };
         self.with_u128(self.as_u128() & mask)
     }
@@ -403,12 +412,8 @@ impl Cidr {
     /// API server wraps the parse error twice, so its prefix repeats.
     pub fn parse(s: &str) -> Result<Cidr, String> {
         const WRAP: &str = "network address parse error during conversion from string: ";
-        let prefix_err = |msg: &str| {
-            format!(
-                "{WRAP}{WRAP}netip.ParsePrefix({}): {msg}",
-                go_quote(s)
-            )
-        };
+        let prefix_err =
+            |msg: &str| format!("{WRAP}{WRAP}netip.ParsePrefix({}): {msg}", go_quote(s));
         let Some(slash) = s.rfind('/') else {
             return Err(prefix_err("no '/'"));
         };

@@ -310,8 +310,14 @@ impl Quantity {
     /// `self + other`, staying on the int64 path while it can.
     pub fn add(&self, other: &Quantity) -> Quantity {
         if let (
-            Amount::Small { value: a, scale: sa },
-            Amount::Small { value: b, scale: sb },
+            Amount::Small {
+                value: a,
+                scale: sa,
+            },
+            Amount::Small {
+                value: b,
+                scale: sb,
+            },
         ) = (&self.amount, &other.amount)
         {
             if let Some((value, scale)) = small_add(*a, *sa, *b, *sb) {

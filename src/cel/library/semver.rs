@@ -51,10 +51,14 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 
 fn number(part: &str, what: &str, cap: &str) -> Result<u64, String> {
     if !numeric(part) {
-        return Err(format!("Invalid character(s) found in {what} number {part:?}"));
+        return Err(format!(
+            "Invalid character(s) found in {what} number {part:?}"
+        ));
     }
     if leading_zero(part) {
-        return Err(format!("{cap} number must not contain leading zeroes {part:?}"));
+        return Err(format!(
+            "{cap} number must not contain leading zeroes {part:?}"
+        ));
     }
     parse_u64(part)
 }
@@ -107,7 +111,9 @@ impl Semver {
                 return Err("Build meta data is empty".into());
             }
             if !alphanumeric(b) {
-                return Err(format!("Invalid character(s) found in build meta data {b:?}"));
+                return Err(format!(
+                    "Invalid character(s) found in build meta data {b:?}"
+                ));
             }
             meta.push(b.to_owned());
         }
@@ -153,7 +159,8 @@ impl Semver {
 
     /// Semantic version precedence (build metadata ignored).
     pub fn cmp(&self, other: &Semver) -> Ordering {
-        let core = (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch));
+        let core =
+            (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch));
         if core != Ordering::Equal {
             return core;
         }

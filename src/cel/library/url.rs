@@ -93,23 +93,19 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
     while i < b.len() {
         match b[i] {
             b'%' => {
-                let ok = i + 2 < b.len()
-                    && unhex(b[i + 1]).is_some()
-                    && unhex(b[i + 2]).is_some();
+                let ok = i + 2 < b.len() && unhex(b[i + 1]).is_some() && unhex(b[i + 2]).is_some();
                 if !ok {
                     let end = (i + 3).min(b.len());
                     let esc = String::from_utf8_lossy(&b[i..end]);
                     return Err(format!("invalid URL escape {}", go_quote(&esc)));
                 }
-                if mode == Mode::Host && unhex(b[i + 1]).unwrap_or(0) < 8 && &s[i..i + 3] != "%25"
-                {
+                if mode == Mode::Host && unhex(b[i + 1]).unwrap_or(0) < 8 && &s[i..i + 3] != "%25" {
                     return Err(format!("invalid URL escape {}", go_quote(&s[i..i + 3])));
                 }
                 i += 3;
             }
             c => {
-                if matches!(mode, Mode::Host | Mode::Zone) && c < 0x80 && should_escape(c, mode)
-                {
+                if matches!(mode, Mode::Host | Mode::Zone) && c < 0x80 && should_escape(c, mode) {
                     return Err(format!(
                         "invalid character {} in host name",
                         go_quote(&s[i..i + 1])
@@ -461,7 +457,8 @@ mod tests {
 
     #[test]
     fn takes_urls_apart_like_go() {
-        let u = GoUrl::from_cel("https://user:pass@example.com:80/path?query=val#fragment").unwrap();
+        let u =
+            GoUrl::from_cel("https://user:pass@example.com:80/path?query=val#fragment").unwrap();
         assert_eq!(u.scheme, "https");
         assert_eq!(u.host, "example.com:80");
         assert_eq!(u.hostname(), "example.com");
