@@ -38,6 +38,9 @@ pub(crate) enum Ir {
     Call(Func, Vec<Ir>),
     /// `matches` with a constant pattern, compiled at load.
     Matches(Box<Ir>, Arc<regex::Regex>),
+    /// Another call with a constant regex argument (`find`, `findAll`),
+    /// compiled at load; see `functions::constant_regex_arg`.
+    RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
     Loop(Box<Loop>),
 }
 
@@ -609,6 +612,16 @@ impl<'s> Compiler<'_, 's> {
                 return Ok((
                     Ir::Matches(Box::new(target), Arc::new(re)),
                     Ty::Prim(TypeName::Bool),
+                ));
+            }
+        }
+        if let Some(i) = super::functions::constant_regex_arg(func) {
+            if let Some(Ir::Const(Const::Str(p))) = args.get(i) {
+                let re = super::functions::compile_regex(func, p)
+                    .map_err(|e| self.error(id, e.message))?;
+                return Ok((
+                    Ir::RegexCall(func, args, Arc::new(re)),
+                    func.result_ty().map_or(Ty::Dyn, Ty::Prim),
                 ));
             }
         }

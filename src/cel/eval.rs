@@ -184,6 +184,14 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             f.charge(call_cost(&vals))?;
             functions::call(*func, &vals)
         }
+        Ir::RegexCall(func, args, re) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(eval(a, f)?);
+            }
+            f.charge(call_cost(&vals))?;
+            functions::call_with_regex(*func, &vals, re)
+        }
         Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {

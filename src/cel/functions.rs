@@ -102,6 +102,8 @@ funcs! {
     OptValue = "value": member 0; global;
     OrValue = "orValue": member 1; global;
     Or = "or": member 1; global;
+    OptUnwrap = "optional.unwrap": member; global 1;
+    UnwrapOpt = "unwrapOpt": member 0; global;
     Find = "find": member 1; global;
     FindAll = "findAll": member 1, 2; global;
 }
@@ -125,7 +127,9 @@ impl Func {
             ToDuration => TypeName::Duration,
             ToTimestamp => TypeName::Timestamp,
             TypeOf => TypeName::Type,
-            Split | Slice | Flatten | Distinct | Sort | Range | FindAll => TypeName::List,
+            Split | Slice | Flatten | Distinct | Sort | Range | FindAll | OptUnwrap | UnwrapOpt => {
+                TypeName::List
+            }
             OptOf | OptNone | OptOfNonZero | First | Last => TypeName::Optional,
             _ => return None,
         })
@@ -197,10 +201,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             }))
         }
         Matches => {
-            let (s, p) = (str_arg(a0)?, str_arg(&args[1])?);
-            let re = regex::Regex::new(p)
-                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
-            Ok(Value::Bool(re.is_match(s)))
+            str_arg(a0)?;
+            let re = compile_regex(f, str_arg(args.get(1).ok_or_else(overload)?)?)?;
+            call_with_regex(f, args, &re)
         }
         ToInt => to_int(a0),
         ToUint => to_uint(a0),
@@ -293,8 +296,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         }
         IndexOf | LastIndexOf => match a0 {
             Value::Str(s) => string_index_of(s, args, f == LastIndexOf),
-            Value::List(l) => {
-                let needle = args.get(1).ok_or_else(overload)?;
+            // Lists take no start offset.
+            Value::List(l) if args.len() == 2 => {
+                let needle = &args[1];
                 let items: Vec<Value<'a>> = l.iter().collect();
                 let mut found = -1;
                 for (i, v) in items.iter().enumerate() {
@@ -428,7 +432,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             }
             best.ok_or_else(|| {
                 EvalError::new(format!(
-                    "{}(list) called on empty list",
+                    "{} called on empty list",
                     if f == Min { "min" } else { "max" }
                 ))
             })
@@ -561,20 +565,76 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Value::Optional(None) => Ok(args[1].clone()),
             _ => Err(overload()),
         },
+        OptUnwrap | UnwrapOpt => {
+            // The values of the present optionals, in order.
+            let mut out = Vec::new();
+            for v in list_arg(a0)?.iter() {
+                match v {
+                    Value::Optional(Some(inner)) => out.push((*inner).clone()),
+                    Value::Optional(None) => {}
+                    _ => return Err(overload()),
+                }
+            }
+            Ok(Value::list(out))
+        }
         Or => match (a0, &args[1]) {
             (Value::Optional(Some(_)), _) => Ok(a0.clone()),
             (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
             _ => Err(overload()),
         },
         Find | FindAll => {
-            let s = str_arg(a0)?;
-            let re = regex::Regex::new(str_arg(&args[1])?)
-                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
-            if f == Find {
-                return Ok(Value::string(
-                    re.find(s).map(|m| m.as_str()).unwrap_or_default(),
-                ));
-            }
+            let re = compile_regex(f, str_arg(args.get(1).ok_or_else(overload)?)?)?;
+            call_with_regex(f, args, &re)
+        }
+    }
+}
+
+// === constant regex hook ===
+//
+// The compiler precompiles the pattern of `matches`, `find` and `findAll`
+// when it is a constant: `constant_regex_arg` says which argument (target
+// first) is the pattern, `compile_regex` compiles it with the function's
+// error text, and `call_with_regex` runs the call with it. `call` uses the
+// same two functions, so both paths answer alike.
+
+/// The index (target counted first) of `f`'s regular-expression argument.
+pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
+    match f {
+        Func::Matches | Func::Find | Func::FindAll => Some(1),
+        _ => None,
+    }
+}
+
+/// Compiles `pattern` for `f`; the error is the one `f` reports at run time.
+pub(crate) fn compile_regex(f: Func, pattern: &str) -> Result<regex::Regex, EvalError> {
+    regex::Regex::new(pattern).map_err(|e| {
+        let detail = e.to_string();
+        let detail = detail.lines().last().unwrap_or_default().trim();
+        let detail = detail.strip_prefix("error: ").unwrap_or(detail).to_owned();
+        match f {
+            // The Kubernetes regex library's wording.
+            Func::Find | Func::FindAll => EvalError::new(format!(
+                "Illegal regex: error parsing regexp: {detail}: `{pattern}`"
+            )),
+            _ => EvalError::new(format!("invalid regular expression: {e}")),
+        }
+    })
+}
+
+/// Calls a function of [`constant_regex_arg`] with its pattern compiled;
+/// `args` are as for [`call`] (the pattern argument itself is not read).
+pub(crate) fn call_with_regex<'a>(
+    f: Func,
+    args: &[Value<'a>],
+    re: &regex::Regex,
+) -> Result<Value<'a>, EvalError> {
+    let s = str_arg(args.first().ok_or_else(overload)?)?;
+    match f {
+        Func::Matches => Ok(Value::Bool(re.is_match(s))),
+        Func::Find => Ok(Value::string(
+            re.find(s).map(|m| m.as_str()).unwrap_or_default(),
+        )),
+        Func::FindAll => {
             let limit = match args.get(2) {
                 Some(v) => int_arg(v)?,
                 None => -1,
@@ -586,6 +646,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 matches.take(limit as usize).collect()
             }))
         }
+        _ => Err(overload()),
     }
 }
 
@@ -605,28 +666,37 @@ fn with_timezone(t: &DateTime<Utc>, tz: &str) -> Result<DateTime<chrono::FixedOf
     Ok(t.with_timezone(&off))
 }
 
+/// cel-go strings v2 `indexOf`/`lastIndexOf` (positions in code points):
+/// an empty needle answers the offset as given, a negative offset is an
+/// error, an offset at or past the end finds nothing.
 fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<'a>, EvalError> {
     let sub = str_arg(&args[1])?;
     let chars: Vec<char> = s.chars().collect();
     let subc: Vec<char> = sub.chars().collect();
     let len = chars.len() as i64;
-    let default_start = if last { len } else { 0 };
-    let start = match args.get(2) {
-        Some(v) => int_arg(v)?,
-        None => default_start,
+    let offset = match args.get(2) {
+        Some(v) => Some(int_arg(v)?),
+        None => None,
     };
-    if start < 0 || start > len {
-        return Err(EvalError::new(format!("index out of range: {start}")));
-    }
     if subc.is_empty() {
-        return Ok(Value::Int(start));
+        return Ok(Value::Int(offset.unwrap_or(if last { len } else { 0 })));
     }
     let n = subc.len();
     let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
+    let start = match offset {
+        Some(o) if o < 0 => return Err(EvalError::new(format!("index out of range: {o}"))),
+        Some(o) if o >= len => return Ok(Value::Int(-1)),
+        Some(o) => o as usize,
+        None if last => chars.len(),
+        None => 0,
+    };
     let found = if last {
-        (0..=start as usize).rev().find(|&i| at(i))
+        match chars.len().checked_sub(n) {
+            Some(max) => (0..=start.min(max)).rev().find(|&i| at(i)),
+            None => None,
+        }
     } else {
-        (start as usize..chars.len()).find(|&i| at(i))
+        (start..chars.len()).find(|&i| at(i))
     };
     Ok(Value::Int(found.map_or(-1, |i| i as i64)))
 }

@@ -384,3 +384,84 @@ fn format_library() {
         ]);
     }
 }
+
+#[test]
+fn regex_library_with_constant_and_dynamic_patterns() {
+    values(&[
+        (r#""abc 123".find("[0-9]+")"#, json!("123")),
+        (r#""abc".find("[0-9]+")"#, json!("")),
+        (r#""123 abc 456".findAll("[0-9]+")"#, json!(["123", "456"])),
+        (r#""123 abc 456".findAll("[0-9]+", 1)"#, json!(["123"])),
+        (r#""123 abc 456".findAll("[0-9]+", 0)"#, json!([])),
+        // A pattern computed at run time takes the same path.
+        (r#""abc 123".find("[0-9]" + "+")"#, json!("123")),
+        (r#"["a1", "b2"].map(x, x.find("[0-9]"))"#, json!(["1", "2"])),
+    ]);
+    let err = eval(r#""abc".find("(" + "")"#).unwrap_err();
+    assert!(
+        err.starts_with("Illegal regex: error parsing regexp: "),
+        "{err}"
+    );
+    // A constant bad pattern is refused when the rule is compiled.
+    let err = eval(r#""abc".findAll("(")"#).unwrap_err();
+    assert!(err.starts_with("ERROR: <input>:1:"), "{err}");
+    assert!(err.contains("Illegal regex"), "{err}");
+}
+
+#[test]
+fn lists_library() {
+    values(&[
+        ("[1, 2, 3].sum()", json!(6)),
+        ("[1.5, 2.5].sum()", json!(4.0)),
+        ("[].sum()", json!(0)),
+        ("[3, 1, 2].min()", json!(1)),
+        ("[3, 1, 2].max()", json!(3)),
+        ("[1, 2, 3, 2].indexOf(2)", json!(1)),
+        ("[1, 2, 3, 2].lastIndexOf(2)", json!(3)),
+        ("[1, 2].indexOf(5)", json!(-1)),
+        ("[1, 2, 2].isSorted()", json!(true)),
+        ("[2, 1].isSorted()", json!(false)),
+        (
+            "optional.unwrap([optional.of(1), optional.none()])",
+            json!([1]),
+        ),
+        ("[optional.of(1), optional.none()].unwrapOpt()", json!([1])),
+        ("[1, 2].first()", json!(1)),
+        ("[1, 2].last()", json!(2)),
+        ("[].first().hasValue()", json!(false)),
+    ]);
+    errors(&[
+        ("[].min()", "min called on empty list"),
+        ("[].max()", "max called on empty list"),
+    ]);
+}
+
+#[test]
+fn string_index_of_follows_the_cel_go_probes() {
+    values(&[
+        ("'hello mellow'.indexOf('')", json!(0)),
+        ("'hello mellow'.indexOf('', 100)", json!(100)),
+        ("'hello mellow'.indexOf('', -5)", json!(-5)),
+        ("'hello mellow'.indexOf('ello', 2)", json!(7)),
+        ("'hello mellow'.indexOf('ello', 20)", json!(-1)),
+        ("'hello mellow'.indexOf('ello', 12)", json!(-1)),
+        ("'héllo'.indexOf('llo')", json!(2)),
+        ("'hello mellow'.lastIndexOf('')", json!(12)),
+        ("'hello mellow'.lastIndexOf('ello')", json!(7)),
+        ("'hello mellow'.lastIndexOf('ello', 6)", json!(1)),
+        ("'hello mellow'.lastIndexOf('ello', 20)", json!(-1)),
+        ("'hello mellow'.lastIndexOf('', 50)", json!(50)),
+        ("'éé'.lastIndexOf('ééé')", json!(-1)),
+        ("'é'.lastIndexOf('ab')", json!(-1)),
+    ]);
+    errors(&[
+        (
+            "'hello mellow'.indexOf('ello', -1)",
+            "index out of range: -1",
+        ),
+        (
+            "'hello mellow'.lastIndexOf('ello', -1)",
+            "index out of range: -1",
+        ),
+    ]);
+}
