@@ -418,9 +418,10 @@ impl fmt::Display for GoUrl {
         if !self.opaque.is_empty() {
             out.push_str(&self.opaque);
         } else {
-            if (!self.scheme.is_empty() || !self.host.is_empty() || self.user.is_some())
-                && !(self.omit_host && self.host.is_empty() && self.user.is_none())
-            {
+            let has_authority =
+                !self.scheme.is_empty() || !self.host.is_empty() || self.user.is_some();
+            let omitted = self.omit_host && self.host.is_empty() && self.user.is_none();
+            if has_authority && !omitted {
                 if !self.host.is_empty() || !self.raw_path.is_empty() || self.user.is_some() {
                     out.push_str("//");
                 }
