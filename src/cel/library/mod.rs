@@ -12,6 +12,7 @@ pub(crate) mod format;
 pub(crate) mod net;
 pub(crate) mod quantity;
 pub(crate) mod semver;
+pub(crate) mod strings_format;
 pub(crate) mod url;
 
 #[cfg(test)]
@@ -177,6 +178,7 @@ lib_funcs! {
     FormatByte = "format.byte": member; global 0;
     FormatDate = "format.date": member; global 0;
     FormatDatetime = "format.datetime": member; global 0;
+    StringFormat = "format": member 1; global;
 }
 
 impl LibFunc {
@@ -197,7 +199,9 @@ impl LibFunc {
             ToIp => TypeName::Ip,
             ToCidr | Masked => TypeName::Cidr,
             ToUrl => TypeName::Url,
-            GetScheme | GetHost | GetHostname | GetPort | GetEscapedPath => TypeName::String,
+            GetScheme | GetHost | GetHostname | GetPort | GetEscapedPath | StringFormat => {
+                TypeName::String
+            }
             GetQuery => TypeName::Map,
             ToSemver => TypeName::Semver,
             FormatNamed | Validate => TypeName::Optional,
@@ -395,6 +399,11 @@ pub(crate) fn call<'a>(f: LibFunc, args: &[Value<'a>]) -> Result<Value<'a>, Eval
         (Major, A::Lib(L::Semver(v))) => int(v.major as i64),
         (Minor, A::Lib(L::Semver(v))) => int(v.minor as i64),
         (Patch, A::Lib(L::Semver(v))) => int(v.patch as i64),
+        // strings extension `format`
+        (StringFormat, A::Str(s)) => match args.get(1) {
+            Some(Value::List(l)) => strings_format::format(s, l).map(Value::string),
+            _ => Err(overload()),
+        },
         // format
         (FormatNamed, A::Str(s)) => Ok(Value::Optional(
             format::by_key(s).map(|nf| Rc::new(lib(L::Format(nf)))),

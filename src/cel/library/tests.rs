@@ -465,3 +465,80 @@ fn string_index_of_follows_the_cel_go_probes() {
         ),
     ]);
 }
+
+#[test]
+fn strings_format_follows_the_cel_go_probes() {
+    values(&[
+        (
+            "'%s|%d|%f|%e|%b|%x|%X|%o'.format(['s', 42, 3.14, 2.71828, 5, 26, 26, 30])",
+            json!("s|42|3.140000|2.718280\u{202f}×\u{202f}10⁰⁰|101|1a|1A|36"),
+        ),
+        ("'%s'.format([1.5])", json!("1.5")),
+        (
+            "'%s'.format([[1.5, 'a', b'b', true, null, 1u, -2]])",
+            json!("[1.500000, \"a\", b\"b\", true, null, 1, -2]"),
+        ),
+        (
+            "'%s'.format([{'b': 1, 'a': 'x'}])",
+            json!("{\"a\":\"x\", \"b\":1}"),
+        ),
+        (
+            "'%s'.format([timestamp('2023-01-01T00:00:00Z')])",
+            json!("2023-01-01T00:00:00Z"),
+        ),
+        (
+            "'%s'.format([[timestamp('2023-01-01T00:00:00Z'), duration('1h')]])",
+            json!("[timestamp(\"2023-01-01T00:00:00Z\"), duration(\"3600s\")]"),
+        ),
+        ("'%s'.format([duration('1h')])", json!("3600s")),
+        ("'%s'.format([int])", json!("int")),
+        ("'%s'.format([[int]])", json!("[int]")),
+        ("'%s'.format([null])", json!("null")),
+        ("'%s'.format([b'abc'])", json!("abc")),
+        ("'%.2f'.format([1234567.891])", json!("1,234,567.89")),
+        ("'%f'.format(['NaN'])", json!("NaN")),
+        ("'%f'.format(['Infinity'])", json!("∞")),
+        ("'%f'.format([1.0/0.0])", json!("∞")),
+        ("'%.0f'.format([2.5])", json!("2")),
+        (
+            "'%.3e'.format([1234.5])",
+            json!("1.234500\u{202f}×\u{202f}10⁰³"),
+        ),
+        ("'%e'.format([0.0])", json!("0.000000\u{202f}×\u{202f}10⁰⁰")),
+        ("'%x'.format(['hé'])", json!("68c3a9")),
+        ("'%x'.format([-26])", json!("-1a")),
+        ("'%b'.format([-5])", json!("-101")),
+        ("'%b'.format([true])", json!("1")),
+        ("'%o'.format([-8])", json!("-10")),
+        ("'%%%s'.format(['x'])", json!("%x")),
+        ("'%s'.format([{1: 2.5}])", json!("{1:2.500000}")),
+        ("'%s'.format([[1.0/0.0]])", json!("[\"+Inf\"]")),
+        ("'%d'.format([3u])", json!("3")),
+        ("'%s'.format(['a', 'b'])", json!("a")),
+    ]);
+    errors(&[
+        (
+            "'%d'.format([1.5])",
+            "error during formatting: decimal clause can only be used on integers, was given double",
+        ),
+        (
+            "'%d'.format(['a'] + [])",
+            "error during formatting: decimal clause can only be used on integers, was given string",
+        ),
+        ("'%s %s'.format(['a'])", "index 1 out of range"),
+        ("'%s'.format([])", "index 0 out of range"),
+        (
+            "'%s'.format([optional.of(1)])",
+            "error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type",
+        ),
+        (
+            "'%z'.format([1] + [])",
+            "could not parse formatting clause: unrecognized formatting clause \"z\"",
+        ),
+        (
+            "'%.f'.format([1.0] + [])",
+            "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
+        ),
+        ("'%'.format([1])", "unexpected end of string"),
+    ]);
+}
