@@ -17,9 +17,9 @@ pub enum Ip {
 }
 
 /// A parsed address that may still carry what the API server refuses.
-struct Parsed {
-    ip: Ip,
-    zone: bool,
+pub(crate) struct Parsed {
+    pub ip: Ip,
+    pub zone: bool,
 }
 
 /// Go's `parseAddrError` text.
@@ -35,7 +35,7 @@ fn addr_error(input: &str, msg: &str, at: Option<&str>) -> String {
 }
 
 /// `netip.ParseAddr`.
-fn parse_addr(s: &str) -> Result<Parsed, String> {
+pub(crate) fn parse_addr(s: &str) -> Result<Parsed, String> {
     for b in s.bytes() {
         match b {
             b'.' => {

@@ -199,22 +199,44 @@ fn get_scheme(raw: &str) -> Result<(&str, &str), String> {
     Ok(("", raw))
 }
 
-fn parse_host(host: &str) -> Result<String, String> {
-    if host.starts_with('[') {
-        let Some(i) = host.rfind(']') else {
-            return Err("missing ']' in host".into());
+/// Go's `parseHost` (as of the Go releases that validate bracketed hosts:
+/// only an IPv6 address may sit in brackets, and for http(s) the port
+/// starts at the first colon).
+fn parse_host(scheme: &str, host: &str) -> Result<String, String> {
+    match host.rfind('[') {
+        Some(i) if i > 0 => return Err("invalid IP-literal".into()),
+        Some(_) => {
+            let Some(close) = host.rfind(']') else {
+                return Err("missing ']' in host".into());
+            };
+            let colon_port = &host[close + 1..];
+            if !valid_optional_port(colon_port) {
+                return Err(format!("invalid port {} after host", go_quote(colon_port)));
+            }
+            let port = unescape(colon_port, Mode::Host)?;
+            let hostname = &host[1..close];
+            let unescaped = match hostname.find("%25") {
+                Some(z) => {
+                    unescape(&hostname[..z], Mode::Host)? + &unescape(&hostname[z..], Mode::Zone)?
+                }
+                None => unescape(hostname, Mode::Host)?,
+            };
+            let parsed =
+                super::net::parse_addr(&unescaped).map_err(|e| format!("invalid host: {e}"))?;
+            if matches!(parsed.ip, super::net::Ip::V4(_)) {
+                return Err("invalid IP-literal".into());
+            }
+            return Ok(format!("[{unescaped}]{port}"));
+        }
+        None => {}
+    }
+    if let Some(first) = host.find(':') {
+        let last = host.rfind(':').unwrap_or(first);
+        let i = if scheme == "http" || scheme == "https" {
+            first
+        } else {
+            last
         };
-        let colon_port = &host[i + 1..];
-        if !valid_optional_port(colon_port) {
-            return Err(format!("invalid port {} after host", go_quote(colon_port)));
-        }
-        if let Some(zone) = host[..i].find("%25") {
-            let h1 = unescape(&host[..zone], Mode::Host)?;
-            let h2 = unescape(&host[zone..i], Mode::Zone)?;
-            let h3 = unescape(&host[i..], Mode::Host)?;
-            return Ok(h1 + &h2 + &h3);
-        }
-    } else if let Some(i) = host.rfind(':') {
         let colon_port = &host[i..];
         if !valid_optional_port(colon_port) {
             return Err(format!("invalid port {} after host", go_quote(colon_port)));
@@ -293,9 +315,9 @@ fn parse(raw: &str, via_request: bool) -> Result<GoUrl, String> {
             authority = &authority[..i];
         }
         match authority.rfind('@') {
-            None => u.host = parse_host(authority)?,
+            None => u.host = parse_host(&u.scheme, authority)?,
             Some(i) => {
-                u.host = parse_host(&authority[i + 1..])?;
+                u.host = parse_host(&u.scheme, &authority[i + 1..])?;
                 let userinfo = &authority[..i];
                 if !valid_userinfo(userinfo) {
                     return Err("net/url: invalid userinfo".into());
@@ -483,7 +505,7 @@ mod tests {
     fn refuses_with_gos_errors() {
         assert_eq!(
             GoUrl::from_cel("https://a:b:c/").unwrap_err(),
-            "URL parse error during conversion from string: parse \"https://a:b:c/\": invalid port \":c\" after host"
+            "URL parse error during conversion from string: parse \"https://a:b:c/\": invalid port \":b:c\" after host"
         );
         assert_eq!(
             GoUrl::from_cel("../relative-path").unwrap_err(),
@@ -492,6 +514,14 @@ mod tests {
         assert!(GoUrl::parse_request_uri("").is_err());
         assert!(GoUrl::parse_request_uri("https://a b/").is_err());
         assert!(GoUrl::parse_request_uri("/p%zz").is_err());
+        let bracket = |s: &str| GoUrl::parse_request_uri(s).unwrap_err();
+        assert!(bracket("https://[1.2.3.4]/").ends_with(": invalid IP-literal"));
+        assert!(bracket("https://x[::1]/").ends_with(": invalid IP-literal"));
+        assert!(bracket("https://[v1.x]/")
+            .ends_with(": invalid host: ParseAddr(\"v1.x\"): unexpected character (at \"v1.x\")"));
+        assert!(GoUrl::parse_request_uri("https://[fe80::1%25en0]:8080/").is_ok());
+        // Other schemes take the port after the last colon.
+        assert!(GoUrl::parse_request_uri("mongodb://a:1,b:2/").is_ok());
     }
 
     #[test]
