@@ -11,6 +11,7 @@ pub mod cel;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod offline;
 pub mod review;
 pub mod schema;
 pub mod server;

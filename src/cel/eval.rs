@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::rc::Rc;
 
 use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
+use super::cost;
 use super::error::{ErrorKind, EvalError};
 use super::functions::{self, sort_values};
 use super::value::{compare, equals, List, Map, Str, Value};
@@ -43,16 +44,23 @@ fn as_bool(v: Result<Value<'_>, EvalError>) -> Result<bool, EvalError> {
 
 /// Evaluates `ir` in `frame`.
 pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    f.charge(1)?;
+    // Unit costs follow cel-go: constants are free, variables and each
+    // field or index step cost 1, a presence test costs nothing extra.
     match ir {
         Ir::Const(c) => Ok(constant(c)),
-        Ir::Var(slot) => Ok(f.vars[*slot].clone()),
+        Ir::Var(slot) => {
+            f.charge(1)?;
+            Ok(f.vars[*slot].clone())
+        }
         Ir::Select {
             operand,
             field,
             test,
         } => {
             let v = eval(operand, f)?;
+            if !*test {
+                f.charge(1)?;
+            }
             select(&v, field, *test)
         }
         Ir::OptSelect { operand, field } => {
@@ -63,18 +71,26 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 other => other,
             };
             match inner {
-                Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+                Value::Map(m) => {
+                    let found = m.get_str(field);
+                    if found.is_some() {
+                        f.charge(1)?;
+                    }
+                    Ok(Value::Optional(found.map(Rc::new)))
+                }
                 _ => Err(EvalError::no_overload()),
             }
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
+            f.charge(1)?;
             index(&a, &b)
         }
         Ir::OptIndex(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
+            f.charge(1)?;
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -113,7 +129,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 _ => Ok(Value::Bool(true)),
             }
         }
-        Ir::Not(a) => Ok(Value::Bool(!as_bool(eval(a, f))?)),
+        Ir::Not(a) => {
+            let v = as_bool(eval(a, f))?;
+            f.charge(1)?;
+            Ok(Value::Bool(!v))
+        }
         Ir::Cond(c, t, e) => {
             if as_bool(eval(c, f))? {
                 eval(t, f)
@@ -124,6 +144,25 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::Bin(op, a, b) => {
             let x = eval(a, f)?;
             let y = eval(b, f)?;
+            f.charge(match op {
+                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                    if matches!(
+                        (&x, &y),
+                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
+                    ) =>
+                {
+                    cost::compare_cost(&x, &y)
+                }
+                BinOp::In => match (&y, &**b) {
+                    // cel-go hashes a constant list once: the lookup is free.
+                    (_, Ir::List(items, _)) if items.iter().all(|i| matches!(i, Ir::Const(_))) => 0,
+                    (Value::List(l), _) => l.len() as u64,
+                    _ => 1,
+                },
+                BinOp::Add => cost::concat_cost(&x, &y),
+                _ => 1,
+            })?;
             binary(*op, x, y)
         }
         Ir::List(items, optional) => {
@@ -140,7 +179,10 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     out.push(v);
                 }
             }
-            f.charge(out.len() as u64)?;
+            // A literal of constants is built once by cel-go: free.
+            if !items.iter().all(|i| matches!(i, Ir::Const(_))) {
+                f.charge(10)?;
+            }
             Ok(Value::list(out))
         }
         Ir::Map(entries) => {
@@ -173,7 +215,12 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 out.push((k, v));
             }
-            f.charge(out.len() as u64)?;
+            if !entries
+                .iter()
+                .all(|(k, v, _)| matches!((k, v), (Ir::Const(_), Ir::Const(_))))
+            {
+                f.charge(30)?;
+            }
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
@@ -181,22 +228,24 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             for a in args {
                 vals.push(eval(a, f)?);
             }
-            f.charge(call_cost(&vals))?;
-            functions::call(*func, &vals)
+            let result = functions::call(*func, &vals)?;
+            f.charge(cost::call_cost(*func, &vals, &result))?;
+            Ok(result)
         }
         Ir::RegexCall(func, args, re) => {
             let mut vals = Vec::with_capacity(args.len());
             for a in args {
                 vals.push(eval(a, f)?);
             }
-            f.charge(call_cost(&vals))?;
-            functions::call_with_regex(*func, &vals, re)
+            let result = functions::call_with_regex(*func, &vals, re)?;
+            f.charge(cost::call_cost(*func, &vals, &result))?;
+            Ok(result)
         }
         Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(1 + s.len() as u64 / 10)?;
+                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
                 _ => Err(EvalError::no_overload()),
@@ -204,19 +253,6 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         }
         Ir::Loop(l) => eval_loop(l, f),
     }
-}
-
-/// Extra cost of a call proportional to the size of string and list
-/// arguments, so that long inputs cannot run for free.
-fn call_cost(vals: &[Value<'_>]) -> u64 {
-    vals.iter()
-        .map(|v| match v {
-            Value::Str(s) => s.len() as u64 / 10,
-            Value::Bytes(b) => b.len() as u64 / 10,
-            Value::List(l) => l.len() as u64,
-            _ => 0,
-        })
-        .sum()
 }
 
 fn constant(c: &Const) -> Value<'_> {
@@ -254,9 +290,17 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
                 Value::Double(d) if d.fract() == 0.0 => *d as i64,
                 Value::Double(d) => {
-                    return Err(EvalError::new(format!("unsupported index value: {d}")))
+                    return Err(EvalError::new(format!(
+                        "unsupported index value {} in list",
+                        super::functions::format_double(*d)
+                    )))
                 }
-                _ => return Err(EvalError::no_overload()),
+                other => {
+                    return Err(EvalError::new(format!(
+                        "unsupported index type '{}' in list",
+                        other.type_name().name()
+                    )))
+                }
             };
             if i < 0 {
                 return Err(EvalError::new(format!("index out of bounds: {i}")));
@@ -264,10 +308,33 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
             l.get(i as usize)
                 .ok_or_else(|| EvalError::new(format!("index out of bounds: {i}")))
         }
-        Value::Map(m) => m.get(b).ok_or_else(|| match b {
-            Value::Str(s) => EvalError::no_such_key(s),
-            other => EvalError::new(format!("no such key: {other:?}")),
-        }),
+        Value::Map(m) => {
+            // cel-go names the Go type of a key that can never be a map key.
+            let bad = match b {
+                Value::Null => Some("types.Null"),
+                Value::Bytes(_) => Some("types.Bytes"),
+                Value::List(_) => Some("*types.baseList"),
+                Value::Map(_) => Some("*types.baseMap"),
+                Value::Duration(_) => Some("types.Duration"),
+                Value::Timestamp(_) => Some("types.Timestamp"),
+                Value::Type(_) => Some("*types.Type"),
+                Value::Optional(_) => Some("*types.Optional"),
+                _ => None,
+            };
+            if let Some(t) = bad {
+                return Err(EvalError::new(format!("invalid qualifier type: {t}")));
+            }
+            m.get(b).ok_or_else(|| match b {
+                Value::Str(s) => EvalError::no_such_key(s),
+                Value::Int(i) => EvalError::new(format!("no such key: {i}")),
+                Value::Uint(u) => EvalError::new(format!("no such key: {u}")),
+                Value::Double(d) => EvalError::new(format!(
+                    "no such key: {}",
+                    super::functions::format_double(*d)
+                )),
+                other => EvalError::new(format!("no such key: {other:?}")),
+            })
+        }
         _ => Err(EvalError::no_overload()),
     }
 }
@@ -276,9 +343,8 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
     let cmp = |want: fn(Ordering) -> bool| -> Result<Value<'a>, EvalError> {
         match compare(&x, &y) {
             Some(o) => Ok(Value::Bool(want(o))),
-            // NaN compares false against everything.
-            None if is_nan(&x) || is_nan(&y) => Ok(Value::Bool(false)),
-            None => Err(EvalError::no_overload()),
+            None if is_nan(&x) || is_nan(&y) => Err(EvalError::new("NaN values cannot be ordered")),
+            None => Err(EvalError::no_overload_of(op_name(op))),
         }
     };
     match op {
@@ -298,7 +364,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
                 Ok(Value::Bool(false))
             }
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("@in")),
         },
         BinOp::Add => add(x, y),
         BinOp::Sub => sub(x, y),
@@ -308,7 +374,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
                 a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
             }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_*_")),
         },
         BinOp::Div => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -317,7 +383,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_/_")),
         },
         BinOp::Rem => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -325,8 +391,25 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             }
             (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("_%_")),
         },
+    }
+}
+
+fn op_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "_+_",
+        BinOp::Sub => "_-_",
+        BinOp::Mul => "_*_",
+        BinOp::Div => "_/_",
+        BinOp::Rem => "_%_",
+        BinOp::Eq => "_==_",
+        BinOp::Ne => "_!=_",
+        BinOp::Lt => "_<_",
+        BinOp::Le => "_<=_",
+        BinOp::Gt => "_>_",
+        BinOp::Ge => "_>=_",
+        BinOp::In => "@in",
     }
 }
 
@@ -368,7 +451,7 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             .checked_add_signed(b)
             .map(Value::Timestamp)
             .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::no_overload_of("_+_")),
     }
 }
 
@@ -385,7 +468,7 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
             .checked_sub_signed(b)
             .map(Value::Timestamp)
             .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::no_overload_of("_-_")),
     }
 }
 
@@ -530,50 +613,72 @@ fn run_steps<'a>(
     let mut out: Vec<Value<'a>> = Vec::new();
     let mut out_map: Vec<(Value<'a>, Value<'a>)> = Vec::new();
     let mut keyed: Vec<(Value<'a>, Value<'a>)> = Vec::new();
+    // Charges mirror cel-go's expansion of each macro: the loop condition
+    // and step (accumulator reads, `[x]` literals, `+`) per element, and
+    // the result read at the end.
     for (a, b) in steps {
-        f.charge(1)?;
         let elem = a.clone();
         f.vars[l.var] = a;
         if let Some(v2) = l.var2 {
             f.vars[v2] = b;
         }
+        // A false filter picks the bare accumulator, whose read cel-go
+        // does not charge.
         if let Some(filter) = &l.filter {
             if !as_bool(eval(filter, f))? {
                 continue;
             }
         }
         match l.kind {
-            LoopKind::All => match as_bool(eval(&l.body, f)) {
-                Ok(false) => return Ok(Value::Bool(false)),
-                Ok(true) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            LoopKind::All => {
+                f.charge(3)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(false) => {
+                        f.charge(3)?;
+                        return Ok(Value::Bool(false));
+                    }
+                    Ok(true) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
-            LoopKind::Exists => match as_bool(eval(&l.body, f)) {
-                Ok(true) => return Ok(Value::Bool(true)),
-                Ok(false) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            }
+            LoopKind::Exists => {
+                f.charge(4)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(true) => {
+                        f.charge(4)?;
+                        return Ok(Value::Bool(true));
+                    }
+                    Ok(false) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
+            }
             LoopKind::ExistsOne => {
                 if as_bool(eval(&l.body, f))? {
                     count += 1;
+                    f.charge(2)?;
                 }
             }
-            LoopKind::Map | LoopKind::TransformList => out.push(eval(&l.body, f)?),
+            LoopKind::Map | LoopKind::TransformList => {
+                out.push(eval(&l.body, f)?);
+                f.charge(12)?;
+            }
             LoopKind::Filter => {
                 if as_bool(eval(&l.body, f))? {
                     out.push(elem);
+                    f.charge(13)?;
                 }
             }
             LoopKind::TransformMap => {
                 let v = eval(&l.body, f)?;
                 let k = f.vars[l.var].clone();
                 out_map.push((k, v));
+                f.charge(32)?;
             }
             LoopKind::TransformMapEntry => match eval(&l.body, f)? {
                 Value::Map(m) => {
@@ -593,10 +698,12 @@ fn run_steps<'a>(
             LoopKind::SortBy => {
                 let key = eval(&l.body, f)?;
                 keyed.push((key, elem));
+                f.charge(12)?;
             }
             LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap => {}
         }
     }
+    f.charge(if l.kind == LoopKind::ExistsOne { 2 } else { 1 })?;
     match l.kind {
         LoopKind::All => match first_error {
             Some(e) => Err(e),

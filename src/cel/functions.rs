@@ -109,6 +109,15 @@ funcs! {
 }
 
 impl Func {
+    /// The type conversions, which cel-go folds when their argument is a literal.
+    pub(crate) fn is_conversion(self) -> bool {
+        use Func::*;
+        matches!(
+            self,
+            ToInt | ToUint | ToDouble | ToString | ToBytes | ToBool | Dyn | TypeOf
+        )
+    }
+
     /// The static result type, where one is known.
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;
@@ -350,7 +359,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 Some(v) => int_arg(v)?,
                 None => chars.len() as i64,
             };
-            if start > end {
+            // cel-go checks the range order first only in the two-argument form.
+            if args.len() == 3 && start > end {
                 return Err(EvalError::new(format!(
                     "invalid substring range. start: {start}, end: {end}"
                 )));

@@ -211,9 +211,45 @@ fn arithmetic_errors_have_cel_texts() {
         run("9223372036854775807 + 1 > 0", &s, &obj),
         Err("integer overflow".into())
     );
+    // A constant pattern is checked when the rule is compiled.
     assert!(run("'abc'.matches('[')", &s, &obj)
         .unwrap_err()
-        .contains("invalid regular expression"));
+        .contains("invalid matches argument"));
+    assert_eq!(
+        run(
+            "'abc'.matches(self.spec.x__dash__prop)",
+            &s,
+            &json!({"spec": {"x-prop": "["}})
+        )
+        .unwrap_err(),
+        "invalid regular expression: regex parse error:\n    [\n    ^\nerror: unclosed character class"
+    );
+    assert_eq!(
+        run("int('abc') == 1", &s, &obj)
+            .unwrap_err()
+            .lines()
+            .next()
+            .unwrap(),
+        "ERROR: <input>:1:4: type conversion error from 'string' to 'int'"
+    );
+    assert!(run("duration('1d') > duration('1s')", &s, &obj)
+        .unwrap_err()
+        .contains("invalid duration argument"));
+    assert!(run("[1, 'a'].size() == 2", &s, &obj)
+        .unwrap_err()
+        .contains("expected type 'int' but found 'string'"));
+    assert_eq!(
+        run("0.0 / 0.0 < 1.0", &s, &obj),
+        Err("NaN values cannot be ordered".into())
+    );
+    assert_eq!(
+        run("{1: 2}[3] == 1", &s, &obj),
+        Err("no such key: 3".into())
+    );
+    assert_eq!(
+        run("[1, 2][dyn('a')] == 1", &s, &obj),
+        Err("unsupported index type 'string' in list".into())
+    );
 }
 
 #[test]
@@ -230,4 +266,77 @@ fn runaway_loops_stop_at_the_cost_limit() {
     let e = r.unwrap_err();
     assert_eq!(e.kind, ErrorKind::CostLimit);
     assert!(cost > PER_EXPRESSION_COST_LIMIT);
+}
+
+#[test]
+fn mismatched_operand_types_are_refused_with_cel_go_wording() {
+    let s = crontab();
+    let int_schema = s.property("spec").unwrap().property("replicas").unwrap();
+    let err = Program::compile("self == true", int_schema, Options::default()).unwrap_err();
+    assert_eq!(
+        err.message,
+        "ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, bool)'\n | self == true\n | .....^"
+    );
+    let err = run("self.spec.x__dash__prop.startsWith(1)", &s, &json!({})).unwrap_err();
+    assert!(
+        err.contains("found no matching overload for 'startsWith' applied to 'string.(int)'"),
+        "{err}"
+    );
+    let err = run("self.spec.replicas + 'a' == 1", &s, &json!({})).unwrap_err();
+    assert!(err.contains("'_+_' applied to '(int, string)'"), "{err}");
+    let err = run("self.spec.replicas.all(x, x > 0)", &s, &json!({})).unwrap_err();
+    assert!(err.contains("cannot be range of a comprehension"), "{err}");
+    let err = run("self.spec.tags.all(t, t)", &s, &json!({})).unwrap_err();
+    assert!(err.contains("'_&&_' applied to '(bool, string)'"), "{err}");
+}
+
+#[test]
+fn result_types_are_known_statically() {
+    let s = crontab();
+    let ty = |e: &str| {
+        Program::compile(e, &s, Options::default())
+            .unwrap()
+            .result_type()
+            .to_owned()
+    };
+    assert_eq!(ty("self.spec.replicas > 1"), "bool");
+    assert_eq!(ty("self.spec.replicas"), "int");
+    assert_eq!(ty("self.spec.tags.map(t, size(t))"), "list(int)");
+    assert_eq!(ty("self.spec.labels"), "map(string, string)");
+    assert_eq!(ty("self.spec.when"), "timestamp");
+    assert_eq!(ty("'a' + self.spec.x__dash__prop"), "string");
+}
+
+/// Runtime costs as cel-go reports them for the same expressions
+/// (from the probe vectors in the research notes).
+#[test]
+fn runtime_costs_match_cel_go() {
+    let s = crontab();
+    let obj = json!({"spec": {"replicas": 7, "tags": ["a", "b", "c"], "x-prop": "a".repeat(50)}});
+    let cost = |e: &str| {
+        let p = Program::compile(e, &s, Options::default()).unwrap();
+        let (r, c) = p.eval(Value::from_json(&obj, &s), None, PER_EXPRESSION_COST_LIMIT);
+        r.unwrap();
+        c
+    };
+    assert_eq!(cost("self.spec.replicas == 7"), 4);
+    assert_eq!(cost("self.spec.replicas + 1 > 0"), 5);
+    assert_eq!(cost("[1, 2, 3].map(x, x)"), 40);
+    assert_eq!(cost("[1, 2, 3].all(x, x > 0)"), 16);
+    assert_eq!(cost("[1, 2, 3].exists(x, x == 1)"), 10);
+    assert_eq!(cost("[1, 2, 3].exists_one(x, x > 2)"), 10);
+    assert_eq!(cost("self.spec.replicas in [1, 2, 3]"), 3);
+    assert_eq!(cost("has(self.spec.replicas)"), 2);
+    assert_eq!(
+        cost("self.spec.x__dash__prop == self.spec.x__dash__prop"),
+        11
+    );
+    assert_eq!(
+        cost("self.spec.x__dash__prop.contains('bbbbbbbbbbbbbbbbbbbb')"),
+        13
+    );
+    assert_eq!(
+        cost("self.spec.x__dash__prop.matches('bbbbbbbbbbbbbbbbbbbb')"),
+        33
+    );
 }

@@ -55,6 +55,15 @@ impl Catalog {
             .map(|v| v.as_ref())
     }
 
+    /// Every loaded CRD version.
+    pub fn versions(&self) -> impl Iterator<Item = &CrdVersion> {
+        self.versions
+            .values()
+            .flat_map(|kinds| kinds.values())
+            .flat_map(|versions| versions.values())
+            .map(|v| v.as_ref())
+    }
+
     /// Number of CRD versions loaded.
     pub fn len(&self) -> usize {
         self.count
@@ -135,6 +144,22 @@ pub fn load(source: &ConfigSource) -> Loaded {
             for (name, text) in embedded::FILES {
                 loader.text(&format!("embedded:{name}"), text);
             }
+        }
+    }
+    Loaded {
+        catalog: loader.catalog,
+        report: loader.report,
+    }
+}
+
+/// Loads and compiles the CRDs of the given files (for the offline tools).
+pub fn load_files(files: &[PathBuf]) -> Loaded {
+    let mut loader = Loader::default();
+    for path in files {
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => loader.text(&name, &text),
+            Err(e) => loader.file_error(&name, format!("cannot read file: {e}")),
         }
     }
     Loaded {

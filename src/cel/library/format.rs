@@ -4,8 +4,6 @@
 //! patterns are simple enough to check by hand, which avoids a regex engine
 //! (and its compile cost) per format.
 
-use base64::Engine;
-
 use super::url::GoUrl;
 
 /// A named format: its name (as the API server compares formats) and its
@@ -17,48 +15,61 @@ pub struct NamedFormat {
     /// The format's name.
     pub name: &'static str,
     pub validate: fn(&str) -> Vec<String>,
+    /// The regex size the API server charges `validate` for.
+    pub max_regex_size: usize,
 }
+
+/// The regex size the static estimate assumes for any named format.
+pub const MAX_NAME_FORMAT_REGEX_SIZE: usize = 128;
 
 static FORMATS: [NamedFormat; 13] = [
     NamedFormat {
         key: "dns1123Label",
         name: "DNS1123Label",
         validate: |s| dns1123_label(s),
+        max_regex_size: 30,
     },
     NamedFormat {
         key: "dns1123Subdomain",
         name: "DNS1123Subdomain",
         validate: |s| dns1123_subdomain(s),
+        max_regex_size: 60,
     },
     NamedFormat {
         key: "dns1035Label",
         name: "DNS1035Label",
         validate: |s| dns1035_label(s),
+        max_regex_size: 30,
     },
     NamedFormat {
         key: "qualifiedName",
         name: "QualifiedName",
         validate: qualified_name,
+        max_regex_size: 60,
     },
     NamedFormat {
         key: "dns1123LabelPrefix",
         name: "DNS1123LabelPrefix",
         validate: |s| dns1123_label(&mask_trailing_dash(s)),
+        max_regex_size: 30,
     },
     NamedFormat {
         key: "dns1123SubdomainPrefix",
         name: "DNS1123SubdomainPrefix",
         validate: |s| dns1123_subdomain(&mask_trailing_dash(s)),
+        max_regex_size: 60,
     },
     NamedFormat {
         key: "dns1035LabelPrefix",
         name: "DNS1035LabelPrefix",
         validate: |s| dns1035_label(&mask_trailing_dash(s)),
+        max_regex_size: 30,
     },
     NamedFormat {
         key: "labelValue",
         name: "LabelValue",
         validate: label_value,
+        max_regex_size: 40,
     },
     NamedFormat {
         key: "uri",
@@ -67,33 +78,40 @@ static FORMATS: [NamedFormat; 13] = [
             Ok(_) => Vec::new(),
             Err(e) => vec![e],
         },
+        max_regex_size: 1103,
     },
     NamedFormat {
         key: "uuid",
         name: "uuid",
         validate: |s| check(is_uuid(s), "does not match the UUID format"),
+        max_regex_size: UUID_PATTERN_LEN,
     },
     NamedFormat {
         key: "byte",
         name: "byte",
-        validate: |s| {
-            check(
-                base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
-                "invalid base64",
-            )
-        },
+        validate: |s| check(is_base64(s), "invalid base64"),
+        max_regex_size: 84,
     },
     NamedFormat {
         key: "date",
         name: "date",
         validate: |s| check(is_date(s), "invalid date"),
+        max_regex_size: DATE_TIME_PATTERN_LEN,
     },
     NamedFormat {
         key: "datetime",
         name: "datetime",
         validate: |s| check(is_datetime(s), "invalid datetime"),
+        max_regex_size: DATE_TIME_PATTERN_LEN,
     },
 ];
+
+/// Lengths of kube-openapi strfmt's UUID and date-time patterns, which the
+/// API server uses as those formats' regex sizes.
+const UUID_PATTERN_LEN: usize =
+    "(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$".len();
+const DATE_TIME_PATTERN_LEN: usize =
+    "^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$".len();
 
 /// The format named `key`, if any.
 pub fn by_key(key: &str) -> Option<&'static NamedFormat> {
@@ -308,17 +326,36 @@ fn label_value(s: &str) -> Vec<String> {
     errs
 }
 
-/// go-openapi strfmt's UUID pattern: hyphenated 8-4-4-4-12 or 32 plain hex
-/// digits, any case.
+/// kube-openapi strfmt's UUID pattern: 8-4-4-4-12 hex digits, any case,
+/// each hyphen optional.
 fn is_uuid(s: &str) -> bool {
+    let mut rest = s.as_bytes();
+    for (i, n) in [8usize, 4, 4, 4, 12].into_iter().enumerate() {
+        if i > 0 {
+            if let [b'-', tail @ ..] = rest {
+                rest = tail;
+            }
+        }
+        if rest.len() < n || !rest[..n].iter().all(u8::is_ascii_hexdigit) {
+            return false;
+        }
+        rest = &rest[n..];
+    }
+    rest.is_empty()
+}
+
+/// govalidator's `IsBase64` pattern: whole groups of four standard-alphabet
+/// characters, at least one, the last padded with `=` or `==` (no check of
+/// the padding bits, unlike a decoder; empty is not base64).
+fn is_base64(s: &str) -> bool {
     let b = s.as_bytes();
-    match b.len() {
-        32 => b.iter().all(u8::is_ascii_hexdigit),
-        36 => b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        }),
-        _ => false,
+    if b.is_empty() || b.len() % 4 != 0 {
+        return false;
+    }
+    let alpha = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
+    match b {
+        [head @ .., b'=', b'='] | [head @ .., b'='] => head.iter().all(alpha),
+        all => all.iter().all(alpha),
     }
 }
 
@@ -363,26 +400,22 @@ fn is_datetime(s: &str) -> bool {
     if t.get(2) != Some(&b':') || t.get(5) != Some(&b':') {
         return false;
     }
-    let mut i = 8;
-    // `(.[0-9]+)?`: any one character, then digits.
-    if t.len() > i + 1 && t[i] != b'z' && t[i] != b'+' && t[i] != b'-' {
-        let start = i + 1;
-        let mut j = start;
-        while j < t.len() && t[j].is_ascii_digit() {
-            j += 1;
-        }
-        if j == start {
-            return false;
-        }
-        i = j;
-    }
-    let zone = &t[i.min(t.len())..];
-    let zone_ok = zone == b"z"
-        || (zone.len() == 6
-            && matches!(zone[0], b'+' | b'-')
-            && zone[1..3].iter().all(u8::is_ascii_digit)
-            && zone[3] == b':'
-            && zone[4..6].iter().all(u8::is_ascii_digit));
+    // `(.[0-9]+)?` then the zone; the fraction's first character may be
+    // anything, so try the zone right after the seconds too.
+    let zone_ok = |zone: &[u8]| {
+        zone == b"z"
+            || (zone.len() == 6
+                && matches!(zone[0], b'+' | b'-')
+                && zone[1..3].iter().all(u8::is_ascii_digit)
+                && zone[3] == b':'
+                && zone[4..6].iter().all(u8::is_ascii_digit))
+    };
+    let rest = t.get(8..).unwrap_or_default();
+    let with_fraction = rest.len() > 1 && {
+        let digits = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        digits > 0 && zone_ok(&rest[1 + digits..])
+    };
+    let zone_ok = with_fraction || zone_ok(rest);
     zone_ok && h <= b"23".as_slice() && m <= b"59".as_slice() && sec <= b"59".as_slice()
 }
 
@@ -426,6 +459,12 @@ mod tests {
     fn strfmt_formats() {
         assert!(v("uuid", "123e4567-e89b-12d3-a456-426614174000").is_empty());
         assert!(v("uuid", "123e4567e89b12d3a456426614174000").is_empty());
+        assert!(v("uuid", "123E4567-e89b12d3-a456-426614174000").is_empty());
+        assert!(!v("uuid", "123e4567-e89b-12d3-a456-4266141740001").is_empty());
+        assert!(v("byte", "aGk=").is_empty());
+        assert!(v("byte", "aQ==").is_empty());
+        assert_eq!(v("byte", ""), vec!["invalid base64"]);
+        assert_eq!(v("byte", "a=b="), vec!["invalid base64"]);
         assert_eq!(v("uuid", "nope"), vec!["does not match the UUID format"]);
         assert!(v("date", "2020-01-01").is_empty());
         assert_eq!(v("date", "2020-01-32"), vec!["invalid date"]);

@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use super::error::EvalError;
+use super::types::Ty;
 use super::value::{Map, TypeName, Value};
 
 pub(crate) mod format;
@@ -429,6 +430,123 @@ pub(crate) fn to_string(v: &LibValue) -> Option<String> {
         LibValue::Ip(ip) => Some(ip.to_string()),
         LibValue::Cidr(c) => Some(c.to_string()),
         _ => None,
+    }
+}
+
+/// The checker's view of a library call: the result type for argument
+/// types (target first), or `None` for "found no matching overload". Dyn
+/// arguments match anything, as in cel-go.
+pub(crate) fn check<'s>(f: LibFunc, args: &[Ty<'s>]) -> Option<Ty<'s>> {
+    use LibFunc::*;
+    use TypeName as T;
+    let is = |t: &Ty<'_>, want: &[T]| match t {
+        Ty::Dyn => true,
+        Ty::String => want.contains(&T::String),
+        Ty::Int => want.contains(&T::Int),
+        Ty::Bool => want.contains(&T::Bool),
+        Ty::List(_) => want.contains(&T::List),
+        Ty::Lib(l) => want.contains(l),
+        _ => false,
+    };
+    let sig =
+        |want: &[&[T]]| want.len() == args.len() && want.iter().zip(args).all(|(w, a)| is(a, w));
+    let q = T::Quantity;
+    let ok = match f {
+        ToQuantity | IsQuantity | ToUrl | IsUrl | ToCidr | IsCidr | IsIp | IpIsCanonical
+        | FormatNamed => sig(&[&[T::String]]),
+        ToIp => sig(&[&[T::String, T::Cidr]]),
+        Sign | AsApproximateFloat | AsInteger | IsInteger => sig(&[&[q]]),
+        IsGreaterThan | IsLessThan | CompareTo => {
+            sig(&[&[q], &[q]]) || sig(&[&[T::Semver], &[T::Semver]])
+        }
+        Add | Sub => sig(&[&[q], &[q, T::Int]]),
+        Family | IsUnspecified | IsLoopback | IsLinkLocalMulticast | IsLinkLocalUnicast
+        | IsGlobalUnicast => sig(&[&[T::Ip]]),
+        ContainsIp => sig(&[&[T::Cidr], &[T::Ip, T::String]]),
+        ContainsCidr => sig(&[&[T::Cidr], &[T::Cidr, T::String]]),
+        PrefixLength | Masked => sig(&[&[T::Cidr]]),
+        GetScheme | GetHost | GetHostname | GetPort | GetEscapedPath | GetQuery => {
+            sig(&[&[T::Url]])
+        }
+        ToSemver | IsSemver => sig(&[&[T::String]]) || sig(&[&[T::String], &[T::Bool]]),
+        Major | Minor | Patch => sig(&[&[T::Semver]]),
+        Validate => sig(&[&[T::NamedFormat], &[T::String]]),
+        StringFormat => sig(&[&[T::String], &[T::List]]),
+        _ => args.is_empty(),
+    };
+    if !ok {
+        return None;
+    }
+    Some(match f {
+        GetQuery => Ty::Map(
+            Box::new(Ty::String),
+            Box::new(Ty::List(Box::new(Ty::String))),
+        ),
+        FormatNamed => Ty::Optional(Box::new(Ty::Lib(T::NamedFormat))),
+        Validate => Ty::Optional(Box::new(Ty::List(Box::new(Ty::String)))),
+        _ => f.result_ty().map_or(Ty::Dyn, Ty::of_name),
+    })
+}
+
+/// The runtime cost of a library call (k8s.io/apiserver `library/cost.go`
+/// `CallCost`): parsers pay a tenth of the input length, `validate` the
+/// regex-sized product, accessors and comparisons 1. `size` is cel-go's
+/// value size (library values count 1).
+pub(crate) fn call_cost(f: LibFunc, args: &[Value<'_>], size: impl Fn(&Value<'_>) -> u64) -> u64 {
+    use LibFunc::*;
+    let scaled = |n: u64, factor: f64| (n as f64 * factor).ceil() as u64;
+    let arg = |i: usize| args.get(i).map_or(1, &size);
+    let is_str = |i: usize| matches!(args.get(i), Some(Value::Str(_)));
+    match f {
+        ToUrl | ToCidr | IsIp | IsCidr | ToQuantity | IsQuantity | ToSemver | IsSemver => {
+            scaled(arg(0), 0.1)
+        }
+        ToIp if is_str(0) => scaled(arg(0), 0.1),
+        IpIsCanonical => scaled(arg(0), 0.2),
+        ContainsIp => {
+            let cidr = arg(0);
+            let other = if is_str(1) { scaled(arg(1), 0.1) } else { 0 };
+            scaled(cidr + cidr, 0.1) + other
+        }
+        ContainsCidr => {
+            let cidr = arg(0);
+            let other = if is_str(1) { scaled(arg(1), 0.1) } else { 0 };
+            scaled(cidr + cidr, 0.1) + scaled(cidr, 0.1) + 1 + other
+        }
+        Validate => {
+            let regex = match args.first() {
+                Some(Value::Lib(l)) => match &**l {
+                    LibValue::Format(nf) => nf.max_regex_size,
+                    _ => 1,
+                },
+                _ => 1,
+            };
+            scaled(1 + arg(1), 0.1) * scaled(regex as u64, 0.25)
+        }
+        _ => 1,
+    }
+}
+
+/// The static cost estimate of a library call (`EstimateCallCost`), from
+/// the maximum sizes of its arguments (target first).
+pub(crate) fn estimate_cost(f: LibFunc, sizes: &[f64]) -> f64 {
+    use LibFunc::*;
+    let size = |i: usize| sizes.get(i).copied().unwrap_or(1.0);
+    let scaled = |n: f64, factor: f64| (n * factor).ceil();
+    // The IP and CIDR comparisons assume at most 16 bytes per address.
+    let ip_cmp = scaled(32.0, 0.1);
+    match f {
+        ToUrl | ToCidr | IsIp | IsCidr | ToQuantity | IsQuantity | ToSemver | IsSemver => {
+            scaled(size(0), 0.1)
+        }
+        ToIp if sizes.len() == 1 => scaled(size(0), 0.1),
+        IpIsCanonical => scaled(size(0), 0.2),
+        // The string overloads add the parse of the argument; the checker
+        // does not tell the overloads apart here, so both pay it.
+        ContainsIp => ip_cmp + scaled(size(1), 0.1),
+        ContainsCidr => ip_cmp + scaled(16.0, 0.1) + 1.0 + scaled(size(1), 0.1),
+        Validate => scaled(size(1), 0.1) * (format::MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25),
+        _ => 1.0,
     }
 }
 
