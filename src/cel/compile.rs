@@ -688,7 +688,7 @@ impl<'s> Compiler<'_, 's> {
         // A constant pattern is compiled once here, not per evaluation.
         if func == Func::Matches {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
-                let re = regex::Regex::new(p)
+                let re = super::library::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));

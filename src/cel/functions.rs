@@ -615,19 +615,13 @@ pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
     }
 }
 
-/// Compiles `pattern` for `f`; the error is the one `f` reports at run time.
+/// Compiles `pattern` for `f` with Go's RE2 semantics; the error is the
+/// one `f` reports at run time (`find`/`findAll` prefix Go's text with
+/// `Illegal regex: `, `matches` gives Go's text as is).
 pub(crate) fn compile_regex(f: Func, pattern: &str) -> Result<regex::Regex, EvalError> {
-    regex::Regex::new(pattern).map_err(|e| {
-        let detail = e.to_string();
-        let detail = detail.lines().last().unwrap_or_default().trim();
-        let detail = detail.strip_prefix("error: ").unwrap_or(detail).to_owned();
-        match f {
-            // The Kubernetes regex library's wording.
-            Func::Find | Func::FindAll => EvalError::new(format!(
-                "Illegal regex: error parsing regexp: {detail}: `{pattern}`"
-            )),
-            _ => EvalError::new(format!("invalid regular expression: {e}")),
-        }
+    library::re2::compile(pattern).map_err(|e| match f {
+        Func::Find | Func::FindAll => EvalError::new(format!("Illegal regex: {e}")),
+        _ => EvalError::new(e),
     })
 }
 

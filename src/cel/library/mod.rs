@@ -12,6 +12,7 @@ use super::value::{Map, TypeName, Value};
 pub(crate) mod format;
 pub(crate) mod net;
 pub(crate) mod quantity;
+pub(crate) mod re2;
 pub(crate) mod semver;
 pub(crate) mod strings_format;
 pub(crate) mod url;
