@@ -24,6 +24,8 @@ const NANO: i32 = -9;
 #[derive(Clone, Debug)]
 pub struct Quantity {
     amount: Amount,
+    /// The suffix family the value prints in.
+    format: Format,
 }
 
 #[derive(Clone, Debug)]
@@ -34,7 +36,7 @@ enum Amount {
     Big { unscaled: BigInt, scale: i32 },
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
     DecimalSi,
     BinarySi,
@@ -188,7 +190,10 @@ impl Quantity {
             return Err(ERR_FORMAT);
         }
         if s == "0" {
-            return Ok(Quantity::from_i64(0));
+            return Ok(Quantity {
+                amount: Amount::Small { value: 0, scale: 0 },
+                format: Format::DecimalSi,
+            });
         }
         let p = split(s)?;
         let (base, exponent, format) = interpret(p.suffix).ok_or(ERR_SUFFIX)?;
@@ -212,6 +217,7 @@ impl Quantity {
                     let value = if p.positive { result } else { -result };
                     return Ok(Quantity {
                         amount: Amount::Small { value, scale },
+                        format,
                     });
                 }
             }
@@ -245,17 +251,33 @@ impl Quantity {
                 scale = 0;
             }
         }
+        // A binary quantity below one prints as a decimal one.
+        let format = if format == Format::BinarySi
+            && !abs.is_zero()
+            && cmp_scaled(&abs, scale, &BigInt::from(1u8), 0) == Ordering::Less
+        {
+            Format::DecimalSi
+        } else {
+            format
+        };
         let unscaled = if negative { -abs } else { abs };
         Ok(Quantity {
             amount: Amount::Big { unscaled, scale },
+            format,
         })
     }
 
-    /// An integer quantity (`resource.NewQuantity`).
+    /// An integer quantity (`resource.NewQuantity` with the exponent
+    /// format, as the library's `add(int)`/`sub(int)` make it).
     pub fn from_i64(value: i64) -> Quantity {
         Quantity {
             amount: Amount::Small { value, scale: 0 },
+            format: Format::DecimalExponent,
         }
+    }
+
+    fn is_zero(&self) -> bool {
+        self.sign() == 0
     }
 
     fn big(&self) -> (BigInt, i32) {
@@ -307,8 +329,14 @@ impl Quantity {
         cmp_scaled(&a, sa, &b, sb)
     }
 
-    /// `self + other`, staying on the int64 path while it can.
+    /// `self + other`, staying on the int64 path while it can; a zero
+    /// receiver takes the other's format.
     pub fn add(&self, other: &Quantity) -> Quantity {
+        let format = if self.is_zero() {
+            other.format
+        } else {
+            self.format
+        };
         if let (
             Amount::Small {
                 value: a,
@@ -323,6 +351,7 @@ impl Quantity {
             if let Some((value, scale)) = small_add(*a, *sa, *b, *sb) {
                 return Quantity {
                     amount: Amount::Small { value, scale },
+                    format,
                 };
             }
         }
@@ -332,6 +361,7 @@ impl Quantity {
         let unscaled = a * pow10((sa - scale) as u32) + b * pow10((sb - scale) as u32);
         Quantity {
             amount: Amount::Big { unscaled, scale },
+            format,
         }
     }
 
@@ -348,7 +378,10 @@ impl Quantity {
                 scale: *scale,
             },
         };
-        self.add(&Quantity { amount: neg })
+        self.add(&Quantity {
+            amount: neg,
+            format: other.format,
+        })
     }
 }
 
@@ -379,26 +412,71 @@ fn cmp_scaled(a: &BigInt, sa: i32, b: &BigInt, sb: i32) -> Ordering {
 }
 
 impl fmt::Display for Quantity {
-    /// The exact decimal value (the API server prints a canonical suffixed
-    /// form instead; quantities have no `string()` in CEL, so this only
-    /// shows up in `celhook eval` output).
+    /// The canonical form (`Quantity.String`): binary suffixes for binary
+    /// quantities that are whole and at least 1Ki, otherwise the smallest
+    /// decimal suffix (or `eN` exponent) that keeps the number whole.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_zero() {
+            return f.write_str("0");
+        }
         let (v, scale) = self.big();
-        if scale >= 0 {
-            return write!(f, "{}", v * pow10(scale as u32));
+        let mut format = self.format;
+        if format == Format::BinarySi {
+            let whole = scale >= 0 || (&v % pow10((-scale) as u32)).is_zero();
+            let small = cmp_scaled(&v.abs(), scale, &BigInt::from(1024), 0) == Ordering::Less;
+            if small || !whole {
+                format = Format::DecimalSi;
+            }
         }
-        let neg = v.sign() == Sign::Minus;
-        let digits = v.abs().to_string();
-        let frac_len = (-scale) as usize;
-        let padded = format!("{digits:0>width$}", width = frac_len + 1);
-        let (int, frac) = padded.split_at(padded.len() - frac_len);
-        let frac = frac.trim_end_matches('0');
-        let sign = if neg { "-" } else { "" };
-        if frac.is_empty() {
-            write!(f, "{sign}{int}")
-        } else {
-            write!(f, "{sign}{int}.{frac}")
+        if format == Format::BinarySi {
+            let mut n = if scale >= 0 {
+                v * pow10(scale as u32)
+            } else {
+                v / pow10((-scale) as u32)
+            };
+            let base = BigInt::from(1024);
+            let mut exp = 0usize;
+            while n.abs() >= base && (&n % &base).is_zero() {
+                n /= &base;
+                exp += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+                .get(exp)
+                .copied()
+                .unwrap_or("");
+            return write!(f, "{n}{suffix}");
         }
+        let ten = BigInt::from(10);
+        let (mut n, mut exp) = (v, scale);
+        while n.abs() >= ten && (&n % &ten).is_zero() {
+            n /= &ten;
+            exp += 1;
+        }
+        while exp % 3 != 0 {
+            n *= &ten;
+            exp -= 1;
+        }
+        if format == Format::DecimalExponent {
+            return if exp == 0 {
+                write!(f, "{n}")
+            } else {
+                write!(f, "{n}e{exp}")
+            };
+        }
+        // Go prints no suffix when the exponent has none.
+        let suffix = match exp {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            18 => "E",
+            _ => "",
+        };
+        write!(f, "{n}{suffix}")
     }
 }
 
@@ -418,7 +496,7 @@ mod tests {
         assert_eq!(q("1E").as_i64(), Some(1_000_000_000_000_000_000));
         assert_eq!(q("-0.5k").as_i64(), Some(-500));
         assert_eq!(q("0.5Ki").to_string(), "512");
-        assert_eq!(q("1.5").to_string(), "1.5");
+        assert_eq!(q("1.5").to_string(), "1500m");
         assert!(q("200M").cmp(&q("0.2G")).is_eq());
     }
 
@@ -438,6 +516,56 @@ mod tests {
         assert_eq!(q("1500m").as_i64(), None);
         assert_eq!(q("9999999999999999999999999999999999999G").as_i64(), None);
         assert_eq!(q("50").as_i64(), Some(50));
+    }
+
+    #[test]
+    fn prints_canonical_forms() {
+        for (input, want) in [
+            ("1Ki", "1Ki"),
+            ("1024Mi", "1Gi"),
+            ("1000M", "1G"),
+            (".001Ki", "1024m"),
+            (".000001Ki", "1024u"),
+            (".000000001Ki", "1024n"),
+            (".000000000001Ki", "2n"),
+            ("-1024Mi", "-1Gi"),
+            ("1536Mi", "1536Mi"),
+            ("1025", "1025"),
+            ("0.5", "500m"),
+            ("1.08", "1080m"),
+            ("1e9", "1e9"),
+            ("80e-3", "80e-3"),
+            ("1000000000000000000", "1E"),
+            ("10000000000000000000", "10E"),
+            ("9999999999999999999.1", "9999999999999999999100m"),
+            ("-1.0000000000000000001E", "-1000000000000000000100m"),
+            ("10000000000000000000000m", "10E"),
+            ("0", "0"),
+            ("-0", "0"),
+        ] {
+            assert_eq!(q(input).to_string(), want, "{input}");
+        }
+        // Arithmetic with an int takes the exponent format only from zero.
+        assert_eq!(q("50k").add(&Quantity::from_i64(20)).to_string(), "50020");
+        assert_eq!(q("0").add(&Quantity::from_i64(20)).to_string(), "20");
+        assert_eq!(q("1Ki").sub(&q("1Ki")).add(&q("2Ki")).to_string(), "2Ki");
+    }
+
+    #[test]
+    fn int64_path_matches_apimachinery() {
+        let cases = [
+            ("-999999999999999999", Some(-999_999_999_999_999_999)),
+            ("999999999999999999.0", None),
+            ("9999999999999999999", None),
+            ("1E", Some(1_000_000_000_000_000_000)),
+            ("-1.0E", Some(-1_000_000_000_000_000_000)),
+            ("1000000000000000000", None),
+            ("1.000000000000000001E", None),
+            ("10E", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(q(input).as_i64(), want, "{input}");
+        }
     }
 
     #[test]

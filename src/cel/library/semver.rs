@@ -7,6 +7,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+use super::go_quote;
+
 /// A pre-release identifier.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Pre {
@@ -43,21 +45,30 @@ fn leading_zero(s: &str) -> bool {
 /// Go's `strconv.ParseUint(s, 10, 64)` with its error text.
 fn parse_u64(s: &str) -> Result<u64, String> {
     if s.is_empty() || !numeric(s) {
-        return Err(format!("strconv.ParseUint: parsing {s:?}: invalid syntax"));
+        return Err(format!(
+            "strconv.ParseUint: parsing {}: invalid syntax",
+            go_quote(s)
+        ));
     }
-    s.parse()
-        .map_err(|_| format!("strconv.ParseUint: parsing {s:?}: value out of range"))
+    s.parse().map_err(|_| {
+        format!(
+            "strconv.ParseUint: parsing {}: value out of range",
+            go_quote(s)
+        )
+    })
 }
 
 fn number(part: &str, what: &str, cap: &str) -> Result<u64, String> {
     if !numeric(part) {
         return Err(format!(
-            "Invalid character(s) found in {what} number {part:?}"
+            "Invalid character(s) found in {what} number {}",
+            go_quote(part)
         ));
     }
     if leading_zero(part) {
         return Err(format!(
-            "{cap} number must not contain leading zeroes {part:?}"
+            "{cap} number must not contain leading zeroes {}",
+            go_quote(part)
         ));
     }
     parse_u64(part)
@@ -95,14 +106,18 @@ impl Semver {
             if numeric(id) {
                 if leading_zero(id) {
                     return Err(format!(
-                        "Numeric PreRelease version must not contain leading zeroes {id:?}"
+                        "Numeric PreRelease version must not contain leading zeroes {}",
+                        go_quote(id)
                     ));
                 }
                 pre.push(Pre::Num(parse_u64(id)?));
             } else if alphanumeric(id) {
                 pre.push(Pre::Str(id.to_owned()));
             } else {
-                return Err(format!("Invalid character(s) found in prerelease {id:?}"));
+                return Err(format!(
+                    "Invalid character(s) found in prerelease {}",
+                    go_quote(id)
+                ));
             }
         }
         let mut meta = Vec::with_capacity(build.len());
@@ -112,7 +127,8 @@ impl Semver {
             }
             if !alphanumeric(b) {
                 return Err(format!(
-                    "Invalid character(s) found in build meta data {b:?}"
+                    "Invalid character(s) found in build meta data {}",
+                    go_quote(b)
                 ));
             }
             meta.push(b.to_owned());

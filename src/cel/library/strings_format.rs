@@ -87,7 +87,8 @@ fn parse_clause(s: &str) -> Result<(usize, Clause), String> {
         let digits = &s[start..i];
         let p: usize = digits.parse().map_err(|_| {
             format!(
-                "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing {digits:?}: {}",
+                "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing {}: {}",
+                super::go_quote(digits),
                 if digits.is_empty() { "invalid syntax" } else { "value out of range" }
             )
         })?;
