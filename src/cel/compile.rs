@@ -146,6 +146,8 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
+        format_depth: 0,
+        last_list_tys: Vec::new(),
     };
     let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
@@ -296,6 +298,12 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
+    /// Inside the arguments of a `format` call, whose literals cel-go
+    /// exempts from the homogeneous-literal check.
+    format_depth: usize,
+    /// Element types of the list literal compiled last (for the check of
+    /// `'...'.format([...])`).
+    last_list_tys: Vec<Ty<'s>>,
 }
 
 impl<'s> Compiler<'_, 's> {
@@ -343,6 +351,7 @@ impl<'s> Compiler<'_, 's> {
                     }
                 }
                 let mut elem: Option<Ty<'s>> = None;
+                let mut elem_tys = Vec::with_capacity(list.elements.len());
                 for (el, opt) in list.elements.iter().zip(&optional) {
                     let (ir, mut ty) = self.expr(el)?;
                     if *opt {
@@ -351,9 +360,11 @@ impl<'s> Compiler<'_, 's> {
                             _ => Ty::Dyn,
                         };
                     }
+                    elem_tys.push(ty.clone());
                     elem = Some(self.homogeneous(el.id, elem, ty)?);
                     items.push(ir);
                 }
+                self.last_list_tys = elem_tys;
                 Ok((
                     Ir::List(items, optional),
                     Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))),
@@ -467,6 +478,8 @@ impl<'s> Compiler<'_, 's> {
         match first {
             None => Ok(next),
             Some(first) if first.to_string() == next.to_string() => Ok(first),
+            // Mixed literals inside `format(...)` are allowed and dynamic.
+            Some(_) if self.format_depth > 0 => Ok(Ty::Dyn),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
@@ -641,11 +654,18 @@ impl<'s> Compiler<'_, 's> {
             args.push(ir);
             tys.push(ty);
         }
+        let is_format = fname == "format";
+        self.format_depth += usize::from(is_format);
         for a in &call.args {
-            let (ir, ty) = self.expr(a)?;
+            let compiled = self.expr(a);
+            if compiled.is_err() {
+                self.format_depth -= usize::from(is_format);
+            }
+            let (ir, ty) = compiled?;
             args.push(ir);
             tys.push(ty);
         }
+        self.format_depth -= usize::from(is_format);
         let Some(func) = Func::lookup(fname, member, arity) else {
             return Err(if Func::lookup_any(fname) {
                 self.no_overload(id, fname, member, &tys)
@@ -659,6 +679,23 @@ impl<'s> Compiler<'_, 's> {
         let Some(ty) = types::function(func, &tys) else {
             return Err(self.no_overload(id, fname, member, &tys));
         };
+        // `'<literal>'.format([<literal list>])` is checked clause by clause.
+        if let (
+            Func::Lib(super::library::LibFunc::StringFormat),
+            [Ir::Const(Const::Str(fmt)), Ir::List(..)],
+            [list_arg],
+        ) = (func, args.as_slice(), call.args.as_slice())
+        {
+            if let Err((at, msg)) =
+                super::library::strings_format::check_literal(fmt, &self.last_list_tys)
+            {
+                let at = match (&list_arg.expr, at) {
+                    (Expr::List(l), Some(i)) => l.elements.get(i).map_or(id, |e| e.id),
+                    _ => id,
+                };
+                return Err(self.error(at, msg));
+            }
+        }
         // Literal arguments Kubernetes validates when the rule is written.
         let literal_id = |i: usize| {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();

@@ -6,6 +6,7 @@
 
 use super::super::error::EvalError;
 use super::super::functions::{format_double, format_duration};
+use super::super::types::Ty;
 use super::super::value::{List, Map, TypeName, Value};
 
 const DEFAULT_PRECISION: usize = 6;
@@ -51,6 +52,92 @@ pub(crate) fn format(fmt: &str, args: &List<'_>) -> Result<String, EvalError> {
     }
     out.push_str(&fmt[literal_start..]);
     Ok(out)
+}
+
+/// cel-go's compile-time check of `'<literal>'.format([<list literal>])`:
+/// each clause against the static type of its argument, and no unused
+/// arguments. The error names the argument it is about (`Some(index)`) or
+/// the call (`None`).
+pub(crate) fn check_literal(fmt: &str, args: &[Ty<'_>]) -> Result<(), (Option<usize>, String)> {
+    let b = fmt.as_bytes();
+    let mut i = 0;
+    let mut requested = 0usize;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'%') {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= b.len() {
+            return Err((None, "unexpected end of string".into()));
+        }
+        if index >= args.len() {
+            return Err((None, format!("index {index} out of range")));
+        }
+        let (read, clause) = parse_clause(&fmt[i + 1..])
+            .map_err(|e| (None, format!("could not parse formatting clause: {e}")))?;
+        if let Err(e) = clause.check(&args[index]) {
+            return Err((Some(index), format!("error during formatting: {e}")));
+        }
+        i += 1 + read;
+    }
+    if args.len() > requested {
+        return Err((
+            None,
+            format!(
+                "too many arguments supplied to string.format (expected {requested}, got {})",
+                args.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The name cel-go's `TypeName()` gives a static type in these messages.
+fn static_type_name(t: &Ty<'_>) -> &'static str {
+    match t {
+        Ty::Dyn => "dyn",
+        Ty::Null => "null_type",
+        Ty::Bool => "bool",
+        Ty::Int => "int",
+        Ty::Uint => "uint",
+        Ty::Double => "double",
+        Ty::String => "string",
+        Ty::Bytes => "bytes",
+        Ty::Duration => "google.protobuf.Duration",
+        Ty::Timestamp => "google.protobuf.Timestamp",
+        Ty::Type => "type",
+        Ty::List(_) => "list",
+        Ty::Map(..) => "map",
+        Ty::Object(_) => "object",
+        Ty::Optional(_) => "optional_type",
+        Ty::Lib(t) => t.name(),
+    }
+}
+
+/// `%s` accepts these types, and lists and maps of them.
+fn string_clause_ok(t: &Ty<'_>) -> bool {
+    match t {
+        Ty::List(e) => string_clause_ok(e),
+        Ty::Map(k, v) => string_clause_ok(k) && string_clause_ok(v),
+        Ty::Dyn
+        | Ty::Null
+        | Ty::Bool
+        | Ty::Int
+        | Ty::Uint
+        | Ty::Double
+        | Ty::String
+        | Ty::Bytes
+        | Ty::Duration
+        | Ty::Timestamp
+        | Ty::Type => true,
+        _ => false,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -127,6 +214,44 @@ fn float_arg(v: &Value<'_>) -> Option<f64> {
 }
 
 impl Clause {
+    /// The compile-time version of [`Clause::apply`]: may the clause take
+    /// a value of static type `t`?
+    fn check(self, t: &Ty<'_>) -> Result<(), String> {
+        if t.is_dyn() {
+            return Ok(());
+        }
+        let name = static_type_name(t);
+        let ok = match self {
+            Clause::Str => string_clause_ok(t),
+            Clause::Decimal | Clause::Octal => matches!(t, Ty::Int | Ty::Uint),
+            Clause::Fixed(_) | Clause::Scientific(_) => matches!(t, Ty::Double | Ty::String),
+            Clause::Binary => matches!(t, Ty::Int | Ty::Uint | Ty::Bool),
+            Clause::Hex { .. } => matches!(t, Ty::Int | Ty::Uint | Ty::String | Ty::Bytes),
+        };
+        if ok {
+            return Ok(());
+        }
+        // The element a list or map literal failed on is reported with its
+        // own type; the static type of a nested literal stands in for it.
+        let bad = match (self, t) {
+            (Clause::Str, Ty::List(e)) => static_type_name(e),
+            (Clause::Str, Ty::Map(k, v)) if !string_clause_ok(k) => static_type_name(k),
+            (Clause::Str, Ty::Map(_, v)) => static_type_name(v),
+            _ => name,
+        };
+        Err(match self {
+            Clause::Str => format!(
+                "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given {bad}"
+            ),
+            Clause::Decimal => format!("decimal clause can only be used on integers, was given {name}"),
+            Clause::Octal => format!("octal clause can only be used on integers, was given {name}"),
+            Clause::Fixed(_) => format!("fixed-point clause can only be used on doubles, was given {name}"),
+            Clause::Scientific(_) => format!("scientific clause can only be used on doubles, was given {name}"),
+            Clause::Binary => format!("only integers and bools can be formatted as binary, was given {name}"),
+            Clause::Hex { .. } => format!("only integers, byte buffers, and strings can be formatted as hex, was given {name}"),
+        })
+    }
+
     fn apply(self, v: &Value<'_>) -> Result<String, String> {
         match self {
             Clause::Str => format_string(v),

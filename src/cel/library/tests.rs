@@ -495,16 +495,16 @@ fn string_index_of_follows_the_cel_go_probes() {
 fn strings_format_follows_the_cel_go_probes() {
     values(&[
         (
-            "'%s|%d|%f|%e|%b|%x|%X|%o'.format([dyn('s'), dyn(42), dyn(3.14), dyn(2.71828), dyn(5), dyn(26), dyn(26), dyn(30)])",
+            "'%s|%d|%f|%e|%b|%x|%X|%o'.format(['s', 42, 3.14, 2.71828, 5, 26, 26, 30])",
             json!("s|42|3.140000|2.718280\u{202f}×\u{202f}10⁰⁰|101|1a|1A|36"),
         ),
         ("'%s'.format([1.5])", json!("1.5")),
         (
-            "'%s'.format([[dyn(1.5), dyn('a'), dyn(b'b'), dyn(true), dyn(null), dyn(1u), dyn(-2)]])",
+            "'%s'.format([[1.5, 'a', b'b', true, null, 1u, -2]])",
             json!("[1.500000, \"a\", b\"b\", true, null, 1, -2]"),
         ),
         (
-            "'%s'.format([{'b': dyn(1), 'a': dyn('x')}])",
+            "'%s'.format([{'b': 1, 'a': 'x'}])",
             json!("{\"a\":\"x\", \"b\":1}"),
         ),
         (
@@ -512,7 +512,7 @@ fn strings_format_follows_the_cel_go_probes() {
             json!("2023-01-01T00:00:00Z"),
         ),
         (
-            "'%s'.format([[dyn(timestamp('2023-01-01T00:00:00Z')), dyn(duration('1h'))]])",
+            "'%s'.format([[timestamp('2023-01-01T00:00:00Z'), duration('1h')]])",
             json!("[timestamp(\"2023-01-01T00:00:00Z\"), duration(\"3600s\")]"),
         ),
         ("'%s'.format([duration('1h')])", json!("3600s")),
@@ -539,31 +539,68 @@ fn strings_format_follows_the_cel_go_probes() {
         ("'%s'.format([{1: 2.5}])", json!("{1:2.500000}")),
         ("'%s'.format([[1.0/0.0]])", json!("[\"+Inf\"]")),
         ("'%d'.format([3u])", json!("3")),
-        ("'%s'.format(['a', 'b'])", json!("a")),
+        // Extra arguments are ignored when the call is not checked at load.
+        ("('%' + 's').format(['a', 'b'])", json!("a")),
     ]);
     errors(&[
         (
-            "'%d'.format([1.5])",
+            "('%d' + '').format([1.5])",
             "error during formatting: decimal clause can only be used on integers, was given double",
         ),
         (
-            "'%d'.format(['a'] + [])",
+            "('%d' + '').format(['a'] + [])",
             "error during formatting: decimal clause can only be used on integers, was given string",
         ),
-        ("'%s %s'.format(['a'])", "index 1 out of range"),
-        ("'%s'.format([])", "index 0 out of range"),
+        ("('%s %s' + '').format(['a'])", "index 1 out of range"),
+        ("('%s' + '').format([])", "index 0 out of range"),
         (
-            "'%s'.format([optional.of(1)])",
+            "('%s' + '').format([optional.of(1)])",
             "error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type",
         ),
         (
-            "'%z'.format([1] + [])",
+            "('%z' + '').format([1] + [])",
             "could not parse formatting clause: unrecognized formatting clause \"z\"",
         ),
         (
-            "'%.f'.format([1.0] + [])",
+            "('%.f' + '').format([1.0] + [])",
             "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
         ),
-        ("'%'.format([1])", "unexpected end of string"),
+        ("('%' + '').format([1])", "unexpected end of string"),
     ]);
+    // A literal format string with a literal list is checked at load.
+    let compile_errors = [
+        (
+            "'%d'.format(['a'])",
+            "ERROR: <input>:1:14: error during formatting: decimal clause can only be used on integers, was given string",
+        ),
+        (
+            "'%z'.format([1])",
+            "ERROR: <input>:1:12: could not parse formatting clause: unrecognized formatting clause \"z\"",
+        ),
+        (
+            "'x'.format(['a', 'b'])",
+            "ERROR: <input>:1:11: too many arguments supplied to string.format (expected 0, got 2)",
+        ),
+        (
+            "'%s'.format(['a', 'b'])",
+            "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)",
+        ),
+        (
+            "'%s %s'.format(['a'])",
+            "ERROR: <input>:1:15: index 1 out of range",
+        ),
+        (
+            "'%s'.format([optional.of(1)])",
+            // cel-go places a call at its opening parenthesis.
+            "ERROR: <input>:1:25: error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type",
+        ),
+    ];
+    for (e, want) in compile_errors {
+        let err = eval(e).unwrap_err();
+        assert_eq!(err.lines().next(), Some(want), "{e}");
+    }
+    // Literals inside `format(...)` may mix types; elsewhere they may not.
+    assert!(eval("[1, 'a'].size() == 2")
+        .unwrap_err()
+        .contains("expected type 'int' but found 'string'"));
 }
