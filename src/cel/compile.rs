@@ -39,6 +39,9 @@ pub(crate) enum Ir {
     Call(Func, Vec<Ir>),
     /// `matches` with a constant pattern, compiled at load.
     Matches(Box<Ir>, Arc<regex::Regex>),
+    /// Another call with a constant regex argument (`find`, `findAll`),
+    /// compiled at load; see `functions::constant_regex_arg`.
+    RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
     Loop(Box<Loop>),
 }
 
@@ -143,7 +146,8 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
-        mixed_literals: 0,
+        format_depth: 0,
+        last_list_tys: Vec::new(),
     };
     let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
@@ -294,8 +298,12 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
-    /// Inside the arguments of `format`, which may mix types.
-    mixed_literals: usize,
+    /// Inside the arguments of a `format` call, whose literals cel-go
+    /// exempts from the homogeneous-literal check.
+    format_depth: usize,
+    /// Element types of the list literal compiled last (for the check of
+    /// `'...'.format([...])`).
+    last_list_tys: Vec<Ty<'s>>,
 }
 
 impl<'s> Compiler<'_, 's> {
@@ -314,6 +322,15 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                // Library type names (`net.IP`, `kubernetes.Quantity`, ...).
+                if let Expr::Ident(ns) = &sel.operand.expr {
+                    if !sel.test && !self.is_variable(ns) {
+                        let qualified = format!("{ns}.{}", sel.field);
+                        if let Some(t) = super::library::type_by_name(&qualified) {
+                            return Ok((Ir::Const(Const::Type(t)), Ty::Type));
+                        }
+                    }
+                }
                 // A dotted type name, such as `google.protobuf.Timestamp`.
                 if !sel.test {
                     if let Some(name) = self.qualified_name(e) {
@@ -342,6 +359,7 @@ impl<'s> Compiler<'_, 's> {
                     }
                 }
                 let mut elem: Option<Ty<'s>> = None;
+                let mut elem_tys = Vec::with_capacity(list.elements.len());
                 for (el, opt) in list.elements.iter().zip(&optional) {
                     let (ir, mut ty) = self.expr(el)?;
                     if *opt {
@@ -350,12 +368,14 @@ impl<'s> Compiler<'_, 's> {
                             _ => Ty::Dyn,
                         };
                     }
+                    elem_tys.push(ty.clone());
                     // cel-go leaves optional entries of unknown type unchecked.
                     if !(*opt && ty.is_dyn()) {
                         elem = Some(self.homogeneous(el.id, elem, ty)?);
                     }
                     items.push(ir);
                 }
+                self.last_list_tys = elem_tys;
                 Ok((
                     Ir::List(items, optional),
                     Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))),
@@ -504,7 +524,8 @@ impl<'s> Compiler<'_, 's> {
         match first {
             None => Ok(next),
             Some(first) if same_literal_type(&first, &next, true) => Ok(first.join(&next)),
-            Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
+            // Mixed literals inside `format(...)` are allowed and dynamic.
+            Some(_) if self.format_depth > 0 => Ok(Ty::Dyn),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
@@ -686,19 +707,18 @@ impl<'s> Compiler<'_, 's> {
             args.push(ir);
             tys.push(ty);
         }
-        // cel-go's literal check lets `format`'s argument list mix types.
-        let mixed = fname == "format" && member;
-        self.mixed_literals += usize::from(mixed);
+        let is_format = fname == "format";
+        self.format_depth += usize::from(is_format);
         for a in &call.args {
-            let r = self.expr(a);
-            if r.is_err() {
-                self.mixed_literals -= usize::from(mixed);
+            let compiled = self.expr(a);
+            if compiled.is_err() {
+                self.format_depth -= usize::from(is_format);
             }
-            let (ir, ty) = r?;
+            let (ir, ty) = compiled?;
             args.push(ir);
             tys.push(ty);
         }
-        self.mixed_literals -= usize::from(mixed);
+        self.format_depth -= usize::from(is_format);
         let Some(func) = Func::lookup(fname, member, arity) else {
             return Err(if Func::lookup_any(fname) {
                 self.no_overload(id, fname, member, &tys)
@@ -712,6 +732,23 @@ impl<'s> Compiler<'_, 's> {
         let Some(ty) = types::function(func, &tys) else {
             return Err(self.no_overload(id, fname, member, &tys));
         };
+        // `'<literal>'.format([<literal list>])` is checked clause by clause.
+        if let (
+            Func::Lib(super::library::LibFunc::StringFormat),
+            [Ir::Const(Const::Str(fmt)), Ir::List(..)],
+            [list_arg],
+        ) = (func, args.as_slice(), call.args.as_slice())
+        {
+            if let Err((at, msg)) =
+                super::library::strings_format::check_literal(fmt, &self.last_list_tys)
+            {
+                let at = match (&list_arg.expr, at) {
+                    (Expr::List(l), Some(i)) => l.elements.get(i).map_or(id, |e| e.id),
+                    _ => id,
+                };
+                return Err(self.error(at, msg));
+            }
+        }
         // Literal arguments Kubernetes validates when the rule is written.
         let literal_id = |i: usize| {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
@@ -739,11 +776,18 @@ impl<'s> Compiler<'_, 's> {
         // A constant pattern is compiled once here, not per evaluation.
         if func == Func::Matches {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
-                let re = regex::Regex::new(p)
+                let re = super::library::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
                 return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Bool));
+            }
+        }
+        if let Some(i) = super::functions::constant_regex_arg(func) {
+            if let Some(Ir::Const(Const::Str(p))) = args.get(i) {
+                let re = super::functions::compile_regex(func, p)
+                    .map_err(|e| self.error(literal_id(i), e.message))?;
+                return Ok((Ir::RegexCall(func, args, Arc::new(re)), ty));
             }
         }
         Ok((Ir::Call(func, args), ty))

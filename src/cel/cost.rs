@@ -76,6 +76,9 @@ pub(crate) fn call_cost(f: Func, args: &[Value<'_>], result: &Value<'_>) -> u64 
     use Func::*;
     let arg = |i: usize| args.get(i).map_or(1, size);
     match f {
+        Lib(l) => super::library::call_cost(l, args, size),
+        // The Kubernetes regex library: string traversal times regex size.
+        Find | FindAll => scaled(1 + arg(0), TRAVERSAL) * scaled(arg(1), 0.25),
         StartsWith | EndsWith | Quote | LowerAscii | UpperAscii | Substring | Trim => {
             scaled(arg(0), TRAVERSAL)
         }

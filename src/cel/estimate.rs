@@ -207,7 +207,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let own = ceil((1.0 + s.size) * 0.1) * ceil(re.as_str().chars().count() as f64 * 0.25);
             (c + own, Shape::sized(1.0))
         }
-        Ir::Call(func, args) => {
+        Ir::Call(func, args) | Ir::RegexCall(func, args, _) => {
             let mut c = 0.0;
             let mut shapes = Vec::with_capacity(args.len());
             for a in args {
@@ -265,6 +265,14 @@ fn call<'s>(f: Func, args: &[Shape<'s>]) -> (f64, Shape<'s>) {
     let size = |i: usize| args.get(i).map_or(1.0, |s| s.size);
     let one = Shape::sized(1.0);
     match f {
+        Lib(l) => {
+            let sizes: Vec<f64> = args.iter().map(|s| s.size).collect();
+            (super::library::estimate_cost(l, &sizes), one)
+        }
+        Find | FindAll => (
+            ceil((1.0 + size(0)) * 0.1) * ceil(size(1) * 0.25),
+            Shape::sized(size(0)),
+        ),
         StartsWith | EndsWith | Quote | Trim => (ceil(size(0) * 0.1), one),
         LowerAscii | UpperAscii | Substring => (ceil(size(0) * 0.1), Shape::sized(size(0))),
         Contains => (ceil(size(0) * 0.1) * ceil(size(1) * 0.1), one),

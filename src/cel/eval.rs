@@ -279,6 +279,15 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             Ok(result)
         }
+        Ir::RegexCall(func, args, re) => {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(eval(a, f)?);
+            }
+            let result = functions::call_with_regex(*func, &vals, re)?;
+            f.charge(cost::call_cost(*func, &vals, &result))?;
+            Ok(result)
+        }
         Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {
@@ -496,6 +505,7 @@ fn go_type_name(v: &Value<'_>) -> &'static str {
         Value::Map(_) => "*types.baseMap",
         Value::Type(_) => "*types.Type",
         Value::Optional(_) => "*types.Optional",
+        Value::Lib(_) => "*types.Object",
     }
 }
 

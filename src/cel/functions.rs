@@ -7,13 +7,19 @@ use std::rc::Rc;
 use chrono::{DateTime, Datelike, FixedOffset, TimeDelta, Timelike, Utc};
 
 use super::error::EvalError;
+use super::library::{self, LibFunc};
 use super::value::{compare, equals, List, Str, TypeName, Value};
 
 macro_rules! funcs {
     ($( $variant:ident = $name:literal : member $($m:literal),* ; global $($g:literal),* ; )*) => {
         /// A library function; a member call passes its target first.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum Func { Negate, $($variant),* }
+        pub(crate) enum Func {
+            Negate,
+            /// A function of the Kubernetes libraries (`library` module).
+            Lib(LibFunc),
+            $($variant),*
+        }
 
         impl Func {
             /// The function `name` called as a member (`x.f(..)`) or
@@ -24,19 +30,20 @@ macro_rules! funcs {
                         let ok = if member { [$($m),*].contains(&arity) } else { [$($g),*].contains(&arity) };
                         ok.then_some(Func::$variant)
                     })*
-                    _ => None,
+                    _ => LibFunc::lookup(name, member, arity).map(Func::Lib),
                 }
             }
 
             /// True when some overload of `name` exists.
             pub(crate) fn lookup_any(name: &str) -> bool {
-                matches!(name, $($name)|*)
+                matches!(name, $($name)|*) || LibFunc::lookup_any(name)
             }
 
             /// The function's CEL name.
             pub(crate) fn name(self) -> &'static str {
                 match self {
                     Func::Negate => "-_",
+                    Func::Lib(l) => l.name(),
                     $(Func::$variant => $name,)*
                 }
             }
@@ -104,6 +111,8 @@ funcs! {
     OptValue = "value": member 0; global;
     OrValue = "orValue": member 1; global;
     Or = "or": member 1; global;
+    OptUnwrap = "optional.unwrap": member; global 1;
+    UnwrapOpt = "unwrapOpt": member 0; global;
     Find = "find": member 1; global;
     FindAll = "findAll": member 1, 2; global;
 }
@@ -127,6 +136,7 @@ impl Func {
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;
         Some(match self {
+            Lib(f) => return f.result_ty(),
             Size | ToInt | IndexOf | LastIndexOf | GetFullYear | GetMonth | GetDayOfMonth
             | GetDate | GetDayOfWeek | GetDayOfYear | GetHours | GetMinutes | GetSeconds
             | GetMilliseconds => TypeName::Int,
@@ -140,7 +150,9 @@ impl Func {
             ToDuration => TypeName::Duration,
             ToTimestamp => TypeName::Timestamp,
             TypeOf => TypeName::Type,
-            Split | Slice | Flatten | Distinct | Sort | Range | FindAll => TypeName::List,
+            Split | Slice | Flatten | Distinct | Sort | Range | FindAll | OptUnwrap | UnwrapOpt => {
+                TypeName::List
+            }
             OptOf | OptNone | OptOfNonZero | First | Last => TypeName::Optional,
             _ => return None,
         })
@@ -206,10 +218,15 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     if f == OptNone {
         return Ok(Value::Optional(None));
     }
+    if let (Lib(f), []) = (f, args) {
+        // `format.<name>()` takes no arguments.
+        return library::call(f, args);
+    }
     let Some(a0) = args.first() else {
         return Err(overload());
     };
     match f {
+        Lib(f) => library::call(f, args),
         Negate => match a0 {
             Value::Int(i) => i
                 .checked_neg()
@@ -235,10 +252,9 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             }))
         }
         Matches => {
-            let (s, p) = (str_arg(a0)?, str_arg(&args[1])?);
-            let re = regex::Regex::new(p)
-                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
-            Ok(Value::Bool(re.is_match(s)))
+            str_arg(a0)?;
+            let re = compile_regex(f, str_arg(args.get(1).ok_or_else(overload)?)?)?;
+            call_with_regex(f, args, &re)
         }
         ToInt => to_int(a0),
         ToUint => to_uint(a0),
@@ -340,8 +356,9 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
         }
         IndexOf | LastIndexOf => match a0 {
             Value::Str(s) => string_index_of(s, args, f == LastIndexOf),
-            Value::List(l) => {
-                let needle = args.get(1).ok_or_else(overload)?;
+            // Lists take no start offset.
+            Value::List(l) if args.len() == 2 => {
+                let needle = &args[1];
                 let items: Vec<Value<'a>> = l.iter().collect();
                 let mut found = -1;
                 for (i, v) in items.iter().enumerate() {
@@ -613,20 +630,70 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             Value::Optional(None) => Ok(args[1].clone()),
             _ => Err(overload()),
         },
+        OptUnwrap | UnwrapOpt => {
+            // The values of the present optionals, in order.
+            let mut out = Vec::new();
+            for v in list_arg(a0)?.iter() {
+                match v {
+                    Value::Optional(Some(inner)) => out.push((*inner).clone()),
+                    Value::Optional(None) => {}
+                    _ => return Err(overload()),
+                }
+            }
+            Ok(Value::list(out))
+        }
         Or => match (a0, &args[1]) {
             (Value::Optional(Some(_)), _) => Ok(a0.clone()),
             (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
             _ => Err(overload()),
         },
         Find | FindAll => {
-            let s = str_arg(a0)?;
-            let re = regex::Regex::new(str_arg(&args[1])?)
-                .map_err(|e| EvalError::new(format!("invalid regular expression: {e}")))?;
-            if f == Find {
-                return Ok(Value::string(
-                    re.find(s).map(|m| m.as_str()).unwrap_or_default(),
-                ));
-            }
+            let re = compile_regex(f, str_arg(args.get(1).ok_or_else(overload)?)?)?;
+            call_with_regex(f, args, &re)
+        }
+    }
+}
+
+// === constant regex hook ===
+//
+// The compiler precompiles the pattern of `matches`, `find` and `findAll`
+// when it is a constant: `constant_regex_arg` says which argument (target
+// first) is the pattern, `compile_regex` compiles it with the function's
+// error text, and `call_with_regex` runs the call with it. `call` uses the
+// same two functions, so both paths answer alike.
+
+/// The index (target counted first) of `f`'s regular-expression argument.
+pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
+    match f {
+        Func::Matches | Func::Find | Func::FindAll => Some(1),
+        _ => None,
+    }
+}
+
+/// Compiles `pattern` for `f` with Go's RE2 semantics; the error is the
+/// one `f` reports at run time (`find`/`findAll` prefix Go's text with
+/// `Illegal regex: `, `matches` gives Go's text as is).
+pub(crate) fn compile_regex(f: Func, pattern: &str) -> Result<regex::Regex, EvalError> {
+    library::re2::compile(pattern).map_err(|e| match f {
+        Func::Find | Func::FindAll => EvalError::new(format!("Illegal regex: {e}")),
+        _ => EvalError::new(e),
+    })
+}
+
+/// Calls a function of [`constant_regex_arg`] with its pattern compiled;
+/// `args` are as for [`call`] (the pattern argument itself is not read).
+pub(crate) fn call_with_regex<'a>(
+    f: Func,
+    args: &[Value<'a>],
+    re: &regex::Regex,
+) -> Result<Value<'a>, EvalError> {
+    let s = str_arg(args.first().ok_or_else(overload)?)?;
+    match f {
+        Func::Matches => Ok(Value::Bool(re.is_match(s))),
+        Func::Find => Ok(Value::string(
+            re.find(s).map(|m| m.as_str()).unwrap_or_default(),
+        )),
+        Func::FindAll => {
             let limit = match args.get(2) {
                 Some(v) => int_arg(v)?,
                 None => -1,
@@ -638,6 +705,7 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
                 matches.take(limit as usize).collect()
             }))
         }
+        _ => Err(overload()),
     }
 }
 
@@ -664,36 +732,37 @@ fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOf
     Ok(t.with_timezone(&off))
 }
 
+/// cel-go strings v2 `indexOf`/`lastIndexOf` (positions in code points):
+/// an empty needle answers the offset as given, a negative offset is an
+/// error, an offset at or past the end finds nothing.
 fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<'a>, EvalError> {
     let sub = str_arg(&args[1])?;
     let chars: Vec<char> = s.chars().collect();
     let subc: Vec<char> = sub.chars().collect();
     let len = chars.len() as i64;
-    let start = match args.get(2) {
-        Some(v) => int_arg(v)?,
-        None if last => len,
-        None => 0,
+    let offset = match args.get(2) {
+        Some(v) => Some(int_arg(v)?),
+        None => None,
     };
-    // cel-go 0.26 returns the offset of an empty search unchecked.
     if subc.is_empty() {
-        return Ok(Value::Int(start));
-    }
-    if start < 0 {
-        return Err(EvalError::new(format!("index out of range: {start}")));
+        return Ok(Value::Int(offset.unwrap_or(if last { len } else { 0 })));
     }
     let n = subc.len();
     let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
+    let start = match offset {
+        Some(o) if o < 0 => return Err(EvalError::new(format!("index out of range: {o}"))),
+        Some(o) if o >= len => return Ok(Value::Int(-1)),
+        Some(o) => o as usize,
+        None if last => chars.len(),
+        None => 0,
+    };
     let found = if last {
-        if chars.len() < n {
-            None
-        } else {
-            let from = (start as usize).min(chars.len() - n);
-            (0..=from).rev().find(|&i| at(i))
+        match chars.len().checked_sub(n) {
+            Some(max) => (0..=start.min(max)).rev().find(|&i| at(i)),
+            None => None,
         }
-    } else if start >= len {
-        None
     } else {
-        (start as usize..chars.len()).find(|&i| at(i))
+        (start..chars.len()).find(|&i| at(i))
     };
     Ok(Value::Int(found.map_or(-1, |i| i as i64)))
 }
@@ -798,6 +867,7 @@ fn is_zero(v: &Value<'_>) -> bool {
         Value::Map(m) => m.is_empty(),
         Value::Type(_) => false,
         Value::Optional(o) => o.is_none(),
+        Value::Lib(_) => false,
     }
 }
 
@@ -870,6 +940,7 @@ fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         ),
         Value::Duration(d) => Value::string(format_duration(*d)),
         Value::Timestamp(t) => Value::string(super::value::format_timestamp(t)),
+        Value::Lib(l) => Value::string(library::to_string(l).ok_or_else(overload)?),
         _ => return Err(overload()),
     })
 }

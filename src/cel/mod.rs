@@ -9,6 +9,7 @@ mod error;
 mod estimate;
 mod eval;
 mod functions;
+mod library;
 mod types;
 mod value;
 

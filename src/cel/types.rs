@@ -29,6 +29,8 @@ pub(crate) enum Ty<'s> {
     /// An object with properties: fields are checked against the schema.
     Object(&'s Schema),
     Optional(Box<Ty<'s>>),
+    /// A Kubernetes library type (`kubernetes.Quantity`, `net.IP`, ...).
+    Lib(TypeName),
 }
 
 impl<'s> Ty<'s> {
@@ -73,6 +75,12 @@ impl<'s> Ty<'s> {
             TypeName::List => Ty::List(Box::new(Ty::Dyn)),
             TypeName::Map => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
             TypeName::Optional => Ty::Optional(Box::new(Ty::Dyn)),
+            TypeName::Quantity
+            | TypeName::Ip
+            | TypeName::Cidr
+            | TypeName::Url
+            | TypeName::Semver
+            | TypeName::NamedFormat => Ty::Lib(t),
             _ => Ty::Dyn,
         }
     }
@@ -98,6 +106,7 @@ impl<'s> Ty<'s> {
             // Messages, timestamps and durations are nullable in cel-go.
             (Ty::Null, Ty::Object(_) | Ty::Timestamp | Ty::Duration)
             | (Ty::Object(_) | Ty::Timestamp | Ty::Duration, Ty::Null) => true,
+            (Ty::Lib(a), Ty::Lib(b)) => a == b,
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
     }
@@ -131,6 +140,7 @@ impl fmt::Display for Ty<'_> {
             Ty::Map(k, v) => write!(f, "map({k}, {v})"),
             Ty::Object(_) => f.write_str("object"),
             Ty::Optional(t) => write!(f, "optional_type({t})"),
+            Ty::Lib(t) => f.write_str(t.name()),
         }
     }
 }
@@ -303,9 +313,18 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
         F::ToDouble => matches!(args, [Int | Uint | Double | String | Dyn]).then_some(Double),
         F::ToString => matches!(
             args,
-            [Int | Uint | Double | String | Bool | Bytes | Timestamp | Duration | Dyn]
+            [Int | Uint
+                | Double
+                | String
+                | Bool
+                | Bytes
+                | Timestamp
+                | Duration
+                | Dyn
+                | Lib(TypeName::Ip | TypeName::Cidr)]
         )
         .then_some(String),
+        F::Lib(l) => super::library::check(l, args),
         F::ToBytes => matches!(args, [String | Bytes | Dyn]).then_some(Bytes),
         F::ToBool => matches!(args, [String | Bool | Dyn]).then_some(Bool),
         F::ToDuration => matches!(args, [String | Duration | Dyn]).then_some(Duration),

@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use crate::schema::{Format, ListType, Schema, Type};
 
 use super::error::EvalError;
+use super::library::LibValue;
 
 /// A string value: borrowed from the request or the program, or computed.
 #[derive(Clone)]
@@ -70,6 +71,18 @@ pub enum TypeName {
     Optional,
     /// An object of the schema (a "message type" for CEL).
     Object,
+    /// `kubernetes.Quantity` (quantity library).
+    Quantity,
+    /// `net.IP` (ip library).
+    Ip,
+    /// `net.CIDR` (cidr library).
+    Cidr,
+    /// `kubernetes.URL` (url library).
+    Url,
+    /// `kubernetes.Semver` (semver library).
+    Semver,
+    /// `kubernetes.NamedFormat` (format library).
+    NamedFormat,
 }
 
 impl TypeName {
@@ -90,6 +103,12 @@ impl TypeName {
             TypeName::Type => "type",
             TypeName::Optional => "optional_type",
             TypeName::Object => "object",
+            TypeName::Quantity => "kubernetes.Quantity",
+            TypeName::Ip => "net.IP",
+            TypeName::Cidr => "net.CIDR",
+            TypeName::Url => "kubernetes.URL",
+            TypeName::Semver => "kubernetes.Semver",
+            TypeName::NamedFormat => "kubernetes.NamedFormat",
         }
     }
 }
@@ -112,6 +131,9 @@ pub enum Value<'a> {
     Map(Map<'a>),
     Type(TypeName),
     Optional(Option<Rc<Value<'a>>>),
+    /// A value of a Kubernetes library type (quantity, ip, cidr, url,
+    /// semver, named format).
+    Lib(Rc<LibValue>),
 }
 
 impl<'a> Value<'a> {
@@ -193,6 +215,7 @@ impl<'a> Value<'a> {
             Value::Map(_) => TypeName::Map,
             Value::Type(_) => TypeName::Type,
             Value::Optional(_) => TypeName::Optional,
+            Value::Lib(l) => l.type_name(),
         }
     }
 }
@@ -439,6 +462,7 @@ pub fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, EvalError> {
             (Some(x), Some(y)) => equals(x, y)?,
             _ => false,
         },
+        (Value::Lib(x), Value::Lib(y)) => x.equals(y),
         _ => match numeric_cmp(a, b) {
             Some(o) => o == Ordering::Equal,
             None => false,
@@ -567,6 +591,7 @@ impl fmt::Debug for Value<'_> {
             Value::Type(t) => write!(f, "{}", t.name()),
             Value::Optional(None) => write!(f, "optional.none()"),
             Value::Optional(Some(v)) => write!(f, "optional.of({v:?})"),
+            Value::Lib(l) => write!(f, "{}({:?})", l.type_name().name(), l.display()),
         }
     }
 }
@@ -605,5 +630,6 @@ pub fn to_json(v: &Value<'_>) -> Json {
         Value::Type(t) => Json::String(t.name().to_owned()),
         Value::Optional(None) => Json::Null,
         Value::Optional(Some(v)) => to_json(v),
+        Value::Lib(l) => Json::String(l.display()),
     }
 }

@@ -1,0 +1,591 @@
+//! Kubernetes resource quantities (`resource.Quantity` of
+//! k8s.io/apimachinery) as the CEL quantity library sees them: the same
+//! parser (decimal SI, binary SI and exponent suffixes, rounding up to
+//! nano-units, the binary-SI cap), exact comparison and arithmetic, and the
+//! same split between the int64 fast path and arbitrary precision, which
+//! decides what `asInteger()`/`isInteger()` answer (e.g. `1000m` is not an
+//! integer for the API server). Hand-written: no crate models these rules.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use num_bigint::{BigInt, Sign};
+use num_traits::{Signed, ToPrimitive, Zero};
+
+const ERR_FORMAT: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
+const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
+
+/// The smallest unit kept: values are rounded up (away from zero) to it.
+const NANO: i32 = -9;
+
+/// A quantity: `value × 10^scale`.
+#[derive(Clone, Debug)]
+pub struct Quantity {
+    amount: Amount,
+    /// The suffix family the value prints in.
+    format: Format,
+}
+
+#[derive(Clone, Debug)]
+enum Amount {
+    /// The int64 fast path (`int64Amount`).
+    Small { value: i64, scale: i32 },
+    /// Arbitrary precision (`inf.Dec`); never converts back to an integer.
+    Big { unscaled: BigInt, scale: i32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    DecimalSi,
+    BinarySi,
+    DecimalExponent,
+}
+
+struct Parts<'s> {
+    positive: bool,
+    /// Sign, integer and fraction digits (what `inf.Dec` is parsed from).
+    value: &'s str,
+    num: &'s str,
+    denom: &'s str,
+    suffix: &'s str,
+}
+
+fn is_digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// Splits a quantity into sign, number and suffix, as apimachinery's
+/// `parseQuantityString` does (leading zeros of the integer part dropped).
+fn split(s: &str) -> Result<Parts<'_>, &'static str> {
+    let b = s.as_bytes();
+    let end = b.len();
+    let mut p = Parts {
+        positive: true,
+        value: "",
+        num: "",
+        denom: "",
+        suffix: "",
+    };
+    let mut pos = 0;
+    match b.first() {
+        Some(b'-') => {
+            p.positive = false;
+            pos = 1;
+        }
+        Some(b'+') => pos = 1,
+        _ => {}
+    }
+    while pos < end && b[pos] == b'0' {
+        pos += 1;
+    }
+    if pos >= end {
+        p.num = "0";
+        p.value = "0";
+        return Ok(p);
+    }
+    let mut i = pos;
+    while i < end && is_digit(b[i]) {
+        i += 1;
+    }
+    if i >= end {
+        p.num = &s[pos..end];
+        p.value = s;
+        return Ok(p);
+    }
+    p.num = if i == pos { "0" } else { &s[pos..i] };
+    pos = i;
+    if pos < end && b[pos] == b'.' {
+        pos += 1;
+        let mut i = pos;
+        while i < end && is_digit(b[i]) {
+            i += 1;
+        }
+        if i >= end {
+            p.denom = &s[pos..end];
+            p.value = s;
+            return Ok(p);
+        }
+        p.denom = &s[pos..i];
+        pos = i;
+    }
+    p.value = &s[..pos];
+    let suffix_start = pos;
+    let mut i = pos;
+    while i < end && b"eEinumkKMGTP".contains(&b[i]) {
+        i += 1;
+    }
+    if i >= end {
+        p.suffix = &s[suffix_start..];
+        return Ok(p);
+    }
+    pos = i;
+    if matches!(b[pos], b'-' | b'+') {
+        pos += 1;
+    }
+    let mut i = pos;
+    while i < end && is_digit(b[i]) {
+        i += 1;
+    }
+    if i >= end {
+        p.suffix = &s[suffix_start..];
+        return Ok(p);
+    }
+    Err(ERR_FORMAT)
+}
+
+/// The base, exponent and format a suffix stands for.
+fn interpret(suffix: &str) -> Option<(u32, i32, Format)> {
+    let dec = |e| Some((10, e, Format::DecimalSi));
+    let bin = |e| Some((2, e, Format::BinarySi));
+    match suffix {
+        "n" => dec(-9),
+        "u" => dec(-6),
+        "m" => dec(-3),
+        "" => dec(0),
+        "k" => dec(3),
+        "M" => dec(6),
+        "G" => dec(9),
+        "T" => dec(12),
+        "P" => dec(15),
+        "E" => dec(18),
+        "Ki" => bin(10),
+        "Mi" => bin(20),
+        "Gi" => bin(30),
+        "Ti" => bin(40),
+        "Pi" => bin(50),
+        "Ei" => bin(60),
+        _ => {
+            let rest = suffix
+                .strip_prefix('e')
+                .or_else(|| suffix.strip_prefix('E'))?;
+            if rest.is_empty() {
+                return None;
+            }
+            // Go parses an int64 and truncates it to int32.
+            let e: i64 = rest.parse().ok()?;
+            Some((10, e as i32, Format::DecimalExponent))
+        }
+    }
+}
+
+fn pow10(n: u32) -> BigInt {
+    BigInt::from(10u8).pow(n)
+}
+
+fn checked_scale_i64(value: i64, scale: i32) -> Option<i64> {
+    let mut v = value;
+    for _ in 0..scale {
+        v = v.checked_mul(10)?;
+    }
+    Some(v)
+}
+
+impl Quantity {
+    /// Parses a quantity string with `resource.ParseQuantity`'s rules and
+    /// error texts.
+    pub fn parse(s: &str) -> Result<Quantity, &'static str> {
+        if s.is_empty() {
+            return Err(ERR_FORMAT);
+        }
+        if s == "0" {
+            return Ok(Quantity {
+                amount: Amount::Small { value: 0, scale: 0 },
+                format: Format::DecimalSi,
+            });
+        }
+        let p = split(s)?;
+        let (base, exponent, format) = interpret(p.suffix).ok_or(ERR_SUFFIX)?;
+        let (mut scale, precision, mantissa): (i32, i32, i64) = match format {
+            Format::DecimalSi | Format::DecimalExponent => {
+                (exponent, 18 - (p.num.len() + p.denom.len()) as i32, 1)
+            }
+            Format::BinarySi if exponent >= 0 && p.denom.is_empty() => (
+                0,
+                15 - p.num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1,
+                1i64 << exponent,
+            ),
+            Format::BinarySi => (0, -1, 1),
+        };
+        if precision >= 0 {
+            scale -= p.denom.len() as i32;
+            if scale >= NANO {
+                let shifted = format!("{}{}", p.num, p.denom);
+                let value: i64 = shifted.parse().map_err(|_| ERR_NUMERIC)?;
+                if let Some(result) = value.checked_mul(mantissa) {
+                    let value = if p.positive { result } else { -result };
+                    return Ok(Quantity {
+                        amount: Amount::Small { value, scale },
+                        format,
+                    });
+                }
+            }
+        }
+        // Arbitrary precision.
+        let (int_part, frac) = p.value.split_once('.').unwrap_or((p.value, ""));
+        let digits = format!("{int_part}{frac}");
+        let mut unscaled: BigInt = match digits.as_str() {
+            "" | "+" | "-" => return Err(ERR_NUMERIC),
+            d => d.parse().map_err(|_| ERR_NUMERIC)?,
+        };
+        let mut scale = -(frac.len() as i32);
+        if base == 10 {
+            scale = scale.saturating_add(exponent);
+        } else {
+            unscaled *= BigInt::from(1u8) << exponent.max(0) as usize;
+        }
+        let negative = unscaled.sign() == Sign::Minus;
+        let mut abs = unscaled.abs();
+        // Non-zero values round up to a whole number of nano-units.
+        if !abs.is_zero() && scale < NANO {
+            let div = pow10((NANO - scale) as u32);
+            let (q, r) = (&abs / &div, &abs % &div);
+            abs = if r.is_zero() { q } else { q + 1 };
+            scale = NANO;
+        }
+        if format == Format::BinarySi {
+            let max = BigInt::from(i64::MAX);
+            if cmp_scaled(&abs, scale, &max, 0) == Ordering::Greater {
+                abs = max;
+                scale = 0;
+            }
+        }
+        // A binary quantity below one prints as a decimal one.
+        let format = if format == Format::BinarySi
+            && !abs.is_zero()
+            && cmp_scaled(&abs, scale, &BigInt::from(1u8), 0) == Ordering::Less
+        {
+            Format::DecimalSi
+        } else {
+            format
+        };
+        let unscaled = if negative { -abs } else { abs };
+        Ok(Quantity {
+            amount: Amount::Big { unscaled, scale },
+            format,
+        })
+    }
+
+    /// An integer quantity (`resource.NewQuantity` with the exponent
+    /// format, as the library's `add(int)`/`sub(int)` make it).
+    pub fn from_i64(value: i64) -> Quantity {
+        Quantity {
+            amount: Amount::Small { value, scale: 0 },
+            format: Format::DecimalExponent,
+        }
+    }
+
+    fn is_zero(&self) -> bool {
+        self.sign() == 0
+    }
+
+    fn big(&self) -> (BigInt, i32) {
+        match &self.amount {
+            Amount::Small { value, scale } => (BigInt::from(*value), *scale),
+            Amount::Big { unscaled, scale } => (unscaled.clone(), *scale),
+        }
+    }
+
+    /// -1, 0 or 1.
+    pub fn sign(&self) -> i64 {
+        match &self.amount {
+            Amount::Small { value, .. } => value.signum(),
+            Amount::Big { unscaled, .. } => match unscaled.sign() {
+                Sign::Minus => -1,
+                Sign::NoSign => 0,
+                Sign::Plus => 1,
+            },
+        }
+    }
+
+    /// The value as an int64 when the fast path holds an integer that fits
+    /// (`Quantity.AsInt64`): a negative scale or arbitrary precision is
+    /// never an integer.
+    pub fn as_i64(&self) -> Option<i64> {
+        match &self.amount {
+            Amount::Small { value, scale } if *scale >= 0 => checked_scale_i64(*value, *scale),
+            _ => None,
+        }
+    }
+
+    /// `AsApproximateFloat64`: the unscaled value times a power of ten.
+    pub fn approximate_f64(&self) -> f64 {
+        let (base, exp) = match &self.amount {
+            Amount::Small { value, scale } => (*value as f64, *scale),
+            Amount::Big { unscaled, scale } => (unscaled.to_f64().unwrap_or(f64::NAN), *scale),
+        };
+        if exp == 0 {
+            return base;
+        }
+        // `1eN` parses to the correctly rounded power, like Go's math.Pow10.
+        base * format!("1e{exp}").parse::<f64>().unwrap_or(f64::NAN)
+    }
+
+    /// Exact comparison.
+    pub fn cmp(&self, other: &Quantity) -> Ordering {
+        let (a, sa) = self.big();
+        let (b, sb) = other.big();
+        cmp_scaled(&a, sa, &b, sb)
+    }
+
+    /// `self + other`, staying on the int64 path while it can; a zero
+    /// receiver takes the other's format.
+    pub fn add(&self, other: &Quantity) -> Quantity {
+        let format = if self.is_zero() {
+            other.format
+        } else {
+            self.format
+        };
+        if let (
+            Amount::Small {
+                value: a,
+                scale: sa,
+            },
+            Amount::Small {
+                value: b,
+                scale: sb,
+            },
+        ) = (&self.amount, &other.amount)
+        {
+            if let Some((value, scale)) = small_add(*a, *sa, *b, *sb) {
+                return Quantity {
+                    amount: Amount::Small { value, scale },
+                    format,
+                };
+            }
+        }
+        let (a, sa) = self.big();
+        let (b, sb) = other.big();
+        let scale = sa.min(sb);
+        let unscaled = a * pow10((sa - scale) as u32) + b * pow10((sb - scale) as u32);
+        Quantity {
+            amount: Amount::Big { unscaled, scale },
+            format,
+        }
+    }
+
+    /// `self - other`.
+    pub fn sub(&self, other: &Quantity) -> Quantity {
+        let neg = match &other.amount {
+            // Go negates the int64 with wrap-around.
+            Amount::Small { value, scale } => Amount::Small {
+                value: value.wrapping_neg(),
+                scale: *scale,
+            },
+            Amount::Big { unscaled, scale } => Amount::Big {
+                unscaled: -unscaled,
+                scale: *scale,
+            },
+        };
+        self.add(&Quantity {
+            amount: neg,
+            format: other.format,
+        })
+    }
+}
+
+/// `int64Amount.Add`: exact when both fit after aligning to the smaller
+/// scale, `None` on overflow.
+fn small_add(a: i64, sa: i32, b: i64, sb: i32) -> Option<(i64, i32)> {
+    if b == 0 {
+        return Some((a, sa));
+    }
+    if a == 0 {
+        return Some((b, sb));
+    }
+    if sa == sb {
+        return Some((a.checked_add(b)?, sa));
+    }
+    if sa > sb {
+        Some((checked_scale_i64(a, sa - sb)?.checked_add(b)?, sb))
+    } else {
+        Some((a.checked_add(checked_scale_i64(b, sb - sa)?)?, sa))
+    }
+}
+
+fn cmp_scaled(a: &BigInt, sa: i32, b: &BigInt, sb: i32) -> Ordering {
+    let scale = sa.min(sb);
+    let a = a * pow10((sa - scale) as u32);
+    let b = b * pow10((sb - scale) as u32);
+    a.cmp(&b)
+}
+
+impl fmt::Display for Quantity {
+    /// The canonical form (`Quantity.String`): binary suffixes for binary
+    /// quantities that are whole and at least 1Ki, otherwise the smallest
+    /// decimal suffix (or `eN` exponent) that keeps the number whole.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_zero() {
+            return f.write_str("0");
+        }
+        let (v, scale) = self.big();
+        let mut format = self.format;
+        if format == Format::BinarySi {
+            let whole = scale >= 0 || (&v % pow10((-scale) as u32)).is_zero();
+            let small = cmp_scaled(&v.abs(), scale, &BigInt::from(1024), 0) == Ordering::Less;
+            if small || !whole {
+                format = Format::DecimalSi;
+            }
+        }
+        if format == Format::BinarySi {
+            let mut n = if scale >= 0 {
+                v * pow10(scale as u32)
+            } else {
+                v / pow10((-scale) as u32)
+            };
+            let base = BigInt::from(1024);
+            let mut exp = 0usize;
+            while n.abs() >= base && (&n % &base).is_zero() {
+                n /= &base;
+                exp += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+                .get(exp)
+                .copied()
+                .unwrap_or("");
+            return write!(f, "{n}{suffix}");
+        }
+        let ten = BigInt::from(10);
+        let (mut n, mut exp) = (v, scale);
+        while n.abs() >= ten && (&n % &ten).is_zero() {
+            n /= &ten;
+            exp += 1;
+        }
+        while exp % 3 != 0 {
+            n *= &ten;
+            exp -= 1;
+        }
+        if format == Format::DecimalExponent {
+            return if exp == 0 {
+                write!(f, "{n}")
+            } else {
+                write!(f, "{n}e{exp}")
+            };
+        }
+        // Go prints no suffix when the exponent has none.
+        let suffix = match exp {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            18 => "E",
+            _ => "",
+        };
+        write!(f, "{n}{suffix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn parses_suffixes_exactly() {
+        assert_eq!(q("12Mi").as_i64(), Some(12 * 1024 * 1024));
+        assert_eq!(q("50k").as_i64(), Some(50_000));
+        assert_eq!(q("1e3").as_i64(), Some(1000));
+        assert_eq!(q("1E").as_i64(), Some(1_000_000_000_000_000_000));
+        assert_eq!(q("-0.5k").as_i64(), Some(-500));
+        assert_eq!(q("0.5Ki").to_string(), "512");
+        assert_eq!(q("1.5").to_string(), "1500m");
+        assert!(q("200M").cmp(&q("0.2G")).is_eq());
+    }
+
+    #[test]
+    fn reports_apimachinery_errors() {
+        assert_eq!(Quantity::parse("10Mo").unwrap_err(), ERR_FORMAT);
+        assert_eq!(Quantity::parse("10Mm").unwrap_err(), ERR_SUFFIX);
+        assert_eq!(Quantity::parse("").unwrap_err(), ERR_FORMAT);
+        assert_eq!(Quantity::parse("1.2.3").unwrap_err(), ERR_FORMAT);
+        assert_eq!(Quantity::parse("1e").unwrap_err(), ERR_SUFFIX);
+    }
+
+    #[test]
+    fn integer_answers_follow_the_int64_path() {
+        // A negative scale is never an integer, even when whole.
+        assert_eq!(q("1000m").as_i64(), None);
+        assert_eq!(q("1500m").as_i64(), None);
+        assert_eq!(q("9999999999999999999999999999999999999G").as_i64(), None);
+        assert_eq!(q("50").as_i64(), Some(50));
+    }
+
+    #[test]
+    fn prints_canonical_forms() {
+        for (input, want) in [
+            ("1Ki", "1Ki"),
+            ("1024Mi", "1Gi"),
+            ("1000M", "1G"),
+            (".001Ki", "1024m"),
+            (".000001Ki", "1024u"),
+            (".000000001Ki", "1024n"),
+            (".000000000001Ki", "2n"),
+            ("-1024Mi", "-1Gi"),
+            ("1536Mi", "1536Mi"),
+            ("1025", "1025"),
+            ("0.5", "500m"),
+            ("1.08", "1080m"),
+            ("1e9", "1e9"),
+            ("80e-3", "80e-3"),
+            ("1000000000000000000", "1E"),
+            ("10000000000000000000", "10E"),
+            ("9999999999999999999.1", "9999999999999999999100m"),
+            ("-1.0000000000000000001E", "-1000000000000000000100m"),
+            ("10000000000000000000000m", "10E"),
+            ("0", "0"),
+            ("-0", "0"),
+        ] {
+            assert_eq!(q(input).to_string(), want, "{input}");
+        }
+        // Arithmetic with an int takes the exponent format only from zero.
+        assert_eq!(q("50k").add(&Quantity::from_i64(20)).to_string(), "50020");
+        assert_eq!(q("0").add(&Quantity::from_i64(20)).to_string(), "20");
+        assert_eq!(q("1Ki").sub(&q("1Ki")).add(&q("2Ki")).to_string(), "2Ki");
+    }
+
+    #[test]
+    fn int64_path_matches_apimachinery() {
+        let cases = [
+            ("-999999999999999999", Some(-999_999_999_999_999_999)),
+            ("999999999999999999.0", None),
+            ("9999999999999999999", None),
+            ("1E", Some(1_000_000_000_000_000_000)),
+            ("-1.0E", Some(-1_000_000_000_000_000_000)),
+            ("1000000000000000000", None),
+            ("1.000000000000000001E", None),
+            ("10E", None),
+        ];
+        for (input, want) in cases {
+            assert_eq!(q(input).as_i64(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn rounds_up_to_nano_units() {
+        assert!(q("0.0000000001").cmp(&q("1n")).is_eq());
+        assert!(q("-0.0000000001").cmp(&q("-1n")).is_eq());
+    }
+
+    #[test]
+    fn caps_binary_si_at_int64_max() {
+        assert!(q("100000Ei").cmp(&Quantity::from_i64(i64::MAX)).is_eq());
+        assert!(q("100000E").cmp(&Quantity::from_i64(i64::MAX)).is_gt());
+    }
+
+    #[test]
+    fn arithmetic_is_exact() {
+        assert!(q("50k").add(&q("20")).cmp(&q("50.02k")).is_eq());
+        assert!(q("50k").sub(&q("20")).cmp(&q("49.98k")).is_eq());
+        let big = q("9999999999999999999999999999999999999");
+        assert!(big.add(&q("1")).cmp(&big.add(&q("2"))).is_lt());
+        assert_eq!(q("50.703k").approximate_f64(), 50703.0);
+    }
+}
