@@ -55,6 +55,15 @@ impl Catalog {
             .map(|v| v.as_ref())
     }
 
+    /// Every loaded CRD version, in no particular order.
+    pub fn versions(&self) -> impl Iterator<Item = &CrdVersion> {
+        self.versions
+            .values()
+            .flat_map(|kinds| kinds.values())
+            .flat_map(|versions| versions.values())
+            .map(|v| v.as_ref())
+    }
+
     /// Number of CRD versions loaded.
     pub fn len(&self) -> usize {
         self.count
