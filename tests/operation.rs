@@ -929,9 +929,12 @@ async fn prometheus_scrapes_celhook_over_tls_and_promtool_accepts_the_output() {
     };
     let base = format!("https://celhook.celhook.svc:{}", server.local_addr().port());
     for replicas in [1, 2, 20] {
-        let answer =
-            common::post_raw(&client, &format!("{base}/validate?timeout=10s"), review(replicas))
-                .await;
+        let answer = common::post_raw(
+            &client,
+            &format!("{base}/validate?timeout=10s"),
+            review(replicas),
+        )
+        .await;
         assert_eq!(answer.status, StatusCode::OK);
     }
 
