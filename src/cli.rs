@@ -15,6 +15,8 @@ use crate::server::{ClientAuth, ServeConfig, TlsSource};
 use crate::telemetry::LogFormat;
 
 /// What the user asked for.
+// Built once at start-up: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Command {
     /// Run the webhook.
@@ -75,6 +77,7 @@ struct Cli {
     command: CliCommand,
 }
 
+#[allow(clippy::large_enum_variant)] // parsed once
 #[derive(Debug, Subcommand)]
 enum CliCommand {
     /// Serve POST /validate, /healthz and /readyz over HTTPS.
@@ -424,6 +427,60 @@ mod tests {
     }
 
     #[test]
+    fn serve_operation_flags() {
+        let (config, _) = serve(&[]);
+        assert_eq!(config.shutdown_delay, std::time::Duration::from_secs(5));
+        assert_eq!(config.request_timeout, std::time::Duration::from_secs(25));
+        assert_eq!(config.metrics_listen, None);
+        assert_eq!(config.client_auth, None);
+
+        let (config, _) = serve(&[
+            "--metrics-listen",
+            "0.0.0.0:9090",
+            "--client-ca",
+            "/tls/client-ca.crt",
+            "--allowed-client-names",
+            "kube-apiserver,front-proxy-client",
+            "--reload-interval",
+            "250ms",
+            "--shutdown-delay",
+            "2s",
+            "--shutdown-timeout",
+            "1m",
+            "--max-concurrent-requests",
+            "8",
+            "--request-timeout",
+            "10s",
+            "--keep-alive",
+            "90s",
+            "--header-timeout",
+            "3s",
+        ]);
+        let s = std::time::Duration::from_secs;
+        assert_eq!(
+            config.metrics_listen,
+            Some("0.0.0.0:9090".parse().expect("addr"))
+        );
+        assert_eq!(
+            config.client_auth,
+            Some(ClientAuth {
+                ca: "/tls/client-ca.crt".into(),
+                allowed_names: vec!["kube-apiserver".into(), "front-proxy-client".into()],
+            })
+        );
+        assert_eq!(
+            config.reload_interval,
+            std::time::Duration::from_millis(250)
+        );
+        assert_eq!(config.shutdown_delay, s(2));
+        assert_eq!(config.shutdown_timeout, s(60));
+        assert_eq!(config.max_concurrent_requests, 8);
+        assert_eq!(config.request_timeout, s(10));
+        assert_eq!(config.keep_alive, s(90));
+        assert_eq!(config.header_timeout, s(3));
+    }
+
+    #[test]
     fn usage_errors_are_reported_on_stderr() {
         for args in [
             &["celhook", "serve", "--tls-cert", "/a.crt"][..],
@@ -431,6 +488,10 @@ mod tests {
             &["celhook", "serve", "--listen", "not-an-address"],
             &["celhook", "serve", "--max-request-bytes", "0"],
             &["celhook", "serve", "--log-format", "xml"],
+            &["celhook", "serve", "--shutdown-delay", "5"],
+            &["celhook", "serve", "--allowed-client-names", "x"],
+            &["celhook", "serve", "--max-concurrent-requests", "0"],
+            &["celhook", "certs", "--days", "0"],
             &["celhook", "check", "--config", "/x", "--output", "yaml"],
             &["celhook", "frobnicate"],
             &["celhook"],

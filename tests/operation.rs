@@ -770,10 +770,55 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
     }
     let (addr, metrics_addr) = (addr.expect("addr"), metrics_addr.expect("metrics addr"));
     // Keep draining stderr so the child never blocks on a full pipe.
+    let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
-        let mut sink = Vec::new();
-        let _ = lines.read_to_end(&mut sink).await;
+        loop {
+            let mut line = String::new();
+            match tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let _ = log_tx.send(line);
+                }
+            }
+        }
     });
+
+    // A denial is logged at info, inside the review's span, with the
+    // failed rules and without the body.
+    let client = ca_client(&ca.pair.cert_pem, None, false);
+    let denied = common::post_raw(
+        &client,
+        &format!("https://{addr}/validate?timeout=10s"),
+        review(20),
+    )
+    .await;
+    assert_eq!(denied.response()["allowed"], false);
+    let line = loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), log_rx.recv())
+            .await
+            .expect("a denial log line within 10 s")
+            .expect("log open");
+        let value: Value = serde_json::from_str(&line).expect("JSON log line");
+        if value["message"] == "denied" {
+            break value;
+        }
+    };
+    assert_eq!(line["level"], "INFO", "{line}");
+    let span = &line["span"];
+    assert_eq!(span["name"], "admission", "{line}");
+    assert_eq!(span["uid"], "test-create-crontab", "{line}");
+    assert_eq!(span["kind"], "CronTab", "{line}");
+    assert_eq!(span["operation"], "CREATE", "{line}");
+    assert_eq!(span["namespace"], "default", "{line}");
+    assert_eq!(span["object_name"], "load", "{line}");
+    assert_eq!(span["outcome"], "denied", "{line}");
+    assert!(
+        line["failed_rules"]
+            .as_str()
+            .is_some_and(|r| r.contains("replicas should be smaller than or equal to maxReplicas")),
+        "{line}"
+    );
+    assert!(line.get("body").is_none(), "{line}");
 
     let url = format!("https://{addr}/validate?timeout=10s");
     // HTTP/1.1 clients, some pooled, some with a connection per request:

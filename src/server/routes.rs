@@ -69,7 +69,7 @@ fn review_version_label(version: ReviewVersion) -> &'static str {
 #[tracing::instrument(
     name = "admission",
     skip_all,
-    fields(uid = Empty, kind = Empty, operation = Empty, namespace = Empty, name = Empty, outcome = Empty)
+    fields(uid = Empty, kind = Empty, operation = Empty, namespace = Empty, object_name = Empty, outcome = Empty)
 )]
 pub async fn validate(
     state: web::Data<AppState>,
@@ -110,7 +110,8 @@ fn answer_admission(
     span.record("kind", req.kind.kind.as_str());
     span.record("operation", req.operation.as_str());
     span.record("namespace", req.namespace.as_deref().unwrap_or(""));
-    span.record("name", req.name.as_str());
+    // Not `name`: JSON logs already use that key for the span's name.
+    span.record("object_name", req.name.as_str());
 
     let catalog = state.catalog.load();
     // Only kinds the config serves become label values: the set stays
@@ -170,7 +171,8 @@ fn answer_admission(
             group = %req.kind.group,
             version = %req.kind.version,
             failed_rules = ?failed,
-            message = status.map_or("", |s| s.message.as_str()),
+            // Not `message`: that key is the event's own text.
+            status_message = status.map_or("", |s| s.message.as_str()),
             "denied"
         );
     }
