@@ -258,7 +258,7 @@ impl Load {
         Load { stop, tasks }
     }
 
-    async fn finish(self) -> Stats {
+    async fn finish(self, name: &str) -> Stats {
         self.stop.store(true, Ordering::Relaxed);
         let mut total = Stats::default();
         for task in self.tasks {
@@ -268,6 +268,14 @@ impl Load {
             total.denied += stats.denied;
             total.failures.extend(stats.failures);
         }
+        // The figures behind the "nothing dropped" claims (--nocapture).
+        eprintln!(
+            "{name}: {} answered ({} allowed, {} denied), {} failed",
+            total.ok,
+            total.allowed,
+            total.denied,
+            total.failures.len()
+        );
         total
     }
 }
@@ -449,7 +457,7 @@ async fn certificate_rotation_under_load_drops_nothing() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
 
-    let stats = load.finish().await;
+    let stats = load.finish("certificate rotation").await;
     assert!(stats.failures.is_empty(), "failed: {:?}", stats.failures);
     assert!(stats.ok > 20, "too little load to tell: {}", stats.ok);
     let text = String::from_utf8(metrics.render().expect("render")).expect("utf-8");
@@ -521,7 +529,7 @@ async fn config_change_under_load_drops_nothing_and_keeps_the_last_good_config()
     assert_eq!(answer.response()["allowed"], false, "{}", answer.text);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
-    let stats = load.finish().await;
+    let stats = load.finish("config reload").await;
     assert!(stats.failures.is_empty(), "failed: {:?}", stats.failures);
     assert!(
         stats.allowed > 0 && stats.denied > 0,
@@ -863,7 +871,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
         .expect("exits within 15 s of SIGTERM")
         .expect("wait");
     assert_eq!(status.code(), Some(0));
-    let stats = load.finish().await;
+    let stats = load.finish("SIGTERM").await;
     // Requests sent before the listener stopped (SIGTERM + delay; a small
     // margin for the moment of closing) all got their answer.
     let stop = sigterm + delay - Duration::from_millis(100);
