@@ -7,6 +7,16 @@
 //! and uids are never labels. Handles that the hot path uses on every
 //! request (per endpoint, per rule) are created up front, so recording is a
 //! few atomic adds.
+//!
+//! What a review endpoint records, e.g. `/convert`: the route is wrapped in
+//! `server::limits::guard` (in flight, latency, limits; found by path), and
+//! the handler calls [`Metrics::observe_review`] once with
+//! `Endpoint::Convert`, the review's version (`v1`, `v1beta1`, `unknown`),
+//! the CRD (`unknown` when not served), an empty operation and the outcome
+//! (`Allowed` for a `Success` result, `Denied` for a `Failure` result,
+//! `Error` for a non-200 answer); then [`Metrics::observe_conversion`] per
+//! source version converted, or [`Metrics::observe_conversion_failure`]
+//! with the failure's type.
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,6 +1,7 @@
 //! Production operation, end to end over real TLS sockets: metrics, hot
 //! reload of certificate and config under load, mTLS, limits, and the
 //! graceful stop of the binary on SIGTERM under load.
+#![cfg(unix)] // Secret-volume symlinks, `kill -TERM`
 
 mod common;
 
