@@ -529,6 +529,50 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_expiry_and_names_of_a_certificate() {
+        let ca = crate::certs::Ca::new("test CA", 1).expect("ca");
+        let pair = ca
+            .client("kube-apiserver", &["apiserver.example".to_owned()], 30)
+            .expect("client");
+        let der = CertificateDer::from_pem_slice(pair.cert_pem.as_bytes()).expect("pem");
+        let expiry = not_after(&der).expect("expiry");
+        let in_30_days = std::time::SystemTime::now() + std::time::Duration::from_secs(30 * 86_400);
+        let off = in_30_days
+            .duration_since(expiry)
+            .unwrap_or_else(|e| e.duration());
+        assert!(off < std::time::Duration::from_secs(120), "{off:?}");
+        assert_eq!(
+            certificate_names(&der),
+            vec!["kube-apiserver".to_owned(), "apiserver.example".to_owned()]
+        );
+        assert_eq!(not_after(&CertificateDer::from(vec![1, 2, 3])), None);
+    }
+
+    #[test]
+    fn an_unusable_client_ca_names_the_file() {
+        let provider = Arc::new(provider());
+        for contents in [&b"no pem here"[..], b""] {
+            let f = file(contents);
+            let auth = ClientAuth {
+                ca: f.path().to_owned(),
+                allowed_names: vec![],
+            };
+            let err = client_verifier(&auth, provider.clone())
+                .err()
+                .expect("refused");
+            let text = err.to_string();
+            assert!(text.contains("--client-ca"), "{text}");
+            assert!(text.contains(&f.path().display().to_string()), "{text}");
+        }
+        let missing = ClientAuth {
+            ca: PathBuf::from("/nonexistent/ca.crt"),
+            allowed_names: vec![],
+        };
+        let err = client_verifier(&missing, provider).err().expect("refused");
+        assert!(err.to_string().contains("/nonexistent/ca.crt"), "{err}");
+    }
+
+    #[test]
     fn the_resolver_serves_the_replacement() {
         let provider = provider();
         let first = load(&TlsSource::SelfSigned, &provider).expect("first");
