@@ -557,9 +557,7 @@ mod tests {
                 ca: f.path().to_owned(),
                 allowed_names: vec![],
             };
-            let err = client_verifier(&auth, provider.clone())
-                .err()
-                .expect("refused");
+            let err = client_verifier(&auth, provider.clone()).expect_err("refused");
             let text = err.to_string();
             assert!(text.contains("--client-ca"), "{text}");
             assert!(text.contains(&f.path().display().to_string()), "{text}");
@@ -568,7 +566,7 @@ mod tests {
             ca: PathBuf::from("/nonexistent/ca.crt"),
             allowed_names: vec![],
         };
-        let err = client_verifier(&missing, provider).err().expect("refused");
+        let err = client_verifier(&missing, provider).expect_err("refused");
         assert!(err.to_string().contains("/nonexistent/ca.crt"), "{err}");
     }
 
