@@ -319,7 +319,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
 }
 
 /// A literal made only of constants, which cel-go builds once.
-fn is_constant(ir: &Ir) -> bool {
+pub(crate) fn is_constant(ir: &Ir) -> bool {
     match ir {
         Ir::Const(_) => true,
         Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),

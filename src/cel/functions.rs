@@ -290,13 +290,13 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
         },
         ToTimestamp => match a0 {
             Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
-            Value::Str(s) => super::value::parse_timestamp(s)
-                .map(Value::Timestamp)
-                .ok_or_else(|| {
-                    EvalError::new(
-                        "type conversion error from 'string' to 'google.protobuf.Timestamp'",
-                    )
-                }),
+            Value::Str(s) => match super::value::parse_timestamp_unbounded(s) {
+                Some(t) if super::value::in_range(&t) => Ok(Value::Timestamp(t)),
+                Some(_) => Err(EvalError::new("timestamp overflow")),
+                None => Err(EvalError::new(
+                    "type conversion error from 'string' to 'google.protobuf.Timestamp'",
+                )),
+            },
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
                 .map(|t| t.fixed_offset())
                 .filter(super::value::in_range)
@@ -625,10 +625,11 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             Value::Optional(None) => Err(EvalError::new("optional.none() dereference")),
             _ => Err(overload()),
         },
+        // cel-go hands a non-optional target back as it is.
         OrValue => match a0 {
             Value::Optional(Some(v)) => Ok((**v).clone()),
             Value::Optional(None) => Ok(args[1].clone()),
-            _ => Err(overload()),
+            other => Ok(other.clone()),
         },
         OptUnwrap | UnwrapOpt => {
             // The values of the present optionals, in order.
@@ -645,7 +646,8 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
         Or => match (a0, &args[1]) {
             (Value::Optional(Some(_)), _) => Ok(a0.clone()),
             (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
-            _ => Err(overload()),
+            (Value::Optional(None), _) => Err(overload()),
+            (other, _) => Ok(other.clone()),
         },
         Find | FindAll => {
             let re = compile_regex(f, str_arg(args.get(1).ok_or_else(overload)?)?)?;
@@ -922,6 +924,8 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             .parse::<f64>()
             .ok()
             .filter(|_| !s.eq_ignore_ascii_case("-nan") && !s.eq_ignore_ascii_case("+nan"))
+            // Go reports a finite literal beyond the range as an error.
+            .filter(|d: &f64| d.is_finite() || s.to_ascii_lowercase().contains("inf"))
             .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'double'"))?,
         _ => return Err(overload()),
     }))

@@ -230,6 +230,8 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             _ => None,
         },
         Op::Add => match (a, b) {
+            // Maps, booleans, null and the like have no `+` at all.
+            (Dyn, x) | (x, Dyn) if !x.is_dyn() && !x.can_add() => None,
             (Dyn, x) | (x, Dyn) => Some(if x.is_dyn() { Dyn } else { x.clone() }.or_dyn_for_time()),
             (Int, Int) => Some(Int),
             (Uint, Uint) => Some(Uint),
@@ -269,6 +271,21 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
 }
 
 impl<'s> Ty<'s> {
+    /// Types some `+` overload takes.
+    fn can_add(&self) -> bool {
+        matches!(
+            self,
+            Ty::Int
+                | Ty::Uint
+                | Ty::Double
+                | Ty::String
+                | Ty::Bytes
+                | Ty::List(_)
+                | Ty::Duration
+                | Ty::Timestamp
+        )
+    }
+
     /// `x + dyn` may be a timestamp or a duration sum: stay dynamic.
     fn or_dyn_for_time(self) -> Ty<'s> {
         match self {
@@ -338,6 +355,19 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
         F::ToBool => matches!(args, [String | Bool | Dyn]).then_some(Bool),
         F::ToDuration => matches!(args, [String | Duration | Dyn]).then_some(Duration),
         F::ToTimestamp => matches!(args, [String | Timestamp | Int | Dyn]).then_some(Timestamp),
+        F::GetFullYear
+        | F::GetMonth
+        | F::GetDayOfMonth
+        | F::GetDate
+        | F::GetDayOfWeek
+        | F::GetDayOfYear => match args {
+            [Timestamp | Dyn] | [Timestamp | Dyn, String | Dyn] => Some(Int),
+            _ => None,
+        },
+        F::GetHours | F::GetMinutes | F::GetSeconds | F::GetMilliseconds => match args {
+            [Timestamp | Duration | Dyn] | [Timestamp | Dyn, String | Dyn] => Some(Int),
+            _ => None,
+        },
         F::Dyn => Some(Dyn),
         F::TypeOf => Some(Type),
         F::IsSorted => matches!(args, [List(_) | Dyn]).then_some(Bool),

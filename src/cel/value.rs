@@ -223,6 +223,14 @@ impl<'a> Value<'a> {
 /// Parses an RFC 3339 timestamp as strictly as cel-go (Go's time.RFC3339):
 /// upper-case `T` and `Z`, no leap seconds, years 1 to 9999.
 pub fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
+    parse_timestamp_unbounded(s).filter(in_range)
+}
+
+/// As [`parse_timestamp`], without the year range: `None` for text that is
+/// not a timestamp at all. Go also takes a comma before the fraction and
+/// more than nine fractional digits (dropping the excess).
+pub fn parse_timestamp_unbounded(s: &str) -> Option<DateTime<FixedOffset>> {
+    let s = &normalize_fraction(s)?;
     let b = s.as_bytes();
     let digits =
         |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
@@ -258,7 +266,34 @@ pub fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
     if !zone_ok {
         return None;
     }
-    DateTime::parse_from_rfc3339(s).ok().filter(in_range)
+    let year: i32 = s[0..4].parse().ok()?;
+    if year == 0 {
+        // chrono reads year 0; cel-go calls it out of range.
+        let shifted = format!("0001{}", &s[4..]);
+        return DateTime::parse_from_rfc3339(&shifted)
+            .ok()
+            .and_then(|t| t.with_year(0));
+    }
+    DateTime::parse_from_rfc3339(s).ok()
+}
+
+/// `,5` as `.5`, and a fraction cut to nine digits.
+fn normalize_fraction(s: &str) -> Option<String> {
+    if s.len() < 20 {
+        return None;
+    }
+    let (head, rest) = s.split_at(19);
+    let rest = match rest.strip_prefix(',') {
+        Some(r) => format!(".{r}"),
+        None => rest.to_owned(),
+    };
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n > 9 {
+            return Some(format!("{head}.{}{}", &frac[..9], &frac[n..]));
+        }
+    }
+    Some(format!("{head}{rest}"))
 }
 
 /// cel-go's timestamps run from year 1 to year 9999.
