@@ -146,7 +146,7 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
-        format_depth: 0,
+        mixed_literals: 0,
         last_list_tys: Vec::new(),
     };
     let (ir, ty) = c.expr(&expr)?;
@@ -298,9 +298,8 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
-    /// Inside the arguments of a `format` call, whose literals cel-go
-    /// exempts from the homogeneous-literal check.
-    format_depth: usize,
+    /// Inside the arguments of `format`, which may mix types.
+    mixed_literals: usize,
     /// Element types of the list literal compiled last (for the check of
     /// `'...'.format([...])`).
     last_list_tys: Vec<Ty<'s>>,
@@ -322,11 +321,12 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
-                // Library type names (`net.IP`, `kubernetes.Quantity`, ...).
-                if let Expr::Ident(ns) = &sel.operand.expr {
-                    if !sel.test && !self.is_variable(ns) {
-                        let qualified = format!("{ns}.{}", sel.field);
-                        if let Some(t) = super::library::type_by_name(&qualified) {
+                // A dotted type name, such as `google.protobuf.Timestamp`.
+                if !sel.test {
+                    if let Some(name) = self.qualified_name(e) {
+                        if let Some(t) =
+                            type_ident(&name).or_else(|| super::library::type_by_name(&name))
+                        {
                             return Ok((Ir::Const(Const::Type(t)), Ty::Type));
                         }
                     }
@@ -361,7 +361,10 @@ impl<'s> Compiler<'_, 's> {
                         };
                     }
                     elem_tys.push(ty.clone());
-                    elem = Some(self.homogeneous(el.id, elem, ty)?);
+                    // cel-go leaves optional entries of unknown type unchecked.
+                    if !(*opt && ty.is_dyn()) {
+                        elem = Some(self.homogeneous(el.id, elem, ty)?);
+                    }
                     items.push(ir);
                 }
                 self.last_list_tys = elem_tys;
@@ -384,7 +387,9 @@ impl<'s> Compiler<'_, 's> {
                                 (false, t) => t,
                             };
                             kt = Some(self.homogeneous(me.key.id, kt, kty)?);
-                            vt = Some(self.homogeneous(me.value.id, vt, vty)?);
+                            if !(me.optional && vty.is_dyn()) {
+                                vt = Some(self.homogeneous(me.value.id, vt, vty)?);
+                            }
                             entries.push((k, v, me.optional));
                         }
                         EntryExpr::StructField(_) => {
@@ -439,6 +444,26 @@ impl<'s> Compiler<'_, 's> {
         }
     }
 
+    /// `a.b.c` as one name, when `a` is not a variable.
+    fn qualified_name(&self, e: &IdedExpr) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut cur = e;
+        loop {
+            match &cur.expr {
+                Expr::Select(s) if !s.test => {
+                    parts.push(s.field.as_str());
+                    cur = &s.operand;
+                }
+                Expr::Ident(root) if !self.is_variable(root) => {
+                    parts.push(root.as_str());
+                    parts.reverse();
+                    return Some(parts.join("."));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Resolves a field selection: checks it against the schema and finds
     /// the JSON name behind an escaped CEL name.
     fn field(
@@ -449,12 +474,25 @@ impl<'s> Compiler<'_, 's> {
         test: bool,
     ) -> Result<(Box<str>, Ty<'s>), CompileError> {
         match ty {
+            // Selecting on an optional chains: the result is optional too.
+            Ty::Optional(inner) => {
+                let (name, fty) = self.field(id, inner, field, test)?;
+                let fty = match fty {
+                    Ty::Optional(t) => Ty::Optional(t),
+                    t => Ty::Optional(Box::new(t)),
+                };
+                Ok((name, fty))
+            }
             Ty::Map(k, v) if k.unifies(&Ty::String) => Ok((field.into(), (**v).clone())),
             Ty::Object(s) => {
                 let name = unescape_property(field);
                 match s.property(&name) {
-                    Some(child) => Ok((name.as_ref().into(), Ty::of_schema(child))),
-                    None => Err(self.error(id, format!("undefined field '{field}'"))),
+                    // Data of unknown type (preserved unknown fields) is out
+                    // of CEL's reach, as if the field did not exist.
+                    Some(child) if !child.is_unknown_type() => {
+                        Ok((name.as_ref().into(), Ty::of_schema(child)))
+                    }
+                    _ => Err(self.error(id, format!("undefined field '{field}'"))),
                 }
             }
             Ty::Dyn => Ok((field.into(), Ty::Dyn)),
@@ -478,8 +516,7 @@ impl<'s> Compiler<'_, 's> {
         match first {
             None => Ok(next),
             Some(first) if first.to_string() == next.to_string() => Ok(first),
-            // Mixed literals inside `format(...)` are allowed and dynamic.
-            Some(_) if self.format_depth > 0 => Ok(Ty::Dyn),
+            Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
@@ -597,7 +634,14 @@ impl<'s> Compiler<'_, 's> {
             ("_[_]", [a, b]) => {
                 let (a, aty) = self.expr(a)?;
                 let (b, bty) = self.expr(b)?;
-                let ty = self.check_op(id, Op::Index, &[aty, bty])?;
+                // Indexing an optional chains, as selection does.
+                let ty = match aty {
+                    Ty::Optional(inner) => {
+                        let t = self.check_op(id, Op::Index, &[*inner, bty])?;
+                        Ty::Optional(Box::new(t))
+                    }
+                    aty => self.check_op(id, Op::Index, &[aty, bty])?,
+                };
                 return Ok((Ir::Index(Box::new(a), Box::new(b)), ty));
             }
             ("_[?_]", [a, b]) => {
@@ -654,18 +698,19 @@ impl<'s> Compiler<'_, 's> {
             args.push(ir);
             tys.push(ty);
         }
-        let is_format = fname == "format";
-        self.format_depth += usize::from(is_format);
+        // cel-go's literal check lets `format`'s argument list mix types.
+        let mixed = fname == "format" && member;
+        self.mixed_literals += usize::from(mixed);
         for a in &call.args {
-            let compiled = self.expr(a);
-            if compiled.is_err() {
-                self.format_depth -= usize::from(is_format);
+            let r = self.expr(a);
+            if r.is_err() {
+                self.mixed_literals -= usize::from(mixed);
             }
-            let (ir, ty) = compiled?;
+            let (ir, ty) = r?;
             args.push(ir);
             tys.push(ty);
         }
-        self.format_depth -= usize::from(is_format);
+        self.mixed_literals -= usize::from(mixed);
         let Some(func) = Func::lookup(fname, member, arity) else {
             return Err(if Func::lookup_any(fname) {
                 self.no_overload(id, fname, member, &tys)
@@ -701,9 +746,7 @@ impl<'s> Compiler<'_, 's> {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
             exprs.get(i).map_or(id, |e| e.id)
         };
-        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(Const::Str(_)))) =
-            (func, args.first())
-        {
+        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(_))) = (func, args.first()) {
             if fold(func, &args).is_err() {
                 let what = if func == Func::ToDuration {
                     "duration"
@@ -863,7 +906,14 @@ impl<'s> Compiler<'_, 's> {
             },
             LoopKind::SortBy => rty.clone(),
             LoopKind::Map | LoopKind::TransformList => Ty::List(Box::new(bty)),
-            LoopKind::TransformMap => Ty::Map(Box::new(one), Box::new(bty)),
+            LoopKind::TransformMap => {
+                let key = if matches!(rty, Ty::List(_)) {
+                    Ty::Int
+                } else {
+                    one
+                };
+                Ty::Map(Box::new(key), Box::new(bty))
+            }
             LoopKind::TransformMapEntry => bty,
             LoopKind::OptMap => Ty::Optional(Box::new(bty)),
             LoopKind::OptFlatMap => bty,

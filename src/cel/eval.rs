@@ -58,13 +58,26 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             test,
         } => {
             let v = eval(operand, f)?;
-            if !*test {
+            let charged = match &v {
+                Value::Optional(None) => false,
+                Value::Optional(Some(inner)) => {
+                    matches!(&**inner, Value::Map(m) if m.get_str(field).is_some())
+                }
+                _ => !*test,
+            };
+            if charged {
                 f.charge(1)?;
             }
             select(&v, field, *test)
         }
         Ir::OptSelect { operand, field } => {
-            let v = eval(operand, f)?;
+            // cel-go charges the selection, and one more when the field is
+            // there, but not the variable it starts from.
+            let v = match &**operand {
+                Ir::Var(slot) => f.vars[*slot].clone(),
+                other => eval(other, f)?,
+            };
+            f.charge(1)?;
             let inner = match v {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -78,19 +91,32 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     }
                     Ok(Value::Optional(found.map(Rc::new)))
                 }
-                _ => Err(EvalError::no_overload()),
+                _ => Ok(Value::Optional(None)),
             }
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             f.charge(1)?;
-            index(&a, &b)
+            match a {
+                Value::Optional(None) => Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => {
+                    Ok(Value::Optional(index(&inner, &b).ok().map(Rc::new)))
+                }
+                a => index(&a, &b),
+            }
         }
         Ir::OptIndex(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             f.charge(1)?;
+            let found = matches!(
+                &a,
+                Value::Optional(Some(_)) | Value::List(_) | Value::Map(_)
+            ) && index(&unwrap_optional(&a), &b).is_ok();
+            if found {
+                f.charge(1)?;
+            }
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -142,8 +168,17 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Bin(op, a, b) => {
-            let x = eval(a, f)?;
-            let y = eval(b, f)?;
+            // Arguments are evaluated before an error in either stops the
+            // call, and cel-go charges the call all the same.
+            let (x, y) = match (eval(a, f), eval(b, f)) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => {
+                    if e.kind != ErrorKind::CostLimit {
+                        f.charge(1)?;
+                    }
+                    return Err(e);
+                }
+            };
             f.charge(match op {
                 BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
@@ -156,7 +191,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 BinOp::In => match (&y, &**b) {
                     // cel-go hashes a constant list once: the lookup is free.
-                    (_, Ir::List(items, _)) if items.iter().all(|i| matches!(i, Ir::Const(_))) => 0,
+                    (_, list @ Ir::List(..)) if is_constant(list) => 0,
                     (Value::List(l), _) => l.len() as u64,
                     _ => 1,
                 },
@@ -180,7 +215,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
             }
             // A literal of constants is built once by cel-go: free.
-            if !items.iter().all(|i| matches!(i, Ir::Const(_))) {
+            if !is_constant(ir) {
                 f.charge(10)?;
             }
             Ok(Value::list(out))
@@ -215,21 +250,33 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 out.push((k, v));
             }
-            if !entries
-                .iter()
-                .all(|(k, v, _)| matches!((k, v), (Ir::Const(_), Ir::Const(_))))
-            {
+            if !is_constant(ir) {
                 f.charge(30)?;
             }
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
             let mut vals = Vec::with_capacity(args.len());
+            let mut failed = None;
             for a in args {
-                vals.push(eval(a, f)?);
+                match eval(a, f) {
+                    Ok(v) => vals.push(v),
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                f.charge(1)?;
+                return Err(e);
             }
             let result = functions::call(*func, &vals)?;
-            f.charge(cost::call_cost(*func, &vals, &result))?;
+            // Conversions of constants are folded by cel-go: free.
+            let folded = func.is_conversion_like() && args.iter().all(is_constant);
+            if !folded {
+                f.charge(cost::call_cost(*func, &vals, &result))?;
+            }
             Ok(result)
         }
         Ir::RegexCall(func, args, re) => {
@@ -255,6 +302,25 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
     }
 }
 
+/// A literal made only of constants, which cel-go builds once.
+fn is_constant(ir: &Ir) -> bool {
+    match ir {
+        Ir::Const(_) => true,
+        Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
+        Ir::Map(entries) => entries
+            .iter()
+            .all(|(k, v, opt)| !opt && is_constant(k) && is_constant(v)),
+        _ => false,
+    }
+}
+
+fn unwrap_optional<'a>(v: &Value<'a>) -> Value<'a> {
+    match v {
+        Value::Optional(Some(inner)) => (**inner).clone(),
+        other => other.clone(),
+    }
+}
+
 fn constant(c: &Const) -> Value<'_> {
     match c {
         Const::Null => Value::Null,
@@ -270,6 +336,12 @@ fn constant(c: &Const) -> Value<'_> {
 
 fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalError> {
     match v {
+        // Optional chaining: `opt.f` is optional, empty when `f` is missing.
+        Value::Optional(None) => Ok(Value::Optional(None)),
+        Value::Optional(Some(inner)) => match &**inner {
+            Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+            _ => Ok(Value::Optional(None)),
+        },
         Value::Map(m) => {
             let got = m.get_str(field);
             if test {
@@ -278,7 +350,10 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
                 got.ok_or_else(|| EvalError::no_such_key(field))
             }
         }
-        _ => Err(EvalError::no_overload()),
+        // A presence test on a non-map is false; a selection fails as a
+        // key lookup, which is how cel-go words it.
+        _ if test => Ok(Value::Bool(false)),
+        _ => Err(EvalError::no_such_key(field)),
     }
 }
 
@@ -335,7 +410,7 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 other => EvalError::new(format!("no such key: {other:?}")),
             })
         }
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::new(format!("no such key: {}", key_text(b)))),
     }
 }
 
@@ -344,7 +419,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
         match compare(&x, &y) {
             Some(o) => Ok(Value::Bool(want(o))),
             None if is_nan(&x) || is_nan(&y) => Err(EvalError::new("NaN values cannot be ordered")),
-            None => Err(EvalError::no_overload_of(op_name(op))),
+            None => Err(op_error(op, &x)),
         }
     };
     match op {
@@ -366,15 +441,33 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
             _ => Err(EvalError::no_overload_of("@in")),
         },
-        BinOp::Add => add(x, y),
-        BinOp::Sub => sub(x, y),
+        BinOp::Add => {
+            let e = op_error(op, &x);
+            add(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
+        BinOp::Sub => {
+            let e = op_error(op, &x);
+            sub(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
         BinOp::Mul => match (x, y) {
             (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => {
                 a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
             }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
-            _ => Err(EvalError::no_overload_of("_*_")),
+            (x, _) => Err(op_error(BinOp::Mul, &x)),
         },
         BinOp::Div => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -383,7 +476,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
-            _ => Err(EvalError::no_overload_of("_/_")),
+            (x, _) => Err(op_error(BinOp::Div, &x)),
         },
         BinOp::Rem => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -391,8 +484,88 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             }
             (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
-            _ => Err(EvalError::no_overload_of("_%_")),
+            (x, _) => Err(op_error(BinOp::Rem, &x)),
         },
+    }
+}
+
+/// The Go type cel-go names in some runtime errors.
+fn go_type_name(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::Str(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::List(_) => "*types.baseList",
+        Value::Map(_) => "*types.baseMap",
+        Value::Type(_) => "*types.Type",
+        Value::Optional(_) => "*types.Optional",
+        Value::Lib(l) => l.go_type_name(),
+    }
+}
+
+/// A key as cel-go prints it in `no such key`.
+fn key_text(k: &Value<'_>) -> String {
+    match k {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Double(d) => super::functions::format_double(*d),
+        other => format!("{other:?}"),
+    }
+}
+
+/// cel-go answers a bare `no such overload` when the left operand's type
+/// has the operator but not for this right operand, and names the operator
+/// when the type lacks it altogether.
+fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
+    let has_trait = match op {
+        BinOp::Add => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::List(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Sub => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Mul | BinOp::Div => {
+            matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_))
+        }
+        BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Bool(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        _ => false,
+    };
+    if has_trait {
+        EvalError::no_overload()
+    } else {
+        EvalError::no_overload_of(op_name(op))
     }
 }
 
@@ -415,6 +588,19 @@ fn op_name(op: BinOp) -> &'static str {
 
 fn is_nan(v: &Value<'_>) -> bool {
     matches!(v, Value::Double(d) if d.is_nan())
+}
+
+/// Durations are int64 nanoseconds in cel-go: anything longer overflows.
+fn duration<'a>(d: Option<chrono::TimeDelta>) -> Result<Value<'a>, EvalError> {
+    d.filter(|d| d.num_nanoseconds().is_some())
+        .map(Value::Duration)
+        .ok_or_else(overflow)
+}
+
+fn timestamp<'a>(t: Option<chrono::DateTime<chrono::FixedOffset>>) -> Result<Value<'a>, EvalError> {
+    t.filter(super::value::in_range)
+        .map(Value::Timestamp)
+        .ok_or_else(|| EvalError::new("timestamp overflow"))
 }
 
 fn overflow() -> EvalError {
@@ -444,13 +630,10 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             Ok(Value::Bytes(v.into()))
         }
         (Value::List(a), Value::List(b)) => concat(&a, &b),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_add(&b).map(Value::Duration).ok_or_else(overflow)
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_add(&b)),
+        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => {
+            timestamp(a.checked_add_signed(b))
         }
-        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => a
-            .checked_add_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
         _ => Err(EvalError::no_overload_of("_+_")),
     }
 }
@@ -460,14 +643,9 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
         (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(overflow),
         (Value::Uint(a), Value::Uint(b)) => a.checked_sub(b).map(Value::Uint).ok_or_else(uoverflow),
         (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a - b)),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_sub(&b).map(Value::Duration).ok_or_else(overflow)
-        }
-        (Value::Timestamp(a), Value::Timestamp(b)) => Ok(Value::Duration(a - b)),
-        (Value::Timestamp(a), Value::Duration(b)) => a
-            .checked_sub_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_sub(&b)),
+        (Value::Timestamp(a), Value::Timestamp(b)) => duration(Some(a - b)),
+        (Value::Timestamp(a), Value::Duration(b)) => timestamp(a.checked_sub_signed(b)),
         _ => Err(EvalError::no_overload_of("_-_")),
     }
 }
@@ -536,7 +714,10 @@ impl<'a> Range<'a> {
         match v {
             Value::List(l) => Ok(Range::List(l)),
             Value::Map(m) => Ok(Range::Map(m)),
-            _ => Err(EvalError::no_overload()),
+            other => Err(EvalError::new(format!(
+                "got '{}', expected iterable type",
+                go_type_name(&other)
+            ))),
         }
     }
 
@@ -608,6 +789,7 @@ fn run_steps<'a>(
     steps: impl Iterator<Item = (Value<'a>, Value<'a>)>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    let mut steps = steps.peekable();
     let mut first_error: Option<EvalError> = None;
     let mut count = 0i64;
     let mut out: Vec<Value<'a>> = Vec::new();
@@ -616,7 +798,7 @@ fn run_steps<'a>(
     // Charges mirror cel-go's expansion of each macro: the loop condition
     // and step (accumulator reads, `[x]` literals, `+`) per element, and
     // the result read at the end.
-    for (a, b) in steps {
+    while let Some((a, b)) = steps.next() {
         let elem = a.clone();
         f.vars[l.var] = a;
         if let Some(v2) = l.var2 {
@@ -634,7 +816,9 @@ fn run_steps<'a>(
                 f.charge(3)?;
                 match as_bool(eval(&l.body, f)) {
                     Ok(false) => {
-                        f.charge(3)?;
+                        // cel-go checks the loop condition once more, and
+                        // only if elements remain, before it stops.
+                        f.charge(if steps.peek().is_some() { 2 } else { 0 } + 1)?;
                         return Ok(Value::Bool(false));
                     }
                     Ok(true) => {}
@@ -648,7 +832,7 @@ fn run_steps<'a>(
                 f.charge(4)?;
                 match as_bool(eval(&l.body, f)) {
                     Ok(true) => {
-                        f.charge(4)?;
+                        f.charge(if steps.peek().is_some() { 3 } else { 0 } + 1)?;
                         return Ok(Value::Bool(true));
                     }
                     Ok(false) => {}
@@ -686,7 +870,8 @@ fn run_steps<'a>(
                         for (existing, _) in &out_map {
                             if equals(existing, &k)? {
                                 return Err(EvalError::new(format!(
-                                    "insert failed: key {k:?} already exists"
+                                    "insert failed: key {} already exists",
+                                    key_text(&k)
                                 )));
                             }
                         }

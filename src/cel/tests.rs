@@ -341,3 +341,144 @@ fn runtime_costs_match_cel_go() {
         33
     );
 }
+
+#[test]
+fn kubernetes_environment_details() {
+    let s = crontab();
+    let obj = json!({"spec": {"when": "2011-08-18T19:03:37.01Z"}});
+    assert_eq!(
+        run(
+            "type(self.spec.when) == google.protobuf.Timestamp",
+            &s,
+            &obj
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('01:00')", &s, &obj),
+        Ok(json!(20))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('America/New_York')", &s, &obj),
+        Ok(json!(15))
+    );
+    assert_eq!(
+        run("self.spec.when.getHours('Mars/Olympus') == 1", &s, &obj),
+        Err("unknown time zone Mars/Olympus".into())
+    );
+    assert!(run("timestamp(-62135596801) == timestamp(0)", &s, &obj)
+        .unwrap_err()
+        .contains("invalid timestamp argument"));
+    assert_eq!(
+        run(
+            "optional.ofNonZeroValue(timestamp('0001-01-01T00:00:00Z')) == optional.none()",
+            &s,
+            &obj
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("[1, 2].slice(2, 1) == []", &s, &obj),
+        Err("cannot slice(2, 1), start index must be less than or equal to end index".into())
+    );
+    assert!(run("['a'].sum() == 'a'", &s, &obj)
+        .unwrap_err()
+        .contains("found no matching overload for 'sum' applied to 'list(string).()'"));
+}
+
+#[test]
+fn preserved_unknown_fields_are_out_of_reach_but_count_for_equality() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "anything": {"x-kubernetes-preserve-unknown-fields": true},
+            "items": {"type": "array", "items": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {"name": {"type": "string"}}}}
+        }
+    }));
+    assert!(run("has(self.anything)", &s, &json!({}))
+        .unwrap_err()
+        .contains("undefined field 'anything'"));
+    let obj = json!({"items": [{"name": "a", "extra": 1}, {"name": "a", "extra": 2}]});
+    assert_eq!(
+        run("self.items[0] != self.items[1]", &s, &obj),
+        Ok(json!(true))
+    );
+}
+
+#[test]
+fn values_print_and_fail_as_cel_go_does() {
+    let s = Schema::untyped(true);
+    let run_dyn = |e: &str, this: serde_json::Value| run(e, &s, &this);
+    assert_eq!(
+        run_dyn("string(1000000.0)", json!(null)),
+        Ok(json!("1e+06"))
+    );
+    assert_eq!(
+        run_dyn("string(999999.0)", json!(null)),
+        Ok(json!("999999"))
+    );
+    assert_eq!(run_dyn("string(0.00001)", json!(null)), Ok(json!("1e-05")));
+    assert_eq!(
+        run_dyn(
+            "string(timestamp('2023-01-01T10:00:00.120+02:00') + duration('1h'))",
+            json!(null)
+        ),
+        Ok(json!("2023-01-01T11:00:00.12+02:00"))
+    );
+    assert_eq!(
+        run_dyn(
+            "timestamp('2023-01-01T10:00:00+02:00').getHours()",
+            json!(null)
+        ),
+        Ok(json!(8))
+    );
+    assert_eq!(
+        run_dyn("timestamp(self)", json!("2023-01-01t00:00:00z")),
+        Err("type conversion error from 'string' to 'google.protobuf.Timestamp'".into())
+    );
+    assert_eq!(
+        run_dyn(
+            "timestamp('9999-12-31T23:59:59Z') + duration(self)",
+            json!("1s")
+        ),
+        Err("timestamp overflow".into())
+    );
+    assert_eq!(
+        run_dyn("duration('2562047h') + duration(self)", json!("2562047h")),
+        Err("integer overflow".into())
+    );
+    assert_eq!(
+        run_dyn("duration('3723.5s').getMilliseconds()", json!(null)),
+        Ok(json!(3723500))
+    );
+    assert_eq!(
+        run_dyn("self.getHours()", json!("abc")),
+        Err("no such overload: getHours(string)".into())
+    );
+    assert_eq!(
+        run_dyn("size(self)", json!(1)),
+        Err("no such overload: size".into())
+    );
+    assert_eq!(
+        run_dyn("self + self", json!(true)),
+        Err("no such overload: _+_".into())
+    );
+    assert_eq!(
+        run_dyn("self.foo", json!(1)),
+        Err("no such key: foo".into())
+    );
+    assert_eq!(
+        run_dyn("uint(self)", json!("+1")),
+        Err("type conversion error from 'string' to 'uint'".into())
+    );
+    assert_eq!(
+        run_dyn("self.?n.hasValue()", json!({"n": null})),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run_dyn("type(self) == map", json!({"a": 1})),
+        Ok(json!(true))
+    );
+}

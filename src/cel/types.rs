@@ -104,6 +104,9 @@ impl<'s> Ty<'s> {
             // the same shape, and the checker cannot tell them apart cheaply.
             (Ty::Object(_), Ty::Object(_)) => true,
             (Ty::Lib(a), Ty::Lib(b)) => a == b,
+            // Messages, timestamps and durations are nullable in cel-go.
+            (Ty::Null, Ty::Object(_) | Ty::Timestamp | Ty::Duration)
+            | (Ty::Object(_) | Ty::Timestamp | Ty::Duration, Ty::Null) => true,
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
     }
@@ -329,8 +332,20 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
         F::Dyn => Some(Dyn),
         F::TypeOf => Some(Type),
         F::IsSorted => matches!(args, [List(_) | Dyn]).then_some(Bool),
-        F::Sum | F::Min | F::Max => match args {
-            [List(e)] => Some((**e).clone()),
+        F::Sum => match args {
+            [List(e)] if matches!(**e, Int | Uint | Double | Duration | Dyn) => Some((**e).clone()),
+            [Dyn] => Some(Dyn),
+            _ => None,
+        },
+        F::Min | F::Max => match args {
+            [List(e)]
+                if matches!(
+                    **e,
+                    Int | Uint | Double | String | Bytes | Bool | Duration | Timestamp | Dyn
+                ) =>
+            {
+                Some((**e).clone())
+            }
             [Dyn] => Some(Dyn),
             _ => None,
         },

@@ -320,7 +320,7 @@ fn semver_library() {
     );
     assert_eq!(
         eval(r#"semver("1.0.0").isLessThan(dyn(quantity("1")))"#),
-        Err("no such overload".to_owned())
+        Err("no such overload: isLessThan(kubernetes.Semver, kubernetes.Quantity)".to_owned())
     );
     let err = eval(r#"isQuantity([1, 2, 3])"#).unwrap_err();
     assert!(
