@@ -825,18 +825,31 @@ fn flatten<'a>(l: &List<'a>, depth: i64, out: &mut Vec<Value<'a>>) {
 
 /// Sorts values of one orderable type; mixed or unorderable types are an error.
 pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
-    let mut failed = false;
-    items.sort_by(|a, b| {
-        compare(a, b).unwrap_or_else(|| {
-            failed = true;
-            std::cmp::Ordering::Equal
-        })
-    });
-    if failed {
-        Err(overload())
-    } else {
-        Ok(())
+    // cel-go's lists extension: the first element must be orderable and
+    // every element of its exact type (no cross-numeric sorting).
+    let Some(first) = items.first() else {
+        return Ok(());
+    };
+    let orderable = matches!(
+        first,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::Bool(_)
+            | Value::Timestamp(_)
+            | Value::Duration(_)
+    );
+    if !orderable {
+        return Err(EvalError::new("list elements must be comparable"));
     }
+    let ty = first.type_name();
+    if items.iter().any(|v| v.type_name() != ty) {
+        return Err(EvalError::new("list elements must have the same type"));
+    }
+    items.sort_by(|a, b| compare(a, b).unwrap_or(std::cmp::Ordering::Equal));
+    Ok(())
 }
 
 fn zero_of<'a>(list: &List<'a>) -> Value<'a> {

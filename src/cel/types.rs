@@ -296,6 +296,12 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             all(&[string, string]).then_some(Bool)
         }
         F::CharAt => all(&[string, int]).then_some(String),
+        // Strings take a substring and an optional start; lists an element.
+        F::IndexOf | F::LastIndexOf => match args {
+            [List(e), x] => e.unifies(x).then_some(Int),
+            [Dyn, _] => Some(Int),
+            _ => (all(&[string, string]) || all(&[string, string, int])).then_some(Int),
+        },
         F::LowerAscii | F::UpperAscii | F::Trim => all(&[string]).then_some(String),
         F::Replace => (all(&[string, string, string]) || all(&[string, string, string, int]))
             .then_some(String),
