@@ -10,6 +10,8 @@ use super::super::types::Ty;
 use super::super::value::{List, Map, TypeName, Value};
 
 const DEFAULT_PRECISION: usize = 6;
+/// The largest precision (or `%e` width) accepted.
+const MAX_PRECISION: usize = 1000;
 
 fn type_of(v: &Value<'_>) -> &'static str {
     v.type_name().name()
@@ -179,6 +181,13 @@ fn parse_clause(s: &str) -> Result<(usize, Clause), String> {
                 if digits.is_empty() { "invalid syntax" } else { "value out of range" }
             )
         })?;
+        // Strings version 2 has no limit; a huge precision would only build
+        // a huge string, so refuse it with cel-go's later (version 5) text.
+        if p > MAX_PRECISION {
+            return Err(format!(
+                "error while parsing precision: precision {p} exceeds maximum allowed precision {MAX_PRECISION}"
+            ));
+        }
         precision = Some(p);
     }
     let Some(r) = s[i..].chars().next() else {

@@ -574,6 +574,10 @@ fn strings_format_follows_the_cel_go_probes() {
             "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
         ),
         ("('%' + '').format([1])", "unexpected end of string"),
+        (
+            "('%.1001f' + '').format([1.0])",
+            "could not parse formatting clause: error while parsing precision: precision 1001 exceeds maximum allowed precision 1000",
+        ),
     ]);
     // A literal format string with a literal list is checked at load.
     let compile_errors = [
