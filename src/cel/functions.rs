@@ -658,9 +658,11 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
 //
 // The compiler precompiles the pattern of `matches`, `find` and `findAll`
 // when it is a constant: `constant_regex_arg` says which argument (target
-// first) is the pattern, `compile_regex` compiles it with the function's
-// error text, and `call_with_regex` runs the call with it. `call` uses the
-// same two functions, so both paths answer alike.
+// first) is the pattern, `library::re2::compile` compiles it with Go's
+// semantics (a bad one refuses the rule at load), and `call_with_regex` runs
+// the call with it. `call` compiles dynamic patterns with `compile_regex`
+// (the same engine, with each function's runtime wording) and runs the same
+// `call_with_regex`, so both paths answer alike.
 
 /// The index (target counted first) of `f`'s regular-expression argument.
 pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
