@@ -146,7 +146,7 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
-        mixed_literals: 0,
+        format_depth: 0,
         last_list_tys: Vec::new(),
     };
     let (ir, ty) = c.expr(&expr)?;
@@ -299,8 +299,9 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
-    /// Inside the arguments of `format`, which may mix types.
-    mixed_literals: usize,
+    /// Inside the arguments of a `format` call, whose literals cel-go
+    /// exempts from the homogeneous-literal check.
+    format_depth: usize,
     /// Element types of the list literal compiled last (for the check of
     /// `'...'.format([...])`).
     last_list_tys: Vec<Ty<'s>>,
@@ -323,12 +324,19 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                // Library type names (`net.IP`, `kubernetes.Quantity`, ...).
+                if let Expr::Ident(ns) = &sel.operand.expr {
+                    if !sel.test && !self.is_variable(ns) {
+                        let qualified = format!("{ns}.{}", sel.field);
+                        if let Some(t) = super::library::type_by_name(&qualified) {
+                            return Ok((Ir::Const(Const::Type(t)), Ty::Type));
+                        }
+                    }
+                }
                 // A dotted type name, such as `google.protobuf.Timestamp`.
                 if !sel.test {
                     if let Some(name) = self.qualified_name(e) {
-                        if let Some(t) =
-                            type_ident(&name).or_else(|| super::library::type_by_name(&name))
-                        {
+                        if let Some(t) = type_ident(&name) {
                             return Ok((Ir::Const(Const::Type(t)), Ty::Type));
                         }
                     }
@@ -517,8 +525,9 @@ impl<'s> Compiler<'_, 's> {
     ) -> Result<Ty<'s>, CompileError> {
         match first {
             None => Ok(next),
-            Some(first) if first.to_string() == next.to_string() => Ok(first),
-            Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
+            Some(first) if same_literal_type(&first, &next, true) => Ok(first.join(&next)),
+            // Mixed literals inside `format(...)` are allowed and dynamic.
+            Some(_) if self.format_depth > 0 => Ok(Ty::Dyn),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
@@ -700,19 +709,18 @@ impl<'s> Compiler<'_, 's> {
             args.push(ir);
             tys.push(ty);
         }
-        // cel-go's literal check lets `format`'s argument list mix types.
-        let mixed = fname == "format" && member;
-        self.mixed_literals += usize::from(mixed);
+        let is_format = fname == "format";
+        self.format_depth += usize::from(is_format);
         for a in &call.args {
-            let r = self.expr(a);
-            if r.is_err() {
-                self.mixed_literals -= usize::from(mixed);
+            let compiled = self.expr(a);
+            if compiled.is_err() {
+                self.format_depth -= usize::from(is_format);
             }
-            let (ir, ty) = r?;
+            let (ir, ty) = compiled?;
             args.push(ir);
             tys.push(ty);
         }
-        self.mixed_literals -= usize::from(mixed);
+        self.format_depth -= usize::from(is_format);
         let Some(func) = Func::lookup(fname, member, arity) else {
             return Err(if Func::lookup_any(fname) {
                 self.no_overload(id, fname, member, &tys)
@@ -897,12 +905,7 @@ impl<'s> Compiler<'_, 's> {
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
         );
         if predicate && !matches!(bty, Ty::Bool | Ty::Dyn) {
-            let op = if kind == LoopKind::Exists {
-                "_||_"
-            } else {
-                "_&&_"
-            };
-            return Err(self.no_overload(id, op, false, &[Ty::Bool, bty]));
+            return Err(self.error(id, format!("expected type 'bool' but found '{bty}'")));
         }
         let ty = match kind {
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne => Ty::Bool,
@@ -1032,4 +1035,20 @@ fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalErro
         Value::Type(t) => Some(Const::Type(t)),
         _ => None,
     })
+}
+
+/// Literal elements agree when their types are equal, where a `dyn` nested
+/// in a container (the free type of `[]`, `{}` or `optional.none()`) agrees
+/// with anything, but a `dyn` element itself does not.
+fn same_literal_type(a: &Ty<'_>, b: &Ty<'_>, top: bool) -> bool {
+    match (a, b) {
+        (Ty::Dyn, _) | (_, Ty::Dyn) if !top => true,
+        (Ty::List(x), Ty::List(y)) | (Ty::Optional(x), Ty::Optional(y)) => {
+            same_literal_type(x, y, false)
+        }
+        (Ty::Map(k1, v1), Ty::Map(k2, v2)) => {
+            same_literal_type(k1, k2, false) && same_literal_type(v1, v2, false)
+        }
+        _ => a.to_string() == b.to_string(),
+    }
 }

@@ -58,7 +58,17 @@ pub(crate) fn min_serialized_size(s: &Schema) -> f64 {
         Type::String => 2.0,
         Type::Integer | Type::Number => 1.0,
         Type::Boolean => 4.0,
-        Type::Object | Type::Array => 2.0,
+        Type::Array => 2.0,
+        // `{}` plus every required property: its name in quotes, a colon,
+        // a comma and its own smallest value.
+        Type::Object => {
+            2.0 + s
+                .required
+                .iter()
+                .filter_map(|name| s.property(name).map(|p| (name, p)))
+                .map(|(name, p)| min_serialized_size(p) + name.len() as f64 + 4.0)
+                .sum::<f64>()
+        }
         Type::Any => 1.0,
     }
 }
@@ -164,9 +174,9 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let (ca, sa) = walk(a, env);
             let (cb, sb) = walk(b, env);
             let (own, size) = match op {
-                BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                    (ceil(sa.size.min(sb.size) * 0.1).max(1.0), 1.0)
-                }
+                // cel-go's estimator prices comparisons flat; only the
+                // runtime charges string and bytes comparisons by length.
+                BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => (1.0, 1.0),
                 BinOp::In => (sb.size, 1.0),
                 BinOp::Add => (ceil((sa.size + sb.size) * 0.1).max(1.0), sa.size + sb.size),
                 _ => (1.0, 1.0),

@@ -103,10 +103,10 @@ impl<'s> Ty<'s> {
             // Objects of one schema node are one type; two nodes may have
             // the same shape, and the checker cannot tell them apart cheaply.
             (Ty::Object(_), Ty::Object(_)) => true,
-            (Ty::Lib(a), Ty::Lib(b)) => a == b,
             // Messages, timestamps and durations are nullable in cel-go.
             (Ty::Null, Ty::Object(_) | Ty::Timestamp | Ty::Duration)
             | (Ty::Object(_) | Ty::Timestamp | Ty::Duration, Ty::Null) => true,
+            (Ty::Lib(a), Ty::Lib(b)) => a == b,
             (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
         }
     }

@@ -258,8 +258,13 @@ impl Schema {
             s.ty = Type::String;
             s
         };
-        let name = keep("name");
-        let generate_name = keep("generateName");
+        // The API server bounds them as it validates names.
+        let bounded = |mut s: Schema, max: i64| {
+            s.max_length = Some(s.max_length.map_or(max, |m| m.min(max)));
+            s
+        };
+        let name = bounded(keep("name"), 253);
+        let generate_name = bounded(keep("generateName"), 252);
         meta.properties = BTreeMap::from([
             ("name".to_owned(), name),
             ("generateName".to_owned(), generate_name),

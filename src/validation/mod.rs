@@ -178,6 +178,15 @@ fn compile_node(
     let runs = cardinality.unwrap_or_else(|| cel::max_cardinality(schema));
     let problems = &mut cx.problems;
     let costs = &mut cx.costs;
+    // Data of unknown type has no CEL type: rules there cannot compile.
+    if schema.is_unknown_type() && !schema.validations.is_empty() {
+        problems.push(RuleProblem {
+            path: format!("{path}.x-kubernetes-validations"),
+            rule: String::new(),
+            reason: "Internal error: internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations".into(),
+        });
+        return node;
+    }
     for (i, v) in schema.validations.iter().enumerate() {
         let rule_path = format!("{path}.x-kubernetes-validations[{i}]");
         let mut problem = |field: &str, reason: String| {
@@ -221,19 +230,25 @@ fn compile_node(
                 );
             }
         }
+        // The API server runs each fieldPath check on its own, so one
+        // value may earn several errors.
         let field_path = match v.field_path.as_deref() {
             None | Some("") => None,
-            Some(fp) if fp.trim().is_empty() => {
-                problem("fieldPath", "must be non-empty if specified".into());
-                None
-            }
-            Some(fp) => match field_path::normalize(fp, schema) {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    problem("fieldPath", "must be a valid path".into());
-                    None
+            Some(fp) => {
+                if fp.trim().is_empty() {
+                    problem("fieldPath", "must be non-empty if specified".into());
                 }
-            },
+                if fp.contains(['\n', '\r']) {
+                    problem("fieldPath", "must not contain line breaks".into());
+                }
+                match field_path::normalize(fp, schema) {
+                    Ok(p) => Some(p),
+                    Err(_) => {
+                        problem("fieldPath", "must be a valid path".into());
+                        None
+                    }
+                }
+            }
         };
         let optional_old_self = v.optional_old_self.unwrap_or(false);
         let opts = cel::Options {

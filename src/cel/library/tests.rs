@@ -318,6 +318,7 @@ fn semver_library() {
         err.contains("found no matching overload for 'isLessThan' applied to 'kubernetes.Semver.(kubernetes.Quantity)'"),
         "{err}"
     );
+    // Several overloads share the name: cel-go names the call's types.
     assert_eq!(
         eval(r#"semver("1.0.0").isLessThan(dyn(quantity("1")))"#),
         Err("no such overload: isLessThan(kubernetes.Semver, kubernetes.Quantity)".to_owned())
