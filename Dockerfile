@@ -23,4 +23,6 @@ COPY --from=build /out/celhook /usr/local/bin/celhook
 USER 65532:65532
 # The TLS listener (--listen 0.0.0.0:8443); the Service maps 443 to it.
 EXPOSE 8443
+# Plain-HTTP metrics when run with --metrics-listen 0.0.0.0:9090 (as the manifests do).
+EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/celhook", "serve"]

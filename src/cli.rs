@@ -1,4 +1,4 @@
-//! The command line: `celhook serve`, `celhook check` and `celhook eval`. Every flag can also
+//! The command line: `celhook serve`, `check`, `eval` and `certs`. Every flag can also
 //! be set by an environment variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
@@ -11,10 +11,12 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{ConfigSource, Problem, Report};
-use crate::server::{ServeConfig, TlsSource};
+use crate::server::{ClientAuth, ServeConfig, TlsSource};
 use crate::telemetry::LogFormat;
 
 /// What the user asked for.
+// Built once at start-up: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Command {
     /// Run the webhook.
@@ -28,6 +30,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Evaluate offline: an object against a CRD, or one expression.
     Eval(EvalArgs),
+    /// Write a development CA and serving certificate, print the caBundle.
+    Certs(crate::certs::CertsArgs),
 }
 
 /// `celhook eval` settings.
@@ -90,6 +94,7 @@ struct Cli {
     command: CliCommand,
 }
 
+#[allow(clippy::large_enum_variant)] // parsed once
 #[derive(Debug, Subcommand)]
 enum CliCommand {
     /// Serve POST /validate, /healthz and /readyz over HTTPS.
@@ -99,6 +104,8 @@ enum CliCommand {
     /// Evaluate offline what the webhook answers for an object (exit 1 when
     /// denied), or the value of one expression in the Kubernetes CEL environment.
     Eval(EvalCliArgs),
+    /// Write a development CA and a serving certificate for celhook.<namespace>.svc; print the caBundle.
+    Certs(CertsCliArgs),
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +132,35 @@ struct EvalCliArgs {
     /// Answer format for --object.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+struct CertsCliArgs {
+    /// Directory to write ca.crt, ca.key, tls.crt and tls.key into.
+    #[arg(
+        long,
+        env = "CELHOOK_CERTS_OUT",
+        value_name = "DIR",
+        default_value = "certs/out"
+    )]
+    out_dir: PathBuf,
+
+    /// Namespace of the celhook Service.
+    #[arg(long, env = "CELHOOK_NAMESPACE", default_value = "celhook")]
+    namespace: String,
+
+    /// Name of the celhook Service.
+    #[arg(long, env = "CELHOOK_SERVICE", default_value = "celhook")]
+    service: String,
+
+    /// Validity of the certificates, in days.
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    days: u32,
+}
+
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::server::limits::parse_go_duration(text)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 500ms, 5s or 1m30s"))
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +204,58 @@ struct ServeArgs {
     /// Log line format.
     #[arg(long, env = "CELHOOK_LOG_FORMAT", value_enum, default_value_t = CliLogFormat::Text)]
     log_format: CliLogFormat,
+
+    /// Also serve /metrics, /healthz and /readyz over plain HTTP on this address.
+    #[arg(long, env = "CELHOOK_METRICS_LISTEN", value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+
+    /// Require client certificates signed by the CA(s) in this PEM file; others fail the TLS handshake.
+    #[arg(long, env = "CELHOOK_CLIENT_CA", value_name = "FILE")]
+    client_ca: Option<PathBuf>,
+
+    /// With --client-ca: only client certificates whose subject CN or a DNS/URI/e-mail SAN is one of these (comma-separated).
+    #[arg(
+        long,
+        env = "CELHOOK_ALLOWED_CLIENT_NAMES",
+        value_name = "NAMES",
+        value_delimiter = ',',
+        requires = "client_ca"
+    )]
+    allowed_client_names: Vec<String>,
+
+    /// How often the certificate files and the config directory are checked for changes.
+    #[arg(long, env = "CELHOOK_RELOAD_INTERVAL", value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    reload_interval: std::time::Duration,
+
+    /// On SIGTERM, keep serving this long with /readyz failing before no longer accepting connections.
+    #[arg(long, env = "CELHOOK_SHUTDOWN_DELAY", value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    shutdown_delay: std::time::Duration,
+
+    /// After the delay, wait at most this long for requests in flight.
+    #[arg(long, env = "CELHOOK_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    shutdown_timeout: std::time::Duration,
+
+    /// Review requests served at once; more wait for a slot until their deadline, then get 503.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONCURRENT_REQUESTS",
+        value_name = "N",
+        default_value_t = crate::server::DEFAULT_MAX_CONCURRENT_REQUESTS,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_concurrent_requests: usize,
+
+    /// Longest time a review may take; the deadline when the caller sends no ?timeout=.
+    #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
+    request_timeout: std::time::Duration,
+
+    /// How long idle connections are kept open.
+    #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
+    keep_alive: std::time::Duration,
+
+    /// Time a client has for the TLS handshake and for the request head.
+    #[arg(long, env = "CELHOOK_HEADER_TIMEOUT", value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    header_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +291,18 @@ impl Cli {
                     listen: args.listen,
                     tls,
                     max_request_bytes: args.max_request_bytes,
+                    metrics_listen: args.metrics_listen,
+                    client_auth: args.client_ca.map(|ca| ClientAuth {
+                        ca,
+                        allowed_names: args.allowed_client_names,
+                    }),
+                    reload_interval: args.reload_interval,
+                    shutdown_delay: args.shutdown_delay,
+                    shutdown_timeout: args.shutdown_timeout,
+                    max_concurrent_requests: args.max_concurrent_requests,
+                    request_timeout: args.request_timeout,
+                    keep_alive: args.keep_alive,
+                    header_timeout: args.header_timeout,
                     ..ServeConfig::new()
                 };
                 let log_format = match args.log_format {
@@ -228,6 +328,12 @@ impl Cli {
                     old: args.old,
                     output: args.output,
                 },
+            }),
+            CliCommand::Certs(args) => Command::Certs(crate::certs::CertsArgs {
+                out_dir: args.out_dir,
+                namespace: args.namespace,
+                service: args.service,
+                days: args.days,
             }),
         }
     }
@@ -405,6 +511,60 @@ mod tests {
     }
 
     #[test]
+    fn serve_operation_flags() {
+        let (config, _) = serve(&[]);
+        assert_eq!(config.shutdown_delay, std::time::Duration::from_secs(5));
+        assert_eq!(config.request_timeout, std::time::Duration::from_secs(25));
+        assert_eq!(config.metrics_listen, None);
+        assert_eq!(config.client_auth, None);
+
+        let (config, _) = serve(&[
+            "--metrics-listen",
+            "0.0.0.0:9090",
+            "--client-ca",
+            "/tls/client-ca.crt",
+            "--allowed-client-names",
+            "kube-apiserver,front-proxy-client",
+            "--reload-interval",
+            "250ms",
+            "--shutdown-delay",
+            "2s",
+            "--shutdown-timeout",
+            "1m",
+            "--max-concurrent-requests",
+            "8",
+            "--request-timeout",
+            "10s",
+            "--keep-alive",
+            "90s",
+            "--header-timeout",
+            "3s",
+        ]);
+        let s = std::time::Duration::from_secs;
+        assert_eq!(
+            config.metrics_listen,
+            Some("0.0.0.0:9090".parse().expect("addr"))
+        );
+        assert_eq!(
+            config.client_auth,
+            Some(ClientAuth {
+                ca: "/tls/client-ca.crt".into(),
+                allowed_names: vec!["kube-apiserver".into(), "front-proxy-client".into()],
+            })
+        );
+        assert_eq!(
+            config.reload_interval,
+            std::time::Duration::from_millis(250)
+        );
+        assert_eq!(config.shutdown_delay, s(2));
+        assert_eq!(config.shutdown_timeout, s(60));
+        assert_eq!(config.max_concurrent_requests, 8);
+        assert_eq!(config.request_timeout, s(10));
+        assert_eq!(config.keep_alive, s(90));
+        assert_eq!(config.header_timeout, s(3));
+    }
+
+    #[test]
     fn usage_errors_are_reported_on_stderr() {
         for args in [
             &["celhook", "serve", "--tls-cert", "/a.crt"][..],
@@ -412,6 +572,10 @@ mod tests {
             &["celhook", "serve", "--listen", "not-an-address"],
             &["celhook", "serve", "--max-request-bytes", "0"],
             &["celhook", "serve", "--log-format", "xml"],
+            &["celhook", "serve", "--shutdown-delay", "5"],
+            &["celhook", "serve", "--allowed-client-names", "x"],
+            &["celhook", "serve", "--max-concurrent-requests", "0"],
+            &["celhook", "certs", "--days", "0"],
             &["celhook", "check", "--config", "/x", "--output", "yaml"],
             &["celhook", "frobnicate"],
             &["celhook"],

@@ -26,6 +26,15 @@ pub enum WebhookError {
     /// The body could not be read: a bad Content-Length, an aborted upload (400).
     #[error("could not read the request body: {0}")]
     Body(String),
+    /// `--max-concurrent-requests` stayed full until the request's deadline (503).
+    #[error("overloaded: too many requests in flight")]
+    Overloaded,
+    /// The request was not answered within its deadline (504).
+    #[error("request not answered within its deadline of {budget:?}")]
+    DeadlineExceeded {
+        /// The time the request had.
+        budget: std::time::Duration,
+    },
     /// A failure on our side (500); the client sees only "internal error".
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -49,6 +58,8 @@ impl ResponseError for WebhookError {
         match self {
             WebhookError::Review(_) | WebhookError::Body(_) => StatusCode::BAD_REQUEST,
             WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            WebhookError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            WebhookError::DeadlineExceeded { .. } => StatusCode::GATEWAY_TIMEOUT,
             WebhookError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -59,6 +70,10 @@ impl ResponseError for WebhookError {
             // `{:#}` prints anyhow's whole chain; the client gets none of it.
             WebhookError::Internal(err) => {
                 tracing::error!(error = format!("{err:#}"), "internal error")
+            }
+            // Ours, but not a bug: capacity or a slow client.
+            WebhookError::Overloaded | WebhookError::DeadlineExceeded { .. } => {
+                tracing::warn!(status = status.as_u16(), error = %self, "request refused")
             }
             // The caller's mistake: worth a line, not an alarm.
             other => tracing::info!(status = status.as_u16(), error = %other, "rejected request"),

@@ -8,9 +8,11 @@
 //! where failures become HTTP answers.
 
 pub mod cel;
+pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod offline;
 pub mod review;
 pub mod schema;

@@ -36,6 +36,24 @@ fn main() -> ExitCode {
             telemetry::init(LogFormat::Text);
             check(&args)
         }
+        Command::Certs(args) => {
+            telemetry::init(LogFormat::Text);
+            match celhook::certs::generate(&args) {
+                Ok(bundle) => {
+                    eprintln!(
+                        "wrote ca.crt, ca.key, tls.crt and tls.key to {} for {}; caBundle:",
+                        args.out_dir.display(),
+                        celhook::certs::service_names(&args.service, &args.namespace).join(", ")
+                    );
+                    println!("{bundle}");
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    tracing::error!(error = format!("{err:#}"), "cannot write the certificates");
+                    ExitCode::from(EXIT_FAILURE)
+                }
+            }
+        }
         Command::Serve { config, log_format } => {
             telemetry::init(log_format);
             serve(config)

@@ -55,7 +55,7 @@ impl Catalog {
             .map(|v| v.as_ref())
     }
 
-    /// Every loaded CRD version.
+    /// Every loaded CRD version, in no particular order.
     pub fn versions(&self) -> impl Iterator<Item = &CrdVersion> {
         self.versions
             .values()

@@ -3,7 +3,11 @@
 //!
 //! [`spawn`] binds and starts the server and returns a [`RunningServer`]
 //! handle; `main` and the integration tests start the server the same way.
+//! Around the app: an optional plain-HTTP metrics listener, the reloader
+//! thread ([`reload`]) and the graceful stop ([`RunningServer::stop`]).
 
+pub mod limits;
+pub mod reload;
 pub mod routes;
 pub mod tls;
 
@@ -18,10 +22,13 @@ use anyhow::Context;
 use arc_swap::ArcSwap;
 
 use crate::config::{Catalog, ConfigSource};
-pub use tls::{TlsError, TlsSource};
+use crate::metrics::Metrics;
+pub use tls::{ClientAuth, TlsError, TlsSource};
 
 /// Default for `--max-request-bytes`: 8 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// Default for `--max-concurrent-requests`.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
@@ -41,6 +48,27 @@ pub struct ServeConfig {
     pub workers: Option<usize>,
     /// How long a stop waits for requests in flight.
     pub shutdown_timeout: Duration,
+    /// How long a stop keeps serving (with `/readyz` at 503) before it
+    /// stops accepting, so load balancers and the API server's endpoints
+    /// drop the pod first.
+    pub shutdown_delay: Duration,
+    /// Optional plain-HTTP listener for `/metrics`, `/healthz` and `/readyz`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Demand client certificates (`--client-ca`).
+    pub client_auth: Option<ClientAuth>,
+    /// How often the certificate and config files are checked for changes.
+    pub reload_interval: Duration,
+    /// Review requests served at once (over all workers); more wait for a
+    /// slot until their deadline, then get 503.
+    pub max_concurrent_requests: usize,
+    /// The longest a review request may take (also the deadline when the
+    /// caller sends no `?timeout=`).
+    pub request_timeout: Duration,
+    /// How long an idle connection is kept open.
+    pub keep_alive: Duration,
+    /// How long a client has to complete the TLS handshake and send the
+    /// request head; slower clients are disconnected.
+    pub header_timeout: Duration,
 }
 
 impl ServeConfig {
@@ -57,6 +85,18 @@ impl ServeConfig {
             // graceful stop but holds HTTP/2 ones (the API server's) until
             // this timeout. Well inside Kubernetes' default 30 s grace period.
             shutdown_timeout: Duration::from_secs(10),
+            shutdown_delay: Duration::from_secs(5),
+            metrics_listen: None,
+            client_auth: None,
+            reload_interval: reload::DEFAULT_INTERVAL,
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            // The API server gives up on a conversion after 30 s: answer first.
+            request_timeout: Duration::from_secs(25),
+            // Longer than the API server's idle-connection timeout (90 s,
+            // Go's default transport): if the server closed first, a request
+            // racing the close would fail, and POSTs are not retried.
+            keep_alive: Duration::from_secs(120),
+            header_timeout: Duration::from_secs(5),
         }
     }
 
@@ -67,6 +107,8 @@ impl ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             workers: Some(1),
             shutdown_timeout: Duration::from_secs(1),
+            shutdown_delay: Duration::ZERO,
+            reload_interval: Duration::from_millis(50),
             ..Self::new()
         }
     }
@@ -78,6 +120,25 @@ impl Default for ServeConfig {
     }
 }
 
+/// The per-request limits of the review endpoints ([`limits::guard`]).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// One permit per review request in flight.
+    pub concurrency: Arc<tokio::sync::Semaphore>,
+    /// The longest a review request may take.
+    pub request_timeout: Duration,
+}
+
+impl Limits {
+    /// Limits of `max_concurrent` requests, each at most `request_timeout`.
+    pub fn new(max_concurrent: usize, request_timeout: Duration) -> Self {
+        Self {
+            concurrency: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
+            request_timeout,
+        }
+    }
+}
+
 /// State shared by every worker.
 #[derive(Debug)]
 pub struct AppState {
@@ -85,15 +146,40 @@ pub struct AppState {
     pub catalog: ArcSwap<Catalog>,
     /// The `--max-request-bytes` limit (reported in 413 answers).
     pub max_request_bytes: usize,
+    /// Every metric, in this server's own registry.
+    pub metrics: Metrics,
+    /// Concurrency and deadline of review requests.
+    pub limits: Limits,
     ready: AtomicBool,
 }
 
 impl AppState {
-    /// State serving `catalog`, not yet ready.
+    /// State serving `catalog` with fresh metrics and default limits, not yet ready.
     pub fn new(catalog: Catalog, max_request_bytes: usize) -> Self {
+        let defaults = ServeConfig::new();
+        Self::with(
+            catalog,
+            max_request_bytes,
+            Metrics::register(),
+            Limits::new(defaults.max_concurrent_requests, defaults.request_timeout),
+        )
+    }
+
+    /// State serving `catalog` (bound to `metrics` as config generation 1),
+    /// not yet ready.
+    pub fn with(
+        catalog: Catalog,
+        max_request_bytes: usize,
+        metrics: Metrics,
+        limits: Limits,
+    ) -> Self {
+        metrics.bind_catalog(&catalog);
+        metrics.observe_config_loaded(1, std::time::SystemTime::now());
         Self {
             catalog: ArcSwap::from_pointee(catalog),
             max_request_bytes,
+            metrics,
+            limits,
             ready: AtomicBool::new(false),
         }
     }
@@ -113,11 +199,15 @@ impl AppState {
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     cert_pem: String,
     state: web::Data<AppState>,
     cert_resolver: Arc<tls::CertResolver>,
     handle: ServerHandle,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    metrics_server: Option<(ServerHandle, tokio::task::JoinHandle<std::io::Result<()>>)>,
+    reloader: Option<reload::Reloader>,
+    shutdown_delay: Duration,
 }
 
 /// Binds the listener and starts serving `catalog` with `config`.
@@ -135,10 +225,23 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
             "no --tls-cert/--tls-key given: serving a self-signed certificate generated in memory (development only)"
         );
     }
+    let metrics = Metrics::register();
+    if let Some(expiry) = material.key.end_entity_cert().ok().and_then(tls::not_after) {
+        metrics.observe_cert_expiry(expiry);
+    }
     let cert_resolver = Arc::new(tls::CertResolver::new(material.key));
-    let tls_config = tls::server_config(cert_resolver.clone(), provider)?;
+    let tls_config = tls::server_config(
+        cert_resolver.clone(),
+        provider.clone(),
+        config.client_auth.as_ref(),
+    )?;
 
-    let state = web::Data::new(AppState::new(catalog, config.max_request_bytes));
+    let state = web::Data::new(AppState::with(
+        catalog,
+        config.max_request_bytes,
+        metrics,
+        Limits::new(config.max_concurrent_requests, config.request_timeout),
+    ));
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
         let state = app_state.clone();
@@ -150,7 +253,14 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
     // Answers are small and latency-bound: without TCP_NODELAY a response
     // written in two segments waits on the peer's delayed ACK (~40 ms).
     .tcp_nodelay(true)
-    .shutdown_timeout(config.shutdown_timeout.as_secs());
+    .keep_alive(config.keep_alive)
+    // Slow-client guards: the TLS handshake and the request head each get
+    // `header_timeout`; the body is bounded by the request deadline.
+    .tls_handshake_timeout(config.header_timeout)
+    .client_request_timeout(config.header_timeout)
+    .client_disconnect_timeout(Duration::from_secs(1))
+    // actix counts whole seconds: round up so a short timeout is not zero.
+    .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64);
     if let Some(workers) = config.workers {
         server = server.workers(workers);
     }
@@ -163,6 +273,30 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
         .copied()
         .context("the listener has no address")?;
 
+    let (metrics_addr, metrics_server) = match config.metrics_listen {
+        Some(addr) => {
+            let (bound, handle, task) = spawn_metrics_listener(addr, state.clone())?;
+            (Some(bound), Some((handle, task)))
+        }
+        None => (None, None),
+    };
+
+    let reloader = reload::Reloader::start(reload::Targets {
+        tls: match &config.tls {
+            TlsSource::Files { cert, key } => Some((cert.clone(), key.clone())),
+            TlsSource::SelfSigned => None,
+        },
+        resolver: cert_resolver.clone(),
+        provider,
+        config: match &config.config_source {
+            ConfigSource::Dir(dir) => Some(dir.clone()),
+            ConfigSource::Embedded => None,
+        },
+        state: state.clone(),
+        interval: config.reload_interval,
+    })
+    .context("starting the reload thread")?;
+
     let server = server.run();
     let handle = server.handle();
     let task = tokio::spawn(server);
@@ -171,12 +305,44 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
 
     Ok(RunningServer {
         local_addr,
+        metrics_addr,
         cert_pem: material.cert_pem,
         state,
         cert_resolver,
         handle,
         task: Some(task),
+        metrics_server,
+        reloader,
+        shutdown_delay: config.shutdown_delay,
     })
+}
+
+type ServerTask = tokio::task::JoinHandle<std::io::Result<()>>;
+
+/// The plain-HTTP listener of `--metrics-listen`: `/metrics`, `/healthz`
+/// and `/readyz` only, one worker.
+fn spawn_metrics_listener(
+    addr: SocketAddr,
+    state: web::Data<AppState>,
+) -> anyhow::Result<(SocketAddr, ServerHandle, ServerTask)> {
+    let server = HttpServer::new(move || {
+        let state = state.clone();
+        App::new().configure(move |cfg| routes::configure_ops(cfg, state))
+    })
+    .disable_signals()
+    .workers(1)
+    .shutdown_timeout(1)
+    .bind(addr)
+    .with_context(|| format!("binding the metrics listener on {addr}"))?;
+    let bound = server
+        .addrs()
+        .first()
+        .copied()
+        .context("the metrics listener has no address")?;
+    let server = server.run();
+    let handle = server.handle();
+    tracing::info!(addr = %bound, "serving metrics over plain HTTP");
+    Ok((bound, handle, tokio::spawn(server)))
 }
 
 impl RunningServer {
@@ -205,17 +371,38 @@ impl RunningServer {
         &self.state
     }
 
+    /// The bound address of the `--metrics-listen` listener, if any.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
     /// The certificate resolver (replace its certificate to rotate).
     pub fn cert_resolver(&self) -> &tls::CertResolver {
         &self.cert_resolver
     }
 
-    /// Stops accepting, turns `/readyz` to 503, lets requests in flight
-    /// finish (up to the shutdown timeout) and waits for the server to end.
+    /// The graceful stop: turns `/readyz` to 503, keeps serving for the
+    /// shutdown delay (so the pod leaves the Service endpoints before it
+    /// stops accepting), stops accepting, lets requests in flight finish (up
+    /// to the shutdown timeout) and waits for the server to end.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.state.set_ready(false);
+        if !self.shutdown_delay.is_zero() {
+            tracing::info!(delay = ?self.shutdown_delay, "not ready; still serving until the shutdown delay ends");
+            tokio::time::sleep(self.shutdown_delay).await;
+        }
+        tracing::info!("no longer accepting connections; draining requests in flight");
         self.handle.stop(true).await;
-        self.join().await
+        let result = self.join().await;
+        if let Some((handle, task)) = self.metrics_server.take() {
+            handle.stop(true).await;
+            let _ = task.await;
+        }
+        if let Some(reloader) = self.reloader.take() {
+            // Joining waits for a reload in progress: off the async thread.
+            let _ = tokio::task::spawn_blocking(move || reloader.stop()).await;
+        }
+        result
     }
 
     /// Serves until SIGTERM or SIGINT, then stops gracefully.
@@ -231,7 +418,7 @@ impl RunningServer {
             }
             signal = shutdown_signal() => {
                 let signal = signal?;
-                tracing::info!(signal, "stopping: draining requests in flight");
+                tracing::info!(signal, "stopping");
             }
         }
         self.task = Some(task);
@@ -253,6 +440,9 @@ impl Drop for RunningServer {
         if self.task.is_some() {
             // Sends the stop command at once; there is nobody left to await it.
             drop(self.handle.stop(false));
+        }
+        if let Some((handle, _)) = self.metrics_server.take() {
+            drop(handle.stop(false));
         }
     }
 }

@@ -9,12 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::ServerConfig;
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +93,14 @@ pub enum TlsError {
         key: PathBuf,
         /// What rustls said.
         source: rustls::Error,
+    },
+    /// The `--client-ca` file is unusable.
+    #[error("unusable --client-ca file {}: {reason}", path.display())]
+    ClientCa {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
     },
     /// rcgen failed to make the self-signed certificate.
     #[error("cannot generate a self-signed certificate: {0}")]
@@ -232,6 +244,11 @@ impl CertResolver {
     pub fn replace(&self, key: Arc<CertifiedKey>) {
         self.current.store(key);
     }
+
+    /// The certificate served now.
+    pub fn current(&self) -> Arc<CertifiedKey> {
+        self.current.load_full()
+    }
 }
 
 impl ResolvesServerCert for CertResolver {
@@ -240,8 +257,153 @@ impl ResolvesServerCert for CertResolver {
     }
 }
 
-/// The listener's rustls configuration: TLS 1.3 and 1.2 only, no client
-/// certificate, the certificate from `resolver`.
+/// The expiry (notAfter) of a DER certificate; `None` when it cannot be parsed.
+pub fn not_after(cert: &CertificateDer<'_>) -> Option<std::time::SystemTime> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let secs = parsed.validity().not_after.timestamp();
+    let secs = u64::try_from(secs).ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
+/// Which clients may connect (`--client-ca`, `--allowed-client-names`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAuth {
+    /// PEM file of the CA(s) that must have signed the client certificate.
+    pub ca: PathBuf,
+    /// When not empty, the client certificate's subject CN or one of its
+    /// DNS, URI or e-mail SANs must equal one of these.
+    pub allowed_names: Vec<String>,
+}
+
+/// The verifier demanding a client certificate as `auth` says; clients
+/// without one, or with one it refuses, fail the TLS handshake.
+pub fn client_verifier(
+    auth: &ClientAuth,
+    provider: Arc<CryptoProvider>,
+) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let ca_error = |reason: String| TlsError::ClientCa {
+        path: auth.ca.clone(),
+        reason,
+    };
+    let pem = std::fs::read(&auth.ca).map_err(|e| ca_error(e.to_string()))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| ca_error(format!("invalid PEM: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| ca_error(format!("not a usable CA certificate: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(ca_error("no PEM certificate found".into()));
+    }
+    let inner = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| ca_error(e.to_string()))?;
+    if auth.allowed_names.is_empty() {
+        return Ok(inner);
+    }
+    Ok(Arc::new(NameCheckingVerifier {
+        inner,
+        allowed: auth.allowed_names.clone(),
+    }))
+}
+
+/// Checks the chain with `inner`, then the leaf's names against `allowed`.
+/// Hand-written because rustls' verifiers check chains only, and webpki
+/// matches DNS names and IPs but not the subject CN that API server client
+/// certificates typically carry.
+#[derive(Debug)]
+struct NameCheckingVerifier {
+    inner: Arc<dyn ClientCertVerifier>,
+    allowed: Vec<String>,
+}
+
+/// The subject CNs and the DNS, URI and e-mail SANs of a certificate.
+pub fn certificate_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    use x509_parser::extensions::GeneralName;
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = parsed
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok().map(str::to_owned))
+        .collect();
+    if let Ok(Some(san)) = parsed.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                GeneralName::DNSName(n) | GeneralName::URI(n) | GeneralName::RFC822Name(n) => {
+                    names.push((*n).to_owned())
+                }
+                _ => {}
+            }
+        }
+    }
+    names
+}
+
+impl ClientCertVerifier for NameCheckingVerifier {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        let names = certificate_names(end_entity);
+        if names.iter().any(|n| self.allowed.contains(n)) {
+            Ok(verified)
+        } else {
+            tracing::warn!(
+                ?names,
+                "refused a client certificate: no name in --allowed-client-names"
+            );
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The listener's rustls configuration: TLS 1.3 and 1.2 only, the
+/// certificate from `resolver`, and client certificates as `client_auth`
+/// demands (none when `None`).
 ///
 /// ALPN is left empty on purpose: actix-web puts `h2` and `http/1.1` in front
 /// of whatever is configured here, and the server picks the client's most
@@ -249,12 +411,16 @@ impl ResolvesServerCert for CertResolver {
 pub fn server_config(
     resolver: Arc<CertResolver>,
     provider: Arc<CryptoProvider>,
+    client_auth: Option<&ClientAuth>,
 ) -> Result<ServerConfig, TlsError> {
-    let config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(TlsError::Config)?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+        .map_err(TlsError::Config)?;
+    let config = match client_auth {
+        None => builder.with_no_client_auth(),
+        Some(auth) => builder.with_client_cert_verifier(client_verifier(auth, provider)?),
+    }
+    .with_cert_resolver(resolver);
     Ok(config)
 }
 
@@ -360,6 +526,48 @@ mod tests {
         let key = file(two.signing_key.serialize_pem().as_bytes());
         let err = load(&files_source(&cert, &key), &provider()).expect_err("mismatch");
         assert!(matches!(err, TlsError::Mismatch { .. }), "{err}");
+    }
+
+    #[test]
+    fn reads_the_expiry_and_names_of_a_certificate() {
+        let ca = crate::certs::Ca::new("test CA", 1).expect("ca");
+        let pair = ca
+            .client("kube-apiserver", &["apiserver.example".to_owned()], 30)
+            .expect("client");
+        let der = CertificateDer::from_pem_slice(pair.cert_pem.as_bytes()).expect("pem");
+        let expiry = not_after(&der).expect("expiry");
+        let in_30_days = std::time::SystemTime::now() + std::time::Duration::from_secs(30 * 86_400);
+        let off = in_30_days
+            .duration_since(expiry)
+            .unwrap_or_else(|e| e.duration());
+        assert!(off < std::time::Duration::from_secs(120), "{off:?}");
+        assert_eq!(
+            certificate_names(&der),
+            vec!["kube-apiserver".to_owned(), "apiserver.example".to_owned()]
+        );
+        assert_eq!(not_after(&CertificateDer::from(vec![1, 2, 3])), None);
+    }
+
+    #[test]
+    fn an_unusable_client_ca_names_the_file() {
+        let provider = Arc::new(provider());
+        for contents in [&b"no pem here"[..], b""] {
+            let f = file(contents);
+            let auth = ClientAuth {
+                ca: f.path().to_owned(),
+                allowed_names: vec![],
+            };
+            let err = client_verifier(&auth, provider.clone()).expect_err("refused");
+            let text = err.to_string();
+            assert!(text.contains("--client-ca"), "{text}");
+            assert!(text.contains(&f.path().display().to_string()), "{text}");
+        }
+        let missing = ClientAuth {
+            ca: PathBuf::from("/nonexistent/ca.crt"),
+            allowed_names: vec![],
+        };
+        let err = client_verifier(&missing, provider).expect_err("refused");
+        assert!(err.to_string().contains("/nonexistent/ca.crt"), "{err}");
     }
 
     #[test]

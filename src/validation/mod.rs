@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 
 use crate::cel::{self, ErrorKind, Program, Value};
 use crate::config::Catalog;
+use crate::metrics::RuleResult;
 use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
 use crate::schema::{ListType, Schema};
 
@@ -28,6 +29,9 @@ pub struct Rule {
     pub optional_old_self: bool,
     /// Index of the rule in its node's list (for metrics and logs).
     pub index: usize,
+    /// Metric handles, attached when the catalog is bound to a registry
+    /// (`Metrics::bind_catalog`); empty in `check` and unit tests.
+    pub metrics: crate::metrics::RuleMetricsSlot,
 }
 
 impl Rule {
@@ -366,6 +370,7 @@ fn compile_node(
             field_path,
             optional_old_self,
             index: i,
+            metrics: Default::default(),
         });
     }
     for (name, child) in &schema.properties {
@@ -581,9 +586,20 @@ impl Walk {
                     .is_err_and(|e| e.kind == ErrorKind::CostLimit)
                     && self.budget < cel::PER_EXPRESSION_COST_LIMIT)
             {
+                if let Some(m) = rule.metrics.get() {
+                    m.observe(RuleResult::Error, cost);
+                }
                 return self.out_of_budget(path, schema);
             }
             self.budget -= cost;
+            if let Some(m) = rule.metrics.get() {
+                let observed = match &result {
+                    Ok(Value::Bool(true)) => RuleResult::Passed,
+                    Ok(Value::Bool(false)) => RuleResult::Failed,
+                    _ => RuleResult::Error,
+                };
+                m.observe(observed, cost);
+            }
             let passed = match result {
                 Ok(Value::Bool(b)) => b,
                 Ok(_) => {

@@ -1,0 +1,1077 @@
+//! Production operation, end to end over real TLS sockets: metrics, hot
+//! reload of certificate and config under load, mTLS, limits, and the
+//! graceful stop of the binary on SIGTERM under load.
+#![cfg(unix)] // Secret-volume symlinks, `kill -TERM`
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use celhook::certs::{Ca, Pair};
+use celhook::config::{self, ConfigSource};
+use celhook::server::{ClientAuth, RunningServer, ServeConfig, TlsSource};
+use common::{admission_review, crontab, fixture_path, start_with, CRONTAB, V1};
+use reqwest::{Client, StatusCode};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const CRD: &str = "crontabs.stable.example.com";
+
+// === certificates laid out as a Kubernetes Secret volume ===
+
+/// A directory laid out as the kubelet lays out a Secret or ConfigMap
+/// volume: `<file> -> ..data/<file>`, `..data -> ..<version>`; updates swap
+/// the `..data` symlink atomically.
+struct Volume {
+    dir: tempfile::TempDir,
+    version: u32,
+}
+
+impl Volume {
+    fn new(files: &[(&str, &str)]) -> Volume {
+        let mut volume = Volume {
+            dir: tempfile::tempdir().expect("tempdir"),
+            version: 0,
+        };
+        volume.update(files);
+        for (name, _) in files {
+            std::os::unix::fs::symlink(format!("..data/{name}"), volume.path(name))
+                .expect("file symlink");
+        }
+        volume
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a new timestamped directory and swaps `..data` to it.
+    fn update(&mut self, files: &[(&str, &str)]) {
+        self.version += 1;
+        let versioned = format!("..v{}", self.version);
+        std::fs::create_dir(self.dir.path().join(&versioned)).expect("mkdir");
+        for (name, contents) in files {
+            std::fs::write(self.dir.path().join(&versioned).join(name), contents).expect("write");
+        }
+        let tmp = self.dir.path().join("..data_tmp");
+        std::os::unix::fs::symlink(&versioned, &tmp).expect("symlink");
+        std::fs::rename(&tmp, self.dir.path().join("..data")).expect("swap ..data");
+    }
+}
+
+fn serving(ca: &Ca) -> Pair {
+    ca.serving(&["localhost".into(), "127.0.0.1".into()], 30)
+        .expect("serving certificate")
+}
+
+fn tls_volume(pair: &Pair) -> Volume {
+    Volume::new(&[("tls.crt", &pair.cert_pem), ("tls.key", &pair.key_pem)])
+}
+
+fn files(volume: &Volume) -> TlsSource {
+    TlsSource::Files {
+        cert: volume.path("tls.crt"),
+        key: volume.path("tls.key"),
+    }
+}
+
+/// A client trusting `ca_pem` only, optionally presenting `identity`.
+fn ca_client(ca_pem: &str, identity: Option<&Pair>, fresh_connections: bool) -> Client {
+    common::install_crypto();
+    let certs = reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes()).expect("ca pem");
+    let mut builder = Client::builder()
+        .tls_certs_only(certs)
+        .timeout(Duration::from_secs(10));
+    if let Some(pair) = identity {
+        let pem = format!("{}{}", pair.cert_pem, pair.key_pem);
+        builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"));
+    }
+    if fresh_connections {
+        // A handshake per request: sees certificate changes at once.
+        builder = builder.pool_max_idle_per_host(0).http1_only();
+    }
+    builder.build().expect("client")
+}
+
+/// The leaf certificate the server presents to a new handshake.
+async fn served_leaf(server: &RunningServer, ca_pem: &str) -> Vec<u8> {
+    let stream = tls_connect(server.local_addr(), ca_pem).await;
+    let (_, conn) = stream.get_ref();
+    conn.peer_certificates().expect("peer certificates")[0]
+        .as_ref()
+        .to_vec()
+}
+
+async fn tls_connect(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    common::install_crypto();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    connector.connect(name, tcp).await.expect("handshake")
+}
+
+fn der(pem: &str) -> Vec<u8> {
+    CertificateDer::from_pem_slice(pem.as_bytes())
+        .expect("pem")
+        .as_ref()
+        .to_vec()
+}
+
+// === metrics text ===
+
+/// The sum of the samples of `name` whose labels include `labels`.
+fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ')?;
+        let (series_name, label_text) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        if series_name != name {
+            continue;
+        }
+        let have: HashMap<&str, &str> = label_text
+            .split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k, v.trim_matches('"')))
+            .collect();
+        if labels.iter().all(|(k, v)| have.get(k) == Some(v)) {
+            *found.get_or_insert(0.0) += value.parse::<f64>().ok()?;
+        }
+    }
+    found
+}
+
+async fn metrics_text(client: &Client, url: &str) -> String {
+    let resp = client.get(url).send().await.expect("GET /metrics");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let content_type = resp.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    resp.text().await.expect("body")
+}
+
+async fn wait_for<F: Fn() -> bool>(what: &str, f: F) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn review(replicas: i64) -> Vec<u8> {
+    let object = crontab(
+        "load",
+        json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10}),
+    );
+    serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
+}
+
+fn crd_dir() -> ConfigSource {
+    ConfigSource::Dir(fixture_path("crds/valid"))
+}
+
+// === load ===
+
+#[derive(Debug, Default)]
+struct Stats {
+    ok: u64,
+    allowed: u64,
+    denied: u64,
+    /// (when the request was sent, what went wrong)
+    failures: Vec<(Instant, String)>,
+}
+
+/// Clients posting `body` in a loop until stopped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<Stats>>,
+}
+
+impl Load {
+    fn start(clients: Vec<Client>, url: String, body: Vec<u8>) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks = clients
+            .into_iter()
+            .map(|client| {
+                let (stop, url, body) = (stop.clone(), url.clone(), body.clone());
+                tokio::spawn(async move {
+                    let mut stats = Stats::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let sent = Instant::now();
+                        let result = client
+                            .post(&url)
+                            .header("content-type", "application/json")
+                            .body(body.clone())
+                            .send()
+                            .await;
+                        match result {
+                            Ok(resp) if resp.status() == StatusCode::OK => {
+                                match resp.json::<Value>().await {
+                                    Ok(v) if v["response"]["allowed"] == true => {
+                                        stats.ok += 1;
+                                        stats.allowed += 1;
+                                    }
+                                    Ok(v) if v["response"]["allowed"] == false => {
+                                        stats.ok += 1;
+                                        stats.denied += 1;
+                                    }
+                                    other => stats.failures.push((sent, format!("{other:?}"))),
+                                }
+                            }
+                            Ok(resp) => stats
+                                .failures
+                                .push((sent, format!("status {}", resp.status()))),
+                            Err(err) => stats.failures.push((sent, format!("{err:?}"))),
+                        }
+                    }
+                    stats
+                })
+            })
+            .collect();
+        Load { stop, tasks }
+    }
+
+    async fn finish(self, name: &str) -> Stats {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut total = Stats::default();
+        for task in self.tasks {
+            let stats = task.await.expect("load task");
+            total.ok += stats.ok;
+            total.allowed += stats.allowed;
+            total.denied += stats.denied;
+            total.failures.extend(stats.failures);
+        }
+        // The figures behind the "nothing dropped" claims (--nocapture).
+        eprintln!(
+            "{name}: {} answered ({} allowed, {} denied), {} failed",
+            total.ok,
+            total.allowed,
+            total.denied,
+            total.failures.len()
+        );
+        total
+    }
+}
+
+// === metrics ===
+
+#[tokio::test]
+async fn metrics_count_reviews_rules_and_config_over_tls_and_plain_http() {
+    let config = ServeConfig {
+        config_source: crd_dir(),
+        metrics_listen: Some("127.0.0.1:0".parse().expect("addr")),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, config::load(&crd_dir()).catalog).await;
+    let client = common::client(&server, common::Http::H2);
+    let url = common::validate_url(&server);
+    let ok = common::post_raw(&client, &url, review(5)).await;
+    assert_eq!(ok.response()["allowed"], true);
+    let denied = common::post_raw(&client, &url, review(20)).await;
+    assert_eq!(denied.response()["allowed"], false);
+    let broken = common::post_raw(&client, &url, "{not json").await;
+    assert_eq!(broken.status, StatusCode::BAD_REQUEST);
+
+    let tls_text = metrics_text(&client, &common::url(&server, "/metrics")).await;
+    let plain = Client::builder().build().expect("client");
+    let metrics_addr = server.metrics_addr().expect("metrics listener");
+    let plain_text = metrics_text(&plain, &format!("http://{metrics_addr}/metrics")).await;
+    let readyz = plain
+        .get(format!("http://{metrics_addr}/readyz"))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(readyz.status(), StatusCode::OK);
+
+    for text in [&tls_text, &plain_text] {
+        let requests = |outcome, kind| {
+            metric(
+                text,
+                "celhook_requests_total",
+                &[
+                    ("endpoint", "validate"),
+                    ("outcome", outcome),
+                    ("kind", kind),
+                ],
+            )
+        };
+        assert_eq!(requests("allowed", "CronTab"), Some(1.0), "{text}");
+        assert_eq!(requests("denied", "CronTab"), Some(1.0));
+        assert_eq!(requests("error", "unknown"), Some(1.0));
+        assert_eq!(
+            metric(
+                text,
+                "celhook_requests_total",
+                &[("review_version", "v1"), ("operation", "CREATE")]
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            metric(
+                text,
+                "celhook_request_duration_seconds_count",
+                &[("endpoint", "validate")]
+            ),
+            Some(3.0)
+        );
+        assert_eq!(
+            metric(
+                text,
+                "celhook_requests_in_flight",
+                &[("endpoint", "validate")]
+            ),
+            Some(0.0)
+        );
+        // Both rules of `spec` ran twice; the second failed once.
+        let rule = |name, index| {
+            metric(
+                text,
+                name,
+                &[
+                    ("crd", CRD),
+                    ("version", "v1"),
+                    ("path", ".spec"),
+                    ("index", index),
+                ],
+            )
+        };
+        assert_eq!(rule("celhook_rule_evaluations_total", "0"), Some(2.0));
+        assert_eq!(rule("celhook_rule_evaluations_total", "1"), Some(2.0));
+        assert_eq!(rule("celhook_rule_failures_total", "0"), Some(0.0));
+        assert_eq!(rule("celhook_rule_failures_total", "1"), Some(1.0));
+        assert!(rule("celhook_rule_cost_total", "1").is_some_and(|c| c > 0.0));
+        assert_eq!(metric(text, "celhook_config_generation", &[]), Some(1.0));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs_f64();
+        let loaded = metric(
+            text,
+            "celhook_config_last_reload_success_timestamp_seconds",
+            &[],
+        )
+        .expect("reload time");
+        assert!((now - loaded).abs() < 120.0, "{loaded} vs {now}");
+        let expiry =
+            metric(text, "celhook_tls_cert_expiry_timestamp_seconds", &[]).expect("expiry");
+        assert!(expiry > now, "{expiry} vs {now}");
+        assert_eq!(metric(text, "celhook_build_info", &[]), Some(1.0));
+        // No object names or uids as label values.
+        assert!(!text.contains("name=\"load\""));
+        assert!(!text.contains("test-create"));
+    }
+}
+
+// === hot reload under load ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_rotation_under_load_drops_nothing() {
+    let ca = Ca::new("test CA", 30).expect("ca");
+    let first = serving(&ca);
+    let mut volume = tls_volume(&first);
+    let config = ServeConfig {
+        tls: files(&volume),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, common::embedded_catalog()).await;
+    let ca_pem = ca.pair.cert_pem.clone();
+    let url = common::validate_url(&server);
+    let clients = vec![
+        ca_client(&ca_pem, None, false),
+        ca_client(&ca_pem, None, false),
+        ca_client(&ca_pem, None, true),
+        ca_client(&ca_pem, None, true),
+    ];
+    let load = Load::start(clients, url, review(5));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(served_leaf(&server, &ca_pem).await, der(&first.cert_pem));
+
+    // Rotate: the kubelet's atomic symlink swap.
+    let second = serving(&ca);
+    volume.update(&[("tls.crt", &second.cert_pem), ("tls.key", &second.key_pem)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while served_leaf(&server, &ca_pem).await != der(&second.cert_pem) {
+        assert!(
+            Instant::now() < deadline,
+            "the new certificate is not served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A broken pair (the new certificate with another key): refused, counted,
+    // the current one keeps serving.
+    let third = serving(&ca);
+    volume.update(&[("tls.crt", &third.cert_pem), ("tls.key", &first.key_pem)]);
+    let metrics = &server.state().metrics;
+    let failures = || {
+        let text = String::from_utf8(metrics.render().expect("render")).expect("utf-8");
+        metric(
+            &text,
+            "celhook_tls_cert_reloads_total",
+            &[("result", "failure")],
+        )
+    };
+    wait_for("the failed reload to be counted", || {
+        failures() == Some(1.0)
+    })
+    .await;
+    assert_eq!(served_leaf(&server, &ca_pem).await, der(&second.cert_pem));
+
+    // Fixed: served again.
+    volume.update(&[("tls.crt", &third.cert_pem), ("tls.key", &third.key_pem)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while served_leaf(&server, &ca_pem).await != der(&third.cert_pem) {
+        assert!(
+            Instant::now() < deadline,
+            "the fixed certificate is not served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let stats = load.finish("certificate rotation").await;
+    assert!(stats.failures.is_empty(), "failed: {:?}", stats.failures);
+    assert!(stats.ok > 20, "too little load to tell: {}", stats.ok);
+    let text = String::from_utf8(metrics.render().expect("render")).expect("utf-8");
+    assert_eq!(
+        metric(
+            &text,
+            "celhook_tls_cert_reloads_total",
+            &[("result", "success")]
+        ),
+        Some(2.0)
+    );
+    server.stop().await.expect("stops");
+}
+
+fn crd_with_extra_rule(rule: &str) -> String {
+    let base = std::fs::read_to_string(fixture_path("crds/valid/crontab.yaml")).expect("fixture");
+    let anchor = "              x-kubernetes-validations:\n";
+    assert!(base.contains(anchor), "fixture layout changed");
+    base.replacen(
+        anchor,
+        &format!(
+            "{anchor}                - rule: {rule:?}\n                  message: \"extra rule\"\n"
+        ),
+        1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_change_under_load_drops_nothing_and_keeps_the_last_good_config() {
+    let original =
+        std::fs::read_to_string(fixture_path("crds/valid/crontab.yaml")).expect("fixture");
+    let mut volume = Volume::new(&[("crontab.yaml", &original)]);
+    let source = ConfigSource::Dir(volume.dir.path().to_owned());
+    let config = ServeConfig {
+        config_source: source.clone(),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, config::load(&source).catalog).await;
+    let url = common::validate_url(&server);
+    let clients = (0..3)
+        .map(|_| common::client(&server, common::Http::H2))
+        .collect();
+    // replicas 5: allowed by the original rules.
+    let load = Load::start(clients, url.clone(), review(5));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A new rule that denies replicas above 3.
+    volume.update(&[("crontab.yaml", &crd_with_extra_rule("self.replicas <= 3"))]);
+    let metrics = &server.state().metrics;
+    wait_for("generation 2", || metrics.config_generation() == 2).await;
+    let client = common::client(&server, common::Http::H2);
+    let answer = common::post_raw(&client, &url, review(5)).await;
+    assert_eq!(answer.response()["allowed"], false, "{}", answer.text);
+    assert!(answer.text.contains("extra rule"), "{}", answer.text);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A rule that does not compile: refused, counted, the last good config serves.
+    volume.update(&[("crontab.yaml", &crd_with_extra_rule("self.replicas <="))]);
+    let failures = || {
+        let text = String::from_utf8(metrics.render().expect("render")).expect("utf-8");
+        metric(&text, "celhook_config_reload_failures_total", &[])
+    };
+    wait_for("the refused config to be counted", || {
+        failures() == Some(1.0)
+    })
+    .await;
+    assert_eq!(metrics.config_generation(), 2);
+    let answer = common::post_raw(&client, &url, review(5)).await;
+    assert_eq!(answer.response()["allowed"], false, "{}", answer.text);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let stats = load.finish("config reload").await;
+    assert!(stats.failures.is_empty(), "failed: {:?}", stats.failures);
+    assert!(
+        stats.allowed > 0 && stats.denied > 0,
+        "both configs served: {stats:?}"
+    );
+    // The new catalog's rules are bound to the metrics too.
+    let text = String::from_utf8(metrics.render().expect("render")).expect("utf-8");
+    assert!(
+        metric(
+            &text,
+            "celhook_rule_failures_total",
+            &[("path", ".spec"), ("index", "0")]
+        )
+        .is_some_and(|n| n > 0.0),
+        "{text}"
+    );
+    server.stop().await.expect("stops");
+}
+
+// === who may call ===
+
+#[tokio::test]
+async fn client_certificates_are_required_and_names_checked_at_the_handshake() {
+    let server_ca = Ca::new("server CA", 30).expect("ca");
+    let volume = tls_volume(&serving(&server_ca));
+    let client_ca = Ca::new("client CA", 30).expect("client ca");
+    let other_ca = Ca::new("other CA", 30).expect("other ca");
+    let ca_file = tempfile::NamedTempFile::new().expect("tempfile");
+    std::fs::write(ca_file.path(), &client_ca.pair.cert_pem).expect("write");
+
+    let apiserver = client_ca
+        .client("kube-apiserver", &[], 30)
+        .expect("client cert");
+    let by_san = client_ca
+        .client("someone", &["kube-apiserver".into()], 30)
+        .expect("client cert");
+    let intruder = client_ca.client("intruder", &[], 30).expect("client cert");
+    let forged = other_ca
+        .client("kube-apiserver", &[], 30)
+        .expect("client cert");
+
+    for allowed_names in [vec!["kube-apiserver".to_owned()], vec![]] {
+        let config = ServeConfig {
+            tls: files(&volume),
+            client_auth: Some(ClientAuth {
+                ca: ca_file.path().to_owned(),
+                allowed_names: allowed_names.clone(),
+            }),
+            ..ServeConfig::for_tests()
+        };
+        let server = start_with(config, common::embedded_catalog()).await;
+        let url = common::url(&server, "/healthz");
+        let call = |identity: Option<&Pair>| {
+            let client = ca_client(&server_ca.pair.cert_pem, identity, true);
+            let url = url.clone();
+            async move { client.get(&url).send().await.map(|r| r.status()) }
+        };
+        assert_eq!(call(Some(&apiserver)).await.ok(), Some(StatusCode::OK));
+        assert_eq!(call(Some(&by_san)).await.ok(), Some(StatusCode::OK));
+        assert!(call(None).await.is_err(), "no client certificate");
+        assert!(
+            call(Some(&forged)).await.is_err(),
+            "certificate of another CA"
+        );
+        let intruder_result = call(Some(&intruder)).await;
+        if allowed_names.is_empty() {
+            assert_eq!(intruder_result.ok(), Some(StatusCode::OK));
+        } else {
+            assert!(intruder_result.is_err(), "name not allowed");
+        }
+        server.stop().await.expect("stops");
+    }
+}
+
+// === limits ===
+
+/// Sends the head of a POST and `partial` body bytes of a longer body, then
+/// waits for the answer's status line (or the connection's end).
+async fn stalled_post(server: &RunningServer, path: &str, partial: &[u8]) -> (Duration, String) {
+    let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        partial.len() + 1000
+    );
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).await.expect("write head");
+    stream.write_all(partial).await.expect("write body");
+    stream.flush().await.expect("flush");
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+        .await
+        .expect("an answer within 10 s")
+        .unwrap_or(0);
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&buf[..n]).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_request_is_answered_before_the_callers_timeout() {
+    let server = start_with(ServeConfig::for_tests(), common::embedded_catalog()).await;
+    // The client stalls its body; the API server would give up at 1 s.
+    let (took, answer) = stalled_post(&server, "/validate?timeout=1s", b"{\"apiVersion\"").await;
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    // Nominally 900 ms (a tenth before the caller's 1 s); the upper bound
+    // leaves room for a loaded CI machine.
+    assert!(
+        took >= Duration::from_millis(850) && took < Duration::from_millis(1500),
+        "answered after {took:?}"
+    );
+    let text = String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8");
+    assert_eq!(
+        metric(
+            &text,
+            "celhook_requests_deadline_exceeded_total",
+            &[("endpoint", "validate")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "celhook_requests_total",
+            &[("endpoint", "validate"), ("outcome", "error")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn over_the_concurrency_limit_a_request_gets_503_by_its_deadline() {
+    let config = ServeConfig {
+        max_concurrent_requests: 1,
+        request_timeout: Duration::from_secs(3),
+        ..ServeConfig::for_tests()
+    };
+    let server = Arc::new(start_with(config, common::embedded_catalog()).await);
+    // The only slot, held by a stalled upload for 3 s.
+    let holder = {
+        let server = server.clone();
+        tokio::spawn(async move { stalled_post(&server, "/validate", b"{").await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let client = common::client(&server, common::Http::H2);
+    let started = Instant::now();
+    let answer = common::post_raw(
+        &client,
+        &format!("{}/validate?timeout=1s", server.base_url()),
+        review(5),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        answer.text
+    );
+    // Nominally 900 ms; room for a loaded CI machine.
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    let (_, held) = holder.await.expect("holder");
+    assert!(held.starts_with("HTTP/1.1 504"), "{held}");
+    // The slot is free again.
+    let answer = common::post_raw(&client, &common::validate_url(&server), review(5)).await;
+    assert_eq!(answer.response()["allowed"], true);
+    let text = String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8");
+    assert_eq!(
+        metric(&text, "celhook_requests_overloaded_total", &[]),
+        Some(1.0)
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
+    let config = ServeConfig {
+        header_timeout: Duration::from_millis(500),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, common::embedded_catalog()).await;
+    let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
+    let started = Instant::now();
+    stream
+        .write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .expect("write");
+    stream.flush().await.expect("flush");
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .expect("disconnected within 5 s")
+        .unwrap_or(0);
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        n == 0 || answer.starts_with("HTTP/1.1 408"),
+        "unexpected answer: {answer}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+// === lifecycle: the binary under load through SIGTERM ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
+    let ca = Ca::new("test CA", 30).expect("ca");
+    let volume = tls_volume(&serving(&ca));
+    let delay = Duration::from_millis(1500);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--tls-cert")
+        .arg(volume.path("tls.crt"))
+        .arg("--tls-key")
+        .arg(volume.path("tls.key"))
+        .args(["--shutdown-delay", "1500ms", "--shutdown-timeout", "5s"])
+        .args(["--log-format", "json"])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("celhook serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let (mut addr, mut metrics_addr) = (None, None);
+    let mut log = Vec::new();
+    while addr.is_none() || metrics_addr.is_none() {
+        let mut line = String::new();
+        let n = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line),
+        )
+        .await
+        .expect("a log line within 30 s")
+        .expect("read");
+        assert!(n > 0, "celhook exited early: {log:?}");
+        let value: Value = serde_json::from_str(&line).expect("JSON log line");
+        if let Some(a) = value["local_addr"].as_str() {
+            addr = Some(a.to_owned());
+        }
+        if let Some(a) = value["addr"].as_str() {
+            metrics_addr = Some(a.to_owned());
+        }
+        log.push(line);
+    }
+    let (addr, metrics_addr) = (addr.expect("addr"), metrics_addr.expect("metrics addr"));
+    // Keep draining stderr so the child never blocks on a full pipe.
+    let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        loop {
+            let mut line = String::new();
+            match tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let _ = log_tx.send(line);
+                }
+            }
+        }
+    });
+
+    // A denial is logged at info, inside the review's span, with the
+    // failed rules and without the body.
+    let client = ca_client(&ca.pair.cert_pem, None, false);
+    let denied = common::post_raw(
+        &client,
+        &format!("https://{addr}/validate?timeout=10s"),
+        review(20),
+    )
+    .await;
+    assert_eq!(denied.response()["allowed"], false);
+    let line = loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), log_rx.recv())
+            .await
+            .expect("a denial log line within 10 s")
+            .expect("log open");
+        let value: Value = serde_json::from_str(&line).expect("JSON log line");
+        if value["message"] == "denied" {
+            break value;
+        }
+    };
+    assert_eq!(line["level"], "INFO", "{line}");
+    let span = &line["span"];
+    assert_eq!(span["name"], "admission", "{line}");
+    assert_eq!(span["uid"], "test-create-crontab", "{line}");
+    assert_eq!(span["kind"], "CronTab", "{line}");
+    assert_eq!(span["operation"], "CREATE", "{line}");
+    assert_eq!(span["namespace"], "default", "{line}");
+    assert_eq!(span["object_name"], "load", "{line}");
+    assert_eq!(span["outcome"], "denied", "{line}");
+    assert!(
+        line["failed_rules"]
+            .as_str()
+            .is_some_and(|r| r.contains("replicas should be smaller than or equal to maxReplicas")),
+        "{line}"
+    );
+    assert!(line.get("body").is_none(), "{line}");
+
+    let url = format!("https://{addr}/validate?timeout=10s");
+    // HTTP/1.1 clients, some pooled, some with a connection per request:
+    // new connections keep arriving until the listener closes.
+    let clients = vec![
+        ca_client(&ca.pair.cert_pem, None, false),
+        ca_client(&ca.pair.cert_pem, None, true),
+        ca_client(&ca.pair.cert_pem, None, true),
+    ];
+    let load = Load::start(clients, url, review(5));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let plain = Client::new();
+    let ready = plain
+        .get(format!("http://{metrics_addr}/readyz"))
+        .send()
+        .await
+        .expect("readyz");
+    assert_eq!(ready.status(), StatusCode::OK);
+
+    let pid = child.id().expect("pid").to_string();
+    let sigterm = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Not ready at once, still serving during the delay.
+    let not_ready = plain
+        .get(format!("http://{metrics_addr}/readyz"))
+        .send()
+        .await
+        .expect("readyz during the delay");
+    assert_eq!(not_ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exits within 15 s of SIGTERM")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+    let stats = load.finish("SIGTERM").await;
+    // Requests sent before the listener stopped (SIGTERM + delay; a small
+    // margin for the moment of closing) all got their answer.
+    let stop = sigterm + delay - Duration::from_millis(100);
+    let before_stop: Vec<_> = stats
+        .failures
+        .iter()
+        .filter(|(sent, _)| *sent < stop)
+        .collect();
+    assert!(
+        before_stop.is_empty(),
+        "requests sent before the stop failed: {before_stop:?}"
+    );
+    assert!(stats.ok > 20, "too little load to tell: {}", stats.ok);
+}
+
+/// A request in flight when the listener stops is still answered (drain).
+#[tokio::test]
+async fn a_request_in_flight_at_the_stop_is_answered() {
+    let server = start_with(ServeConfig::for_tests(), common::embedded_catalog()).await;
+    let body = review(5);
+    let (first, rest) = body.split_at(10);
+    let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(first).await.expect("first part");
+    stream.flush().await.expect("flush");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let stopping = tokio::spawn(server.stop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stream.write_all(rest).await.expect("rest of the body");
+    stream.flush().await.expect("flush");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered within 5 s")
+        .ok();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"allowed\":true"), "{answer}");
+    stopping.await.expect("join").expect("stopped");
+}
+
+// === a real Prometheus scrapes celhook ===
+
+/// Where `program` is on PATH, if it is.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The one value of an instant query, once it has one.
+async fn query(client: &Client, base: &str, promql: &str) -> Option<f64> {
+    let encoded: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let resp = client
+        .get(format!("{base}/api/v1/query?query={encoded}"))
+        .send()
+        .await
+        .ok()?;
+    let body: Value = resp.json().await.ok()?;
+    let result = body["data"]["result"].as_array()?;
+    if result.len() != 1 {
+        return None;
+    }
+    result[0]["value"][1].as_str()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_scrapes_celhook_over_tls_and_promtool_accepts_the_output() {
+    let (Some(prometheus), Some(promtool)) = (on_path("prometheus"), on_path("promtool")) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "prometheus/promtool not installed: .ci/run installs the Debian package `prometheus`"
+        );
+        eprintln!("SKIPPED: prometheus/promtool not installed (apt-get install prometheus)");
+        return;
+    };
+    // A certificate for the in-cluster name, as the ServiceMonitor scrapes it.
+    let ca = Ca::new("test CA", 30).expect("ca");
+    let pair = ca
+        .serving(&celhook::certs::service_names("celhook", "celhook"), 30)
+        .expect("serving");
+    let volume = tls_volume(&pair);
+    let config = ServeConfig {
+        tls: files(&volume),
+        config_source: crd_dir(),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, config::load(&crd_dir()).catalog).await;
+    let client = {
+        common::install_crypto();
+        Client::builder()
+            .tls_certs_only(
+                reqwest::Certificate::from_pem_bundle(ca.pair.cert_pem.as_bytes()).expect("pem"),
+            )
+            .resolve("celhook.celhook.svc", server.local_addr())
+            .build()
+            .expect("client")
+    };
+    let base = format!("https://celhook.celhook.svc:{}", server.local_addr().port());
+    for replicas in [1, 2, 20] {
+        let answer = common::post_raw(
+            &client,
+            &format!("{base}/validate?timeout=10s"),
+            review(replicas),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::OK);
+    }
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("ca.crt"), &ca.pair.cert_pem).expect("ca");
+    let web_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
+         scrape_configs:\n  - job_name: celhook\n    scheme: https\n    tls_config:\n      ca_file: {}\n      server_name: celhook.celhook.svc\n    static_configs:\n      - targets: ['{}']\n",
+        dir.path().join("ca.crt").display(),
+        server.local_addr()
+    );
+    std::fs::write(dir.path().join("prometheus.yml"), config).expect("config");
+    let _prometheus = tokio::process::Command::new(prometheus)
+        .arg(format!(
+            "--config.file={}",
+            dir.path().join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("prometheus starts");
+
+    let api = format!("http://127.0.0.1:{web_port}");
+    let plain = Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while query(&plain, &api, "up{job=\"celhook\"}").await != Some(1.0) {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not report the target up within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let expect = [
+        ("sum(celhook_requests_total{outcome=\"allowed\",kind=\"CronTab\"})", 2.0),
+        ("sum(celhook_requests_total{outcome=\"denied\",kind=\"CronTab\"})", 1.0),
+        ("celhook_config_generation", 1.0),
+        ("celhook_build_info", 1.0),
+        ("celhook_request_duration_seconds_count{endpoint=\"validate\"}", 3.0),
+        (
+            "celhook_rule_failures_total{crd=\"crontabs.stable.example.com\",path=\".spec\",index=\"1\"}",
+            1.0,
+        ),
+        ("celhook_tls_cert_expiry_timestamp_seconds > time()", 1.0),
+    ];
+    for (promql, want) in expect {
+        let got = query(&plain, &api, promql).await;
+        // The expiry query yields the expiry itself; only its presence matters.
+        if promql.ends_with("time()") {
+            assert!(got.is_some_and(|v| v > 1.0), "{promql}: {got:?}");
+        } else {
+            assert_eq!(got, Some(want), "{promql}");
+        }
+    }
+
+    let text = metrics_text(&client, &format!("{base}/metrics")).await;
+    let mut check = tokio::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool starts");
+    let mut stdin = check.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).await.expect("write");
+    drop(stdin);
+    let out = check.wait_with_output().await.expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
