@@ -77,7 +77,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 Ir::Var(slot) => f.vars[*slot].clone(),
                 other => eval(other, f)?,
             };
-            f.charge(1)?;
+            // On an optional the selection is charged only when it finds
+            // the field (below), as a plain selection on an optional is.
+            if !matches!(v, Value::Optional(_)) {
+                f.charge(1)?;
+            }
             let inner = match v {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -124,7 +128,13 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             };
             match index(&inner, &b) {
                 Ok(v) => Ok(Value::Optional(Some(Rc::new(v)))),
-                Err(e) if e.kind == ErrorKind::Other => Ok(Value::Optional(None)),
+                // Only an absent key or index makes an empty optional.
+                Err(e)
+                    if e.message.starts_with("no such key")
+                        || e.message.starts_with("index out of bounds") =>
+                {
+                    Ok(Value::Optional(None))
+                }
                 Err(e) => Err(e),
             }
         }
@@ -243,12 +253,18 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 } else {
                     v
                 };
-                for (existing, _) in &out {
-                    if equals(existing, &k)? {
-                        return Err(EvalError::new(format!("Failed with repeated key: {k:?}")));
+                // A repeated key takes the later value, as cel-go does.
+                let mut replaced = false;
+                for entry in out.iter_mut() {
+                    if equals(&entry.0, &k)? {
+                        entry.1 = v.clone();
+                        replaced = true;
+                        break;
                     }
                 }
-                out.push((k, v));
+                if !replaced {
+                    out.push((k, v));
+                }
             }
             if !is_constant(ir) {
                 f.charge(30)?;
@@ -350,8 +366,10 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
                 got.ok_or_else(|| EvalError::no_such_key(field))
             }
         }
-        // A presence test on a non-map is false; a selection fails as a
-        // key lookup, which is how cel-go words it.
+        // Fields of a list are string indexes to cel-go.
+        Value::List(_) => Err(EvalError::new("unsupported index type 'string' in list")),
+        // A presence test on another non-map is false; a selection fails as
+        // a key lookup, which is how cel-go words it.
         _ if test => Ok(Value::Bool(false)),
         _ => Err(EvalError::no_such_key(field)),
     }
@@ -760,7 +778,18 @@ fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
         }
         _ => {}
     }
-    let range = Range::of(eval(&l.range, f)?)?;
+    let range = match Range::of(eval(&l.range, f)?) {
+        Ok(r) => r,
+        // Two-variable loops word it differently.
+        Err(_) if l.var2.is_some() => {
+            let v = eval(&l.range, f)?;
+            return Err(EvalError::new(format!(
+                "unsupported comprehension range type: {}",
+                go_type_name(&v)
+            )));
+        }
+        Err(e) => return Err(e),
+    };
     // One-variable loops over a list bind the element; over a map, the key.
     // Two-variable loops bind (index, element) or (key, value).
     let steps: Vec<(Value<'a>, Value<'a>)> = match (&range, l.var2) {

@@ -1054,16 +1054,9 @@ pub(crate) fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
 /// Formats a duration as cel-go prints one: seconds with up to nine
 /// fractional digits, e.g. `90s`, `1.5s`.
 pub(crate) fn format_duration(d: TimeDelta) -> String {
+    // cel-go prints the seconds as a float64 in its shortest form.
     let nanos = d.num_nanoseconds().unwrap_or(i64::MAX);
-    let secs = nanos / 1_000_000_000;
-    let frac = (nanos % 1_000_000_000).abs();
-    if frac == 0 {
-        format!("{secs}s")
-    } else {
-        let sign = if nanos < 0 && secs == 0 { "-" } else { "" };
-        let f = format!("{frac:09}");
-        format!("{sign}{secs}.{}s", f.trim_end_matches('0'))
-    }
+    format!("{}s", nanos as f64 / 1e9)
 }
 
 impl From<&str> for Str<'_> {

@@ -196,6 +196,7 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             (Op::Neg, Dyn) => Some(Dyn),
             (Op::Neg, Int) => Some(Int),
             (Op::Neg, Double) => Some(Double),
+            (Op::Neg, Duration) => Some(Duration),
             (Op::Not, Dyn | Bool) => Some(Bool),
             _ => None,
         };
@@ -296,11 +297,13 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             all(&[string, string]).then_some(Bool)
         }
         F::CharAt => all(&[string, int]).then_some(String),
-        // Strings take a substring and an optional start; lists an element.
         F::IndexOf | F::LastIndexOf => match args {
-            [List(e), x] => e.unifies(x).then_some(Int),
+            [List(e), x] if e.unifies(x) => Some(Int),
+            [String | Dyn, ..] if all(&[string, string]) || all(&[string, string, int]) => {
+                Some(Int)
+            }
             [Dyn, _] => Some(Int),
-            _ => (all(&[string, string]) || all(&[string, string, int])).then_some(Int),
+            _ => None,
         },
         F::LowerAscii | F::UpperAscii | F::Trim => all(&[string]).then_some(String),
         F::Replace => (all(&[string, string, string]) || all(&[string, string, string, int]))

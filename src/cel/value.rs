@@ -395,7 +395,7 @@ impl<'a> Map<'a> {
     /// Number of entries (for objects: fields set to a non-null value).
     pub fn len(&self) -> usize {
         match self {
-            Map::Json { obj, schema } if schema.is_map() => obj.len(),
+            Map::Json { obj, schema } if !is_object(schema) => obj.len(),
             Map::Json { .. } => self.keys().count(),
             Map::Owned(entries) => entries.len(),
         }
@@ -410,7 +410,7 @@ impl<'a> Map<'a> {
     pub fn keys(&self) -> Box<dyn Iterator<Item = Value<'a>> + '_> {
         match self {
             Map::Json { obj, schema } => {
-                let is_map = schema.is_map();
+                let is_map = !is_object(schema);
                 Box::new(
                     obj.iter()
                         .filter(move |(k, v)| {
