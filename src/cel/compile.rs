@@ -170,6 +170,7 @@ fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
                 .map(|e| format_error(source, e.pos.0, e.pos.1 - 1, &e.msg))
                 .collect::<Vec<_>>()
                 .join("\n"),
+            instantiation: false,
         })
 }
 
@@ -314,6 +315,7 @@ impl<'s> Compiler<'_, 's> {
         };
         CompileError {
             message: format_error(self.source, line, col0, msg.as_ref()),
+            instantiation: false,
         }
     }
 
@@ -785,8 +787,12 @@ impl<'s> Compiler<'_, 's> {
         }
         if let Some(i) = super::functions::constant_regex_arg(func) {
             if let Some(Ir::Const(Const::Str(p))) = args.get(i) {
-                let re = super::functions::compile_regex(func, p)
-                    .map_err(|e| self.error(literal_id(i), e.message))?;
+                // cel-go compiles it when planning the program (the regex
+                // optimisation of the Kubernetes library): Go's plain text.
+                let re = super::library::re2::compile(p).map_err(|message| CompileError {
+                    message,
+                    instantiation: true,
+                })?;
                 return Ok((Ir::RegexCall(func, args, Arc::new(re)), ty));
             }
         }

@@ -70,4 +70,8 @@ pub struct CompileError {
     /// The full text, in cel-go's shape:
     /// `ERROR: <input>:1:6: msg` followed by the source line and a caret.
     pub message: String,
+    /// The rule type-checks but cel-go cannot plan it (a constant regex of
+    /// `find`/`findAll` that does not compile): the API server reports
+    /// `program instantiation failed: <message>`, with a plain message.
+    pub instantiation: bool,
 }

@@ -523,7 +523,7 @@ fn go_type_name(v: &Value<'_>) -> &'static str {
         Value::Map(_) => "*types.baseMap",
         Value::Type(_) => "*types.Type",
         Value::Optional(_) => "*types.Optional",
-        Value::Lib(_) => "*types.Object",
+        Value::Lib(l) => l.go_type_name(),
     }
 }
 

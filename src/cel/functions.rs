@@ -660,9 +660,11 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
 //
 // The compiler precompiles the pattern of `matches`, `find` and `findAll`
 // when it is a constant: `constant_regex_arg` says which argument (target
-// first) is the pattern, `compile_regex` compiles it with the function's
-// error text, and `call_with_regex` runs the call with it. `call` uses the
-// same two functions, so both paths answer alike.
+// first) is the pattern, `library::re2::compile` compiles it with Go's
+// semantics (a bad one refuses the rule at load), and `call_with_regex` runs
+// the call with it. `call` compiles dynamic patterns with `compile_regex`
+// (the same engine, with each function's runtime wording) and runs the same
+// `call_with_regex`, so both paths answer alike.
 
 /// The index (target counted first) of `f`'s regular-expression argument.
 pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
@@ -827,18 +829,31 @@ fn flatten<'a>(l: &List<'a>, depth: i64, out: &mut Vec<Value<'a>>) {
 
 /// Sorts values of one orderable type; mixed or unorderable types are an error.
 pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
-    let mut failed = false;
-    items.sort_by(|a, b| {
-        compare(a, b).unwrap_or_else(|| {
-            failed = true;
-            std::cmp::Ordering::Equal
-        })
-    });
-    if failed {
-        Err(EvalError::new("list elements must be comparable"))
-    } else {
-        Ok(())
+    // cel-go's lists extension: the first element must be orderable and
+    // every element of its exact type (no cross-numeric sorting).
+    let Some(first) = items.first() else {
+        return Ok(());
+    };
+    let orderable = matches!(
+        first,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Str(_)
+            | Value::Bytes(_)
+            | Value::Bool(_)
+            | Value::Timestamp(_)
+            | Value::Duration(_)
+    );
+    if !orderable {
+        return Err(EvalError::new("list elements must be comparable"));
     }
+    let ty = first.type_name();
+    if items.iter().any(|v| v.type_name() != ty) {
+        return Err(EvalError::new("list elements must have the same type"));
+    }
+    items.sort_by(|a, b| compare(a, b).unwrap_or(std::cmp::Ordering::Equal));
+    Ok(())
 }
 
 fn zero_of<'a>(list: &List<'a>) -> Value<'a> {

@@ -265,6 +265,13 @@ fn compile_node(
                 problem("rule", "cel expression must evaluate to a bool".into());
                 continue;
             }
+            Err(e) if e.instantiation => {
+                problem(
+                    "rule",
+                    format!("program instantiation failed: {}", e.message),
+                );
+                continue;
+            }
             Err(e) => {
                 problem("rule", format!("compilation failed: {}", e.message));
                 continue;
@@ -340,9 +347,14 @@ fn compile_node(
                         continue;
                     }
                     Err(e) => {
+                        let stage = if e.instantiation {
+                            "instantiation"
+                        } else {
+                            "compilation"
+                        };
                         problem(
                             "messageExpression",
-                            format!("messageExpression compilation failed: {}", e.message),
+                            format!("messageExpression {stage} failed: {}", e.message),
                         );
                         continue;
                     }

@@ -51,6 +51,19 @@ impl LibValue {
         }
     }
 
+    /// The Go type the API server's values have (`%T`), which cel-go names
+    /// in some runtime errors.
+    pub fn go_type_name(&self) -> &'static str {
+        match self {
+            LibValue::Quantity(_) => "cel.Quantity",
+            LibValue::Ip(_) => "cel.IP",
+            LibValue::Cidr(_) => "cel.CIDR",
+            LibValue::Url(_) => "cel.URL",
+            LibValue::Semver(_) => "cel.Semver",
+            LibValue::Format(_) => "cel.Format",
+        }
+    }
+
     /// Equality as each library type defines it; values of different
     /// library types are unequal.
     pub fn equals(&self, other: &LibValue) -> bool {

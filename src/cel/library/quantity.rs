@@ -20,6 +20,9 @@ const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 /// The smallest unit kept: values are rounded up (away from zero) to it.
 const NANO: i32 = -9;
 
+/// The widest exponent gap `add`/`sub` align exactly (digits of the result).
+const MAX_ALIGN: i64 = 4096;
+
 /// A quantity: `value × 10^scale`.
 #[derive(Clone, Debug)]
 pub struct Quantity {
@@ -175,6 +178,10 @@ fn pow10(n: u32) -> BigInt {
 }
 
 fn checked_scale_i64(value: i64, scale: i32) -> Option<i64> {
+    if value == 0 {
+        return Some(0);
+    }
+    // Anything non-zero overflows within 19 steps, so this stays short.
     let mut v = value;
     for _ in 0..scale {
         v = v.checked_mul(10)?;
@@ -224,8 +231,8 @@ impl Quantity {
         }
         // Arbitrary precision.
         let (int_part, frac) = p.value.split_once('.').unwrap_or((p.value, ""));
-        let digits = format!("{int_part}{frac}");
-        let mut unscaled: BigInt = match digits.as_str() {
+        let all_digits = format!("{int_part}{frac}");
+        let mut unscaled: BigInt = match all_digits.as_str() {
             "" | "+" | "-" => return Err(ERR_NUMERIC),
             d => d.parse().map_err(|_| ERR_NUMERIC)?,
         };
@@ -237,11 +244,17 @@ impl Quantity {
         }
         let negative = unscaled.sign() == Sign::Minus;
         let mut abs = unscaled.abs();
-        // Non-zero values round up to a whole number of nano-units.
+        // Non-zero values round up to a whole number of nano-units. A shift
+        // longer than the number leaves one nano-unit (no huge power).
         if !abs.is_zero() && scale < NANO {
-            let div = pow10((NANO - scale) as u32);
-            let (q, r) = (&abs / &div, &abs % &div);
-            abs = if r.is_zero() { q } else { q + 1 };
+            let shift = i64::from(NANO) - i64::from(scale);
+            if shift > digits(&abs) {
+                abs = BigInt::from(1u8);
+            } else {
+                let div = pow10(shift as u32);
+                let (q, r) = (&abs / &div, &abs % &div);
+                abs = if r.is_zero() { q } else { q + 1 };
+            }
             scale = NANO;
         }
         if format == Format::BinarySi {
@@ -357,6 +370,17 @@ impl Quantity {
         }
         let (a, sa) = self.big();
         let (b, sb) = other.big();
+        // Aligning exponents more than MAX_ALIGN apart would build a number
+        // of that many digits; the smaller term is then below the larger
+        // one's precision by far, and is kept only as its sign's nudge
+        // would be: dropped. (The API server computes the exact, huge sum.)
+        if (i64::from(sa) - i64::from(sb)).abs() > MAX_ALIGN && !a.is_zero() && !b.is_zero() {
+            let keep = if sa > sb { self } else { other };
+            return Quantity {
+                amount: keep.amount.clone(),
+                format,
+            };
+        }
         let scale = sa.min(sb);
         let unscaled = a * pow10((sa - scale) as u32) + b * pow10((sb - scale) as u32);
         Quantity {
@@ -404,7 +428,29 @@ fn small_add(a: i64, sa: i32, b: i64, sb: i32) -> Option<(i64, i32)> {
     }
 }
 
+/// Number of decimal digits of `|v|` (1 for zero).
+fn digits(v: &BigInt) -> i64 {
+    v.magnitude().to_string().len() as i64
+}
+
+/// Exact comparison of `a×10^sa` and `b×10^sb`. Magnitudes are compared
+/// first, so exponents far apart never build huge powers of ten.
 fn cmp_scaled(a: &BigInt, sa: i32, b: &BigInt, sb: i32) -> Ordering {
+    let (sign_a, sign_b) = (a.sign(), b.sign());
+    if sign_a != sign_b || sign_a == Sign::NoSign {
+        return sign_a.cmp(&sign_b);
+    }
+    let mag_a = digits(a) + i64::from(sa);
+    let mag_b = digits(b) + i64::from(sb);
+    if mag_a != mag_b {
+        let o = mag_a.cmp(&mag_b);
+        return if sign_a == Sign::Minus {
+            o.reverse()
+        } else {
+            o
+        };
+    }
+    // Same magnitude: the scales differ by at most the digit counts.
     let scale = sa.min(sb);
     let a = a * pow10((sa - scale) as u32);
     let b = b * pow10((sb - scale) as u32);
@@ -421,6 +467,11 @@ impl fmt::Display for Quantity {
         }
         let (v, scale) = self.big();
         let mut format = self.format;
+        // Binary quantities are at most int64 in size (capped at parse);
+        // a huge exponent from arithmetic prints in decimal.
+        if format == Format::BinarySi && scale.unsigned_abs() > 64 {
+            format = Format::DecimalSi;
+        }
         if format == Format::BinarySi {
             let whole = scale >= 0 || (&v % pow10((-scale) as u32)).is_zero();
             let small = cmp_scaled(&v.abs(), scale, &BigInt::from(1024), 0) == Ordering::Less;
@@ -572,6 +623,21 @@ mod tests {
     fn rounds_up_to_nano_units() {
         assert!(q("0.0000000001").cmp(&q("1n")).is_eq());
         assert!(q("-0.0000000001").cmp(&q("-1n")).is_eq());
+    }
+
+    #[test]
+    fn huge_exponents_stay_cheap() {
+        let tiny = q("1e-2000000000");
+        assert!(tiny.cmp(&q("1n")).is_eq());
+        let huge = q("1e2000000000");
+        assert!(huge.cmp(&q("1E")).is_gt());
+        assert!(q("-1e2000000000").cmp(&q("-1E")).is_lt());
+        assert_eq!(huge.as_i64(), None);
+        assert_eq!(q("0e2000000000").as_i64(), Some(0));
+        assert!(huge.add(&q("1")).cmp(&huge).is_eq());
+        // Canonical exponents are multiples of three.
+        assert_eq!(huge.to_string(), "100e1999999998");
+        assert!(huge.approximate_f64().is_infinite());
     }
 
     #[test]
