@@ -768,7 +768,13 @@ impl<'s> Compiler<'_, 's> {
         }
         // Conversions of a literal are evaluated now, as cel-go's optimizer
         // does: a bad one is refused at load with the runtime's text.
-        if func.is_conversion() && args.len() == 1 && matches!(args[0], Ir::Const(_)) {
+        // Only a literal written as such: `int(dyn(null))` is left to run.
+        let literal_arg = call
+            .args
+            .first()
+            .is_some_and(|a| matches!(a.expr, Expr::Literal(_)) || is_negative_literal(&a.expr));
+        if func.is_conversion() && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_))
+        {
             match fold(func, &args) {
                 Ok(Some(c)) => return Ok((Ir::Const(c), ty)),
                 Ok(None) => {}
@@ -1051,4 +1057,10 @@ fn same_literal_type(a: &Ty<'_>, b: &Ty<'_>, top: bool) -> bool {
         }
         _ => a.to_string() == b.to_string(),
     }
+}
+
+/// `-1` and `-1.5` parse as a negation of a literal.
+fn is_negative_literal(e: &Expr) -> bool {
+    matches!(e, Expr::Call(c) if c.func_name == "-_" && c.target.is_none()
+        && matches!(c.args.as_slice(), [IdedExpr { expr: Expr::Literal(_), .. }]))
 }

@@ -236,7 +236,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 let k = eval(k, f)?;
                 if !matches!(
                     k,
-                    Value::Str(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_)
+                    Value::Str(_)
+                        | Value::Int(_)
+                        | Value::Uint(_)
+                        | Value::Bool(_)
+                        | Value::Double(_)
                 ) {
                     return Err(EvalError::new(format!(
                         "unsupported key type: {}",
@@ -247,7 +251,18 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 let v = if *opt {
                     match v {
                         Value::Optional(Some(v)) => (*v).clone(),
-                        Value::Optional(None) => continue,
+                        // An empty optional entry drops the key, even one
+                        // set before it, as cel-go does.
+                        Value::Optional(None) => {
+                            let mut kept = Vec::with_capacity(out.len());
+                            for entry in out.drain(..) {
+                                if !equals(&entry.0, &k)? {
+                                    kept.push(entry);
+                                }
+                            }
+                            out = kept;
+                            continue;
+                        }
                         _ => return Err(EvalError::no_overload()),
                     }
                 } else {
@@ -763,7 +778,13 @@ fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             let inner = match v {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
-                _ => return Err(EvalError::no_overload()),
+                // The macro tests hasValue() first, which is what fails.
+                other => {
+                    return Err(EvalError::no_overload_of(&format!(
+                        "hasValue({})",
+                        other.type_name().name()
+                    )))
+                }
             };
             f.vars[l.var] = inner;
             let out = eval(&l.body, f)?;

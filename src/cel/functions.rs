@@ -201,7 +201,11 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         if matches!(
             f,
             Func::StartsWith | Func::EndsWith | Func::Contains | Func::Matches
-        ) || (f == Func::Negate && matches!(args.first(), Some(Value::Bool(_))))
+        ) || (f == Func::Negate
+            && !matches!(
+                args.first(),
+                Some(Value::Null | Value::List(_) | Value::Map(_))
+            ))
         {
             return e;
         }
@@ -723,15 +727,24 @@ fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOf
         let offset = local.offset().fix();
         return Ok(t.with_timezone(&offset));
     }
-    let (sign, rest) = match tz.as_bytes().first() {
-        Some(b'+') => (1, &tz[1..]),
-        Some(b'-') => (-1, &tz[1..]),
-        Some(b'0'..=b'9') => (1, tz),
-        _ => return Err(bad()),
+    // "Local" is the server's zone: UTC in a container.
+    if tz == "Local" {
+        return Ok(t.with_timezone(&chrono::Utc).fixed_offset());
+    }
+    // A `[+-]HH:MM` offset; its numbers are read as Go's Atoi reads them.
+    let Some((h, m)) = tz.split_once(':') else {
+        return Err(bad());
     };
-    let (h, m) = rest.split_once(':').ok_or_else(bad)?;
-    let secs =
-        h.parse::<i32>().map_err(|_| bad())? * 3600 + m.parse::<i32>().map_err(|_| bad())? * 60;
+    let atoi = |part: &str| {
+        part.parse::<i32>()
+            .map_err(|_| EvalError::new(format!("strconv.Atoi: parsing {part:?}: invalid syntax")))
+    };
+    let (sign, h) = match h.as_bytes().first() {
+        Some(b'-') => (-1, &h[1..]),
+        Some(b'+') => (1, &h[1..]),
+        _ => (1, h),
+    };
+    let secs = atoi(h)? * 3600 + atoi(m)? * 60;
     let off = chrono::FixedOffset::east_opt(sign * secs).ok_or_else(bad)?;
     Ok(t.with_timezone(&off))
 }
@@ -934,16 +947,83 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
-        // Rust reads "+nan" and "-nan"; Go's ParseFloat does not.
-        Value::Str(s) => s
-            .parse::<f64>()
-            .ok()
-            .filter(|_| !s.eq_ignore_ascii_case("-nan") && !s.eq_ignore_ascii_case("+nan"))
-            // Go reports a finite literal beyond the range as an error.
-            .filter(|d: &f64| d.is_finite() || s.to_ascii_lowercase().contains("inf"))
+        Value::Str(s) => go_parse_float(s)
             .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'double'"))?,
         _ => return Err(overload()),
     }))
+}
+
+/// Go's `strconv.ParseFloat(s, 64)`: decimal or hexadecimal (`0x1p-2`)
+/// floats, `_` between digits, `Inf`/`Infinity`/`NaN` in any case, and an
+/// error for finite literals beyond the float64 range.
+fn go_parse_float(s: &str) -> Option<f64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "inf" | "infinity" => f64::INFINITY,
+        // Go takes no sign on NaN.
+        "nan" if s.len() == body.len() => f64::NAN,
+        "nan" => return None,
+        _ => {
+            // Underscores only between digits (or after a base prefix).
+            let b = body.as_bytes();
+            for (i, c) in b.iter().enumerate() {
+                if *c == b'_' {
+                    let prev = i.checked_sub(1).map(|j| b[j]);
+                    let ok_prev =
+                        prev.is_some_and(|p| p.is_ascii_hexdigit() || p == b'x' || p == b'X');
+                    if !ok_prev || !b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                }
+            }
+            let clean: String = body.chars().filter(|c| *c != '_').collect();
+            let v = match clean
+                .strip_prefix("0x")
+                .or_else(|| clean.strip_prefix("0X"))
+            {
+                Some(hex) => parse_hex_float(hex)?,
+                None if clean
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || b".eE+-".contains(&c)) =>
+                {
+                    clean.parse::<f64>().ok()?
+                }
+                None => return None,
+            };
+            if !v.is_finite() {
+                return None;
+            }
+            v
+        }
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// The digits of a hexadecimal float after `0x`: `1.8p3` is 12.
+fn parse_hex_float(hex: &str) -> Option<f64> {
+    let (mant, exp) = match hex.find(['p', 'P']) {
+        Some(i) => (&hex[..i], hex[i + 1..].parse::<i32>().ok()?),
+        None => (hex, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
 }
 
 fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {

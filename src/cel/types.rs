@@ -401,6 +401,8 @@ pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             _ => None,
         },
         F::Distinct | F::Sort | F::Reverse if matches!(args, [List(_)]) => Some(args[0].clone()),
+        // Kubernetes' string library (version 2) has no reverse.
+        F::Reverse if matches!(args, [String]) => None,
         F::First | F::Last => match args {
             [List(e)] => Some(Optional(e.clone())),
             [Dyn] => Some(Optional(Box::new(Dyn))),
