@@ -319,6 +319,23 @@ impl<'s> Compiler<'_, 's> {
         }
     }
 
+    /// An error at a literal, placed at its sign when it has one, as cel-go
+    /// places errors on negative literals.
+    fn error_at_literal(&self, id: u64, msg: impl AsRef<str>) -> CompileError {
+        let (line, col0) = match self.info.offset_for(id) {
+            Some((start, _)) => {
+                let start = start as usize;
+                let signed = start > 0 && self.source.as_bytes().get(start - 1) == Some(&b'-');
+                line_col(self.source, if signed { start - 1 } else { start })
+            }
+            None => (1, 0),
+        };
+        CompileError {
+            message: format_error(self.source, line, col0, msg.as_ref()),
+            instantiation: false,
+        }
+    }
+
     fn expr(&mut self, e: &IdedExpr) -> Result<(Ir, Ty<'s>), CompileError> {
         match &e.expr {
             Expr::Literal(l) => Ok(literal(l)),
@@ -763,7 +780,9 @@ impl<'s> Compiler<'_, 's> {
                 } else {
                     "timestamp"
                 };
-                return Err(self.error(literal_id(0), format!("invalid {what} argument")));
+                return Err(
+                    self.error_at_literal(literal_id(0), format!("invalid {what} argument"))
+                );
             }
         }
         // Conversions of a literal are evaluated now, as cel-go's optimizer

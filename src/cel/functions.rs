@@ -451,7 +451,6 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             Ok(Value::string(out))
         }
         Reverse => match a0 {
-            Value::Str(s) => Ok(Value::string(s.chars().rev().collect::<String>())),
             Value::List(l) => {
                 let mut v: Vec<Value<'a>> = l.iter().collect();
                 v.reverse();

@@ -422,7 +422,7 @@ impl<'a> Map<'a> {
             (Map::Json { .. }, _) => None,
             (Map::Owned(entries), _) => entries
                 .iter()
-                .find(|(k, _)| equals(k, key).unwrap_or(false))
+                .find(|(k, _)| key_equals(k, key))
                 .map(|(_, v)| v.clone()),
         }
     }
@@ -473,6 +473,16 @@ impl<'a> Map<'a> {
                 .collect(),
             Map::Owned(entries) => entries.as_ref().clone(),
         }
+    }
+}
+
+/// Map keys match across int and uint (`1` and `1u`), but a double key
+/// only matches a double, as cel-go looks keys up.
+fn key_equals(a: &Value<'_>, b: &Value<'_>) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => x == y,
+        (Value::Double(_), _) | (_, Value::Double(_)) => false,
+        _ => equals(a, b).unwrap_or(false),
     }
 }
 

@@ -515,14 +515,16 @@ impl Walk {
                         continue;
                     };
                     let old_v = old_obj.and_then(|o| o.get(name));
+                    // The root's apiVersion and kind never ratchet.
+                    let typemeta = path.is_empty() && (name == "apiVersion" || name == "kind");
                     let len = push_child(path, name);
                     self.node(
                         child,
                         child_schema,
                         v,
                         old_v,
-                        old_v.is_some(),
-                        unchanged,
+                        old_v.is_some() && !typemeta,
+                        unchanged && !typemeta,
                         path,
                     );
                     path.truncate(len);
