@@ -10,6 +10,7 @@
 pub mod cel;
 pub mod cli;
 pub mod config;
+pub mod conversion;
 pub mod error;
 pub mod review;
 pub mod schema;
