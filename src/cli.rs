@@ -26,6 +26,19 @@ pub enum Command {
     },
     /// Load and compile a config directory, print every problem.
     Check(CheckArgs),
+    /// Convert manifest files offline.
+    Convert(ConvertArgs),
+}
+
+/// `celhook convert` settings.
+#[derive(Debug, Clone)]
+pub struct ConvertArgs {
+    /// Where the CRDs and conversion documents come from.
+    pub source: ConfigSource,
+    /// The desired `group/version`.
+    pub to: String,
+    /// Manifest files (YAML or JSON); `-` reads standard input as YAML.
+    pub files: Vec<PathBuf>,
 }
 
 /// `celhook check` settings.
@@ -79,6 +92,23 @@ enum CliCommand {
     Serve(ServeArgs),
     /// Load and compile the CRDs of a directory; print every problem; exit 1 on any.
     Check(CheckCliArgs),
+    /// Convert custom resources in manifest files to another version of their CRD; print them.
+    Convert(ConvertCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct ConvertCliArgs {
+    /// Directory of CRDs and conversion documents; without it, the examples built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    config: Option<PathBuf>,
+
+    /// The version to convert to, as group/version (e.g. example.com/v1).
+    #[arg(long, value_name = "GROUP/VERSION")]
+    to: String,
+
+    /// Manifest files, YAML or JSON (output in the same format).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +149,16 @@ struct ServeArgs {
     )]
     max_request_bytes: usize,
 
+    /// Larger POST /convert bodies are refused with 413.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONVERT_REQUEST_BYTES",
+        value_name = "BYTES",
+        default_value_t = crate::server::DEFAULT_MAX_CONVERT_REQUEST_BYTES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_convert_request_bytes: usize,
+
     /// Log line format.
     #[arg(long, env = "CELHOOK_LOG_FORMAT", value_enum, default_value_t = CliLogFormat::Text)]
     log_format: CliLogFormat,
@@ -157,6 +197,7 @@ impl Cli {
                     listen: args.listen,
                     tls,
                     max_request_bytes: args.max_request_bytes,
+                    max_convert_request_bytes: args.max_convert_request_bytes,
                     ..ServeConfig::new()
                 };
                 let log_format = match args.log_format {
@@ -168,6 +209,13 @@ impl Cli {
             CliCommand::Check(args) => Command::Check(CheckArgs {
                 source: ConfigSource::Dir(args.config),
                 output: args.output,
+            }),
+            CliCommand::Convert(args) => Command::Convert(ConvertArgs {
+                source: args
+                    .config
+                    .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                to: args.to,
+                files: args.files,
             }),
         }
     }

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use celhook::cli::{self, CheckArgs, Command, OutputFormat};
+use celhook::cli::{self, CheckArgs, Command, ConvertArgs, OutputFormat};
 use celhook::config;
 use celhook::server::{self, ServeConfig, TlsError};
 use celhook::telemetry::{self, LogFormat};
@@ -35,6 +35,10 @@ fn main() -> ExitCode {
             telemetry::init(LogFormat::Text);
             check(&args)
         }
+        Command::Convert(args) => {
+            telemetry::init(LogFormat::Text);
+            convert(&args)
+        }
         Command::Serve { config, log_format } => {
             telemetry::init(log_format);
             serve(config)
@@ -60,6 +64,41 @@ fn check(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `celhook convert`: every file converted, or nothing printed and exit 1.
+fn convert(args: &ConvertArgs) -> ExitCode {
+    let loaded = config::load(&args.source);
+    if loaded.report.has_errors() {
+        for problem in cli::problems(&loaded.report) {
+            eprintln!("{}", cli::format_problem(&problem));
+        }
+        eprintln!("refusing to convert: the config has problems");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mut out = String::new();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let result = std::fs::read_to_string(file)
+            .map_err(|e| format!("{name}: cannot read: {e}"))
+            .and_then(|text| {
+                celhook::conversion::offline::convert_text(&loaded.catalog, &args.to, &name, &text)
+            });
+        match result {
+            Ok(text) => {
+                if !out.is_empty() && !name.ends_with(".json") {
+                    out.push_str("---\n");
+                }
+                out.push_str(&text);
+            }
+            Err(err) => {
+                eprintln!("{err}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
+    }
+    print!("{out}");
+    ExitCode::SUCCESS
 }
 
 fn serve(config: ServeConfig) -> ExitCode {

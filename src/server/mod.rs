@@ -22,6 +22,9 @@ pub use tls::{TlsError, TlsSource};
 
 /// Default for `--max-request-bytes`: 8 MiB.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// Default for `--max-convert-request-bytes`: 256 MiB (a ConversionReview
+/// carries whole lists: 10,000 objects of 4 KiB is 40 MiB).
+pub const DEFAULT_MAX_CONVERT_REQUEST_BYTES: usize = 256 * 1024 * 1024;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
@@ -37,6 +40,8 @@ pub struct ServeConfig {
     pub tls: TlsSource,
     /// Larger request bodies are refused with 413.
     pub max_request_bytes: usize,
+    /// Larger `/convert` bodies are refused with 413.
+    pub max_convert_request_bytes: usize,
     /// Worker threads; `None` is one per available CPU.
     pub workers: Option<usize>,
     /// How long a stop waits for requests in flight.
@@ -51,6 +56,7 @@ impl ServeConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
             tls: TlsSource::SelfSigned,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             workers: None,
             // Reviews take milliseconds, so this is mostly the wait for idle
             // HTTP/2 connections: actix closes idle HTTP/1.1 connections on a
@@ -85,6 +91,8 @@ pub struct AppState {
     pub catalog: ArcSwap<Catalog>,
     /// The `--max-request-bytes` limit (reported in 413 answers).
     pub max_request_bytes: usize,
+    /// The `--max-convert-request-bytes` limit of `/convert`.
+    pub max_convert_request_bytes: usize,
     ready: AtomicBool,
 }
 
@@ -94,8 +102,15 @@ impl AppState {
         Self {
             catalog: ArcSwap::from_pointee(catalog),
             max_request_bytes,
+            max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             ready: AtomicBool::new(false),
         }
+    }
+
+    /// Sets the `/convert` body limit.
+    pub fn with_max_convert_request_bytes(mut self, limit: usize) -> Self {
+        self.max_convert_request_bytes = limit;
+        self
     }
 
     /// What `/readyz` reports.
@@ -138,7 +153,10 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
     let cert_resolver = Arc::new(tls::CertResolver::new(material.key));
     let tls_config = tls::server_config(cert_resolver.clone(), provider)?;
 
-    let state = web::Data::new(AppState::new(catalog, config.max_request_bytes));
+    let state = web::Data::new(
+        AppState::new(catalog, config.max_request_bytes)
+            .with_max_convert_request_bytes(config.max_convert_request_bytes),
+    );
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
         let state = app_state.clone();

@@ -3,6 +3,7 @@
 //! | route            | answer                                                        |
 //! |------------------|---------------------------------------------------------------|
 //! | `POST /validate` | AdmissionReview in, AdmissionReview out (same apiVersion)     |
+//! | `POST /convert`  | ConversionReview in, ConversionReview out (same apiVersion)   |
 //! | `GET /healthz`   | 200 `ok` while the process serves                             |
 //! | `GET /readyz`    | 200 `ok` once the config is compiled and the listener bound, else 503 |
 //!
@@ -14,6 +15,8 @@ use actix_web::http::header::ContentType;
 use actix_web::{web, HttpResponse};
 use tracing::field::Empty;
 
+mod convert;
+
 use super::AppState;
 use crate::error::WebhookError;
 use crate::{review, validation};
@@ -21,9 +24,15 @@ use crate::{review, validation};
 /// Registers the routes and the body limit on an actix app.
 pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
     let limit = state.max_request_bytes;
+    let convert_limit = state.max_convert_request_bytes;
     cfg.app_data(state)
         .app_data(web::PayloadConfig::new(limit))
         .service(web::resource("/validate").route(web::post().to(validate)))
+        .service(
+            web::resource("/convert")
+                .app_data(web::PayloadConfig::new(convert_limit))
+                .route(web::post().to(convert::convert)),
+        )
         .service(web::resource("/healthz").route(web::get().to(healthz)))
         .service(web::resource("/readyz").route(web::get().to(readyz)));
 }
