@@ -185,8 +185,11 @@ struct Loader {
     /// Conversion documents seen, compiled once every CRD is loaded: (file, document).
     conversion_docs: Vec<(String, Json)>,
     /// Compiled CRDs by name: group, kind, and each version's schema.
-    crd_schemas: HashMap<String, (String, String, Vec<(String, Schema)>)>,
+    crd_schemas: HashMap<String, CrdSchemas>,
 }
+
+/// A compiled CRD's group, kind and (version, schema) list.
+type CrdSchemas = (String, String, Vec<(String, Schema)>);
 
 impl Loader {
     fn file_error(&mut self, file: &str, reason: impl Into<String>) {

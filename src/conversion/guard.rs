@@ -376,7 +376,8 @@ mod tests {
     #[test]
     fn each_planted_violation_names_its_field() {
         let a = input("a", "u1");
-        let cases: Vec<(&str, Box<dyn Fn(&mut Json)>)> = vec![
+        type Plant = Box<dyn Fn(&mut Json)>;
+        let cases: Vec<(&str, Plant)> = vec![
             (
                 "metadata.uid",
                 Box::new(|o| o["metadata"]["uid"] = json!("other")),
