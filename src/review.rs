@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 mod conversion;
 pub use conversion::{
     decode_conversion, encode_conversion, ConversionRequest, ConversionReviewError,
-    ConversionReviewVersion, CONVERSION_REVIEW_KIND, CONVERSION_V1, CONVERSION_V1BETA1,
+    ConversionReviewVersion, SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1,
+    CONVERSION_V1BETA1,
 };
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.

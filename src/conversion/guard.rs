@@ -81,16 +81,20 @@ pub fn check_all(
     converted: &[Json],
     desired: &str,
 ) -> Result<(), GuardError> {
-    if originals.len() != converted.len() {
-        return Err(GuardError::Count {
-            expected: originals.len(),
-            got: converted.len(),
-        });
-    }
+    check_count(originals.len(), converted.len())?;
     for (index, (original, object)) in originals.iter().zip(converted).enumerate() {
         check(index, original, object, desired)?;
     }
     Ok(())
+}
+
+/// Checks that there is one answer per input.
+pub fn check_count(expected: usize, got: usize) -> Result<(), GuardError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(GuardError::Count { expected, got })
+    }
 }
 
 /// Checks one converted object against its input, as the API server will.

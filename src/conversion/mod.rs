@@ -299,6 +299,26 @@ pub fn convert_all(
     desired: &str,
     objects: Vec<Json>,
 ) -> Result<Vec<Json>, ConversionError> {
+    let mut out = Vec::with_capacity(objects.len());
+    convert_each(catalog, desired, objects.into_iter().map(Ok), |converted| {
+        out.push(converted);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Converts the objects one by one, in order, and hands each converted and
+/// guard-checked object to `emit` before converting the next, so that a
+/// caller can serialize the answer as it goes instead of holding every
+/// converted object. Stops at the first failure (the caller then discards
+/// what it was given). Each input object is freed once converted; an input
+/// may also be parsed only when its turn comes (an `Err` is a parse error).
+pub fn convert_each(
+    catalog: &Catalog,
+    desired: &str,
+    objects: impl IntoIterator<Item = Result<Json, String>>,
+    mut emit: impl FnMut(Json) -> Result<(), ConversionError>,
+) -> Result<(), ConversionError> {
     let (group, version) = split_api_version(desired);
     if version.is_empty() || !catalog.has_group(group) {
         return Err(ConversionError::Desired {
@@ -306,9 +326,17 @@ pub fn convert_all(
             reason: format!("no CRD of group {group:?} is loaded"),
         });
     }
-    let mut originals = Vec::with_capacity(objects.len());
-    let mut out = Vec::with_capacity(objects.len());
+    let mut expected = 0usize;
+    let mut emitted = 0usize;
     for (index, object) in objects.into_iter().enumerate() {
+        expected += 1;
+        let object = object.map_err(|reason| ConversionError::Object {
+            index,
+            name: "unparsed".into(),
+            reason,
+        })?;
+        // Only kind and metadata are kept for the guard, and only while this
+        // object is converted.
         let original = guard::Original::of(&object);
         let converted =
             convert_one(catalog, desired, object).map_err(|reason| ConversionError::Object {
@@ -316,11 +344,14 @@ pub fn convert_all(
                 name: original.display_name(),
                 reason,
             })?;
-        originals.push(original);
-        out.push(converted);
+        guard::check(index, &original, &converted, desired)?;
+        emit(converted)?;
+        emitted += 1;
     }
-    guard::check_all(&originals, &out, desired)?;
-    Ok(out)
+    // One answer per input, by construction; checked all the same, as the
+    // API server will.
+    guard::check_count(expected, emitted)?;
+    Ok(())
 }
 
 /// Converts one object to `desired`; the error is the reason, without the

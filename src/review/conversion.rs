@@ -4,10 +4,13 @@
 //!
 //! Why not kube-core's `ConversionReview`: it reads apiVersion and kind
 //! through `#[serde(flatten)]`, which makes serde buffer the whole review
-//! (tens of MiB for a large list) before decoding it again, and it accepts
-//! any apiVersion. These lean types decode the objects once, in place.
+//! (tens of MiB for a large list) before decoding it again, it decodes every
+//! object up front, and it accepts any apiVersion. Here the objects are only
+//! located in the body ([`RawValue`]s borrowing it) and each is parsed when
+//! its turn to be converted comes, so a large list is never held parsed.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
@@ -36,15 +39,24 @@ impl ConversionReviewVersion {
     }
 }
 
-/// The fields of `request` that celhook reads.
+/// The fields of `request` that celhook reads, borrowing the body.
 #[derive(Debug, Clone)]
-pub struct ConversionRequest {
+pub struct ConversionRequest<'a> {
     /// `request.uid`, echoed in the answer.
     pub uid: String,
     /// `request.desiredAPIVersion`, `group/version`.
     pub desired_api_version: String,
-    /// `request.objects`, each a JSON object.
-    pub objects: Vec<Json>,
+    /// `request.objects`, each a JSON object, not yet parsed.
+    pub objects: Vec<&'a RawValue>,
+}
+
+impl ConversionRequest<'_> {
+    /// The objects, each parsed when the iterator reaches it.
+    pub fn parsed_objects(&self) -> impl Iterator<Item = Result<Json, String>> + '_ {
+        self.objects.iter().map(|raw| {
+            serde_json::from_str(raw.get()).map_err(|e| format!("cannot parse the object: {e}"))
+        })
+    }
 }
 
 /// Why a body is not a ConversionReview we can answer (each a 400).
@@ -92,24 +104,26 @@ pub enum ConversionReviewError {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview {
+struct WireReview<'a> {
     api_version: Option<String>,
     kind: Option<String>,
-    request: Option<WireRequest>,
+    #[serde(borrow)]
+    request: Option<WireRequest<'a>>,
 }
 
 #[derive(Deserialize)]
-struct WireRequest {
+struct WireRequest<'a> {
     uid: Option<String>,
     #[serde(rename = "desiredAPIVersion")]
     desired_api_version: Option<String>,
-    objects: Option<Vec<Json>>,
+    #[serde(borrow)]
+    objects: Option<Vec<&'a RawValue>>,
 }
 
 /// Decodes a ConversionReview body, parsing it once.
 pub fn decode_conversion(
     body: &[u8],
-) -> Result<(ConversionReviewVersion, ConversionRequest), ConversionReviewError> {
+) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ConversionReviewError> {
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         None => return Err(ConversionReviewError::Empty),
         Some(b'{') => {}
@@ -144,7 +158,8 @@ pub fn decode_conversion(
         .filter(|d| !d.is_empty())
         .ok_or(ConversionReviewError::MissingDesiredApiVersion)?;
     let objects = req.objects.ok_or(ConversionReviewError::MissingObjects)?;
-    if let Some(i) = objects.iter().position(|o| !o.is_object()) {
+    // A RawValue starts at its first byte: an object starts with '{'.
+    if let Some(i) = objects.iter().position(|o| !o.get().starts_with('{')) {
         return Err(ConversionReviewError::ObjectNotAnObject(i));
     }
     Ok((
@@ -210,6 +225,67 @@ pub fn encode_conversion(
     serde_json::to_vec(&answer)
 }
 
+/// Writes a Success answer object by object, so that the converted objects
+/// need not all be held at once: [`new`](Self::new), [`push`](Self::push)
+/// each object in order, then [`finish`](Self::finish).
+///
+/// The answer is kept as chunks of about [`CHUNK_BYTES`] rather than one
+/// buffer: chunks below the allocator's mmap threshold can reuse the memory
+/// freed by the input objects already converted, where one buffer the size
+/// of the whole answer would come on top of it.
+#[derive(Debug)]
+pub struct SuccessWriter {
+    chunks: Vec<Vec<u8>>,
+    current: Vec<u8>,
+    count: usize,
+}
+
+/// Target size of one chunk of a streamed answer.
+pub const CHUNK_BYTES: usize = 32 * 1024;
+
+impl SuccessWriter {
+    /// Starts the answer.
+    pub fn new(version: ConversionReviewVersion, uid: &str) -> Result<Self, serde_json::Error> {
+        let mut out = Vec::with_capacity(CHUNK_BYTES + 4096);
+        out.extend_from_slice(b"{\"apiVersion\":");
+        serde_json::to_writer(&mut out, version.api_version())?;
+        out.extend_from_slice(b",\"kind\":\"ConversionReview\",\"response\":{\"uid\":");
+        serde_json::to_writer(&mut out, uid)?;
+        out.extend_from_slice(b",\"result\":{\"status\":\"Success\"},\"convertedObjects\":[");
+        Ok(Self {
+            chunks: Vec::new(),
+            current: out,
+            count: 0,
+        })
+    }
+
+    /// Appends the next converted object.
+    pub fn push(&mut self, object: &Json) -> Result<(), serde_json::Error> {
+        if self.count > 0 {
+            self.current.push(b',');
+        }
+        serde_json::to_writer(&mut self.current, object)?;
+        self.count += 1;
+        if self.current.len() >= CHUNK_BYTES {
+            let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
+            self.chunks.push(full);
+        }
+        Ok(())
+    }
+
+    /// Objects written so far.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Closes the answer and returns its bytes, in order, as chunks.
+    pub fn finish(mut self) -> Vec<Vec<u8>> {
+        self.current.extend_from_slice(b"]}}");
+        self.chunks.push(self.current);
+        self.chunks
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,11 +310,19 @@ mod tests {
             (CONVERSION_V1, ConversionReviewVersion::V1),
             (CONVERSION_V1BETA1, ConversionReviewVersion::V1Beta1),
         ] {
-            let (v, req) = decode_conversion(&body(review(api))).expect("valid");
+            let bytes = body(review(api));
+            let (v, req) = decode_conversion(&bytes).expect("valid");
             assert_eq!(v, version);
             assert_eq!(req.uid, "u-1");
             assert_eq!(req.desired_api_version, "example.com/v1");
             assert_eq!(req.objects.len(), 1);
+            let parsed: Vec<_> = req.parsed_objects().collect();
+            assert_eq!(
+                parsed,
+                [Ok(
+                    json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab"})
+                )]
+            );
         }
     }
 
@@ -278,6 +362,38 @@ mod tests {
                 "{err} does not contain {want}"
             );
         }
+    }
+
+    #[test]
+    fn the_success_writer_matches_the_one_shot_encoding() {
+        let objects = vec![json!({"a": 1}), json!({"b": "\"quoted\""})];
+        let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u\"1").expect("starts");
+        for o in &objects {
+            w.push(o).expect("pushes");
+        }
+        assert_eq!(w.count(), 2);
+        let streamed: Json = serde_json::from_slice(&w.finish().concat()).expect("valid JSON");
+        let whole: Json = serde_json::from_slice(
+            &encode_conversion(ConversionReviewVersion::V1, "u\"1", Ok(&objects)).expect("encodes"),
+        )
+        .expect("json");
+        assert_eq!(streamed, whole);
+        let empty = SuccessWriter::new(ConversionReviewVersion::V1Beta1, "u").expect("starts");
+        let empty: Json = serde_json::from_slice(&empty.finish().concat()).expect("valid JSON");
+        assert_eq!(empty["response"]["convertedObjects"], json!([]));
+
+        // Many objects span many chunks, still one valid answer in order.
+        let many: Vec<Json> = (0..2000)
+            .map(|i| json!({"i": i, "pad": "x".repeat(100)}))
+            .collect();
+        let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u").expect("starts");
+        for o in &many {
+            w.push(o).expect("pushes");
+        }
+        let chunks = w.finish();
+        assert!(chunks.len() > 4, "{} chunks", chunks.len());
+        let whole: Json = serde_json::from_slice(&chunks.concat()).expect("valid JSON");
+        assert_eq!(whole["response"]["convertedObjects"], json!(many));
     }
 
     #[test]

@@ -2,7 +2,13 @@
 
 use std::panic::AssertUnwindSafe;
 
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use actix_web::body::{BodySize, MessageBody};
 use actix_web::http::header::ContentType;
+use actix_web::web::Bytes;
 use actix_web::{web, HttpResponse};
 use tracing::field::Empty;
 
@@ -24,11 +30,7 @@ pub async fn convert(
 ) -> Result<HttpResponse, WebhookError> {
     let limit = state.max_convert_request_bytes;
     let body = body.map_err(|err| WebhookError::from_body_error(&err, limit))?;
-    let decoded = review::decode_conversion(&body);
-    // The parsed objects are all we need from here on: free the raw body
-    // before converting, to keep peak memory near two copies of the list.
-    drop(body);
-    let (version, req) = decoded?;
+    let (version, req) = review::decode_conversion(&body)?;
 
     let span = tracing::Span::current();
     span.record("uid", req.uid.as_str());
@@ -36,34 +38,82 @@ pub async fn convert(
     span.record("objects", req.objects.len());
 
     let catalog = state.catalog.load();
-    let review::ConversionRequest {
-        uid,
-        desired_api_version,
-        objects,
-    } = req;
+    let uid = req.uid.as_str();
+    let internal = |err: serde_json::Error| {
+        WebhookError::Internal(anyhow::Error::new(err).context("encoding the answer"))
+    };
+    // Each object is parsed from the body only when converted, and
+    // serialized into the answer and freed right after: peak memory stays
+    // near the body plus the answer's bytes, never the whole list parsed.
+    let mut writer = review::SuccessWriter::new(version, uid).map_err(internal)?;
+    let mut encode_error = None;
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        conversion::convert_all(&catalog, &desired_api_version, objects)
+        conversion::convert_each(
+            &catalog,
+            &req.desired_api_version,
+            req.parsed_objects(),
+            |object| {
+                if let Err(err) = writer.push(&object) {
+                    encode_error = Some(err);
+                }
+                Ok(())
+            },
+        )
     }))
     .map_err(|_| WebhookError::Internal(anyhow::anyhow!("conversion panicked")))?;
+    if let Some(err) = encode_error {
+        return Err(internal(err));
+    }
 
-    let encoded = match &outcome {
-        Ok(objects) => {
+    let out = match outcome {
+        Ok(()) => {
             span.record("result", "Success");
             tracing::debug!("converted");
-            review::encode_conversion(version, &uid, Ok(objects))
+            return Ok(HttpResponse::Ok()
+                .content_type(ContentType::json())
+                .body(Chunks::new(writer.finish())));
         }
         Err(err) => {
+            drop(writer);
             span.record("result", "Failure");
             let message = err.to_string();
             tracing::info!(message = %message, "conversion failed");
-            review::encode_conversion(version, &uid, Err(&message))
+            review::encode_conversion(version, uid, Err(&message)).map_err(internal)?
         }
     };
-    drop(outcome);
-    let out = encoded.map_err(|err| {
-        WebhookError::Internal(anyhow::Error::new(err).context("encoding the answer"))
-    })?;
     Ok(HttpResponse::Ok()
         .content_type(ContentType::json())
         .body(out))
+}
+
+/// A response body of ready chunks with a known total length (sent with a
+/// Content-Length): the answer stays in the pieces it was written in.
+struct Chunks {
+    chunks: VecDeque<Bytes>,
+    size: u64,
+}
+
+impl Chunks {
+    fn new(chunks: Vec<Vec<u8>>) -> Self {
+        let size = chunks.iter().map(|c| c.len() as u64).sum();
+        Chunks {
+            chunks: chunks.into_iter().map(Bytes::from).collect(),
+            size,
+        }
+    }
+}
+
+impl MessageBody for Chunks {
+    type Error = std::convert::Infallible;
+
+    fn size(&self) -> BodySize {
+        BodySize::Sized(self.size)
+    }
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        Poll::Ready(self.get_mut().chunks.pop_front().map(Ok))
+    }
 }
