@@ -1,4 +1,4 @@
-//! The command line: `celhook serve` and `celhook check`. Every flag can also
+//! The command line: `celhook serve`, `celhook check` and `celhook convert`. Every flag can also
 //! be set by an environment variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
@@ -79,7 +79,7 @@ where
 #[command(
     name = "celhook",
     version,
-    about = "Kubernetes validating webhook enforcing CRD x-kubernetes-validations (CEL) rules"
+    about = "Kubernetes webhook enforcing CRD x-kubernetes-validations (CEL) rules and converting custom resources between CRD versions"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -88,9 +88,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum CliCommand {
-    /// Serve POST /validate, /healthz and /readyz over HTTPS.
+    /// Serve POST /validate, POST /convert, /healthz and /readyz over HTTPS.
     Serve(ServeArgs),
-    /// Load and compile the CRDs of a directory; print every problem; exit 1 on any.
+    /// Load and compile the CRDs and conversion documents of a directory (running their round-trip examples); print every problem; exit 1 on any.
     Check(CheckCliArgs),
     /// Convert custom resources in manifest files to another version of their CRD; print them.
     Convert(ConvertCliArgs),
@@ -272,7 +272,8 @@ pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Pr
     general.chain(per_crd)
 }
 
-/// `check`'s text report: one line per problem, then a summary line.
+/// `check`'s text report: one line per problem (conversion documents'
+/// problems included), then a summary line.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let mut count = 0usize;
@@ -398,6 +399,38 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn convert_flags_and_the_convert_body_limit() {
+        match parse_from([
+            "celhook",
+            "convert",
+            "--to",
+            "example.com/v1",
+            "a.yaml",
+            "b.json",
+        ])
+        .expect("parses")
+        {
+            Command::Convert(args) => {
+                assert!(matches!(args.source, ConfigSource::Embedded));
+                assert_eq!(args.to, "example.com/v1");
+                assert_eq!(
+                    args.files,
+                    [PathBuf::from("a.yaml"), PathBuf::from("b.json")]
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(
+            parse_from(["celhook", "convert", "a.yaml"]).is_err(),
+            "--to is required"
+        );
+        let (config, _) = serve(&[]);
+        assert_eq!(config.max_convert_request_bytes, 256 * 1024 * 1024);
+        let (config, _) = serve(&["--max-convert-request-bytes", "4096"]);
+        assert_eq!(config.max_convert_request_bytes, 4096);
     }
 
     fn problem() -> Problem {
