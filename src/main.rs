@@ -116,6 +116,7 @@ fn serve(config: ServeConfig) -> ExitCode {
         source = ?config.config_source,
         crds = loaded.report.crds.len(),
         versions = loaded.catalog.len(),
+        conversions = loaded.catalog.conversion_count(),
         "config loaded"
     );
 

@@ -60,6 +60,8 @@ pub struct DocumentProblem {
     pub reason: String,
 }
 
+// apiVersion, kind and metadata are declared so that deny_unknown_fields
+// accepts them; the loader has already matched apiVersion and kind.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Document {

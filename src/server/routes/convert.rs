@@ -1,8 +1,7 @@
 //! `POST /convert`: ConversionReview in, ConversionReview out.
 
-use std::panic::AssertUnwindSafe;
-
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -53,8 +52,10 @@ pub async fn convert(
             &req.desired_api_version,
             req.parsed_objects(),
             |object| {
+                // Serializing a JSON value into memory does not fail in
+                // practice; should it, the request ends as a 500 below.
                 if let Err(err) = writer.push(&object) {
-                    encode_error = Some(err);
+                    encode_error.get_or_insert(err);
                 }
                 Ok(())
             },
@@ -65,25 +66,25 @@ pub async fn convert(
         return Err(internal(err));
     }
 
-    let out = match outcome {
+    match outcome {
         Ok(()) => {
             span.record("result", "Success");
             tracing::debug!("converted");
-            return Ok(HttpResponse::Ok()
+            Ok(HttpResponse::Ok()
                 .content_type(ContentType::json())
-                .body(Chunks::new(writer.finish())));
+                .body(Chunks::new(writer.finish())))
         }
         Err(err) => {
             drop(writer);
             span.record("result", "Failure");
             let message = err.to_string();
             tracing::info!(message = %message, "conversion failed");
-            review::encode_conversion(version, uid, Err(&message)).map_err(internal)?
+            let out = review::encode_conversion(version, uid, Err(&message)).map_err(internal)?;
+            Ok(HttpResponse::Ok()
+                .content_type(ContentType::json())
+                .body(out))
         }
-    };
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::json())
-        .body(out))
+    }
 }
 
 /// A response body of ready chunks with a known total length (sent with a
