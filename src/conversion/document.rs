@@ -190,10 +190,10 @@ pub fn compile(
                 let mut out = Vec::new();
                 for (i, a) in list.into_iter().enumerate() {
                     let at = format!("spec.versions.{name}.{dir}[{i}]");
-                    let path = match parse_path(&a.path)
-                        .and_then(|p| check_path(target, &p).map(|()| p))
+                    let (path, value_schema) = match parse_path(&a.path)
+                        .and_then(|p| check_path(target, &p).map(|s| (p, s)))
                     {
-                        Ok(p) => p,
+                        Ok(found) => found,
                         Err(reason) => {
                             problems.push(problem(
                                 Some(name),
@@ -208,6 +208,7 @@ pub fn compile(
                         Ok(program) => out.push(Assignment {
                             at,
                             path,
+                            value_schema,
                             expr: a.expr,
                             program,
                         }),
@@ -371,8 +372,9 @@ pub fn parse_path(text: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// Checks that a conversion may assign `path` in an object of `target`.
-fn check_path(target: &Schema, path: &[String]) -> Result<(), String> {
+/// Checks that a conversion may assign `path` in an object of `target`;
+/// returns the schema of the assigned value when the target declares one.
+fn check_path(target: &Schema, path: &[String]) -> Result<Option<Schema>, String> {
     match path[0].as_str() {
         "apiVersion" | "kind" => return Err("is set by the conversion itself".into()),
         "metadata" => {
@@ -381,7 +383,8 @@ fn check_path(target: &Schema, path: &[String]) -> Result<(), String> {
                     if path.get(2).is_some_and(|k| k == super::stash::ANNOTATION) {
                         Err("is celhook's own annotation".into())
                     } else {
-                        Ok(())
+                        // The metadata guard checks labels and annotations.
+                        Ok(None)
                     }
                 }
                 _ => Err("only metadata.labels and metadata.annotations (or one key of them) may change in conversion".into()),
@@ -396,7 +399,7 @@ fn check_path(target: &Schema, path: &[String]) -> Result<(), String> {
         } else if let Some(element) = node.additional_properties.as_deref() {
             node = element;
         } else if node.preserve_unknown_fields {
-            return Ok(());
+            return Ok(None);
         } else {
             return Err(format!(
                 "the target schema has no field {}",
@@ -404,5 +407,5 @@ fn check_path(target: &Schema, path: &[String]) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    Ok(Some(node.clone()))
 }

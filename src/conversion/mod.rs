@@ -54,6 +54,8 @@ struct Assignment {
     /// Where it sits in the document, e.g. `spec.versions.v1beta1.toHub[0]`.
     at: String,
     path: Vec<String>,
+    /// The target schema at `path`, to check the value's type against.
+    value_schema: Option<Schema>,
     expr: String,
     program: Program,
 }
@@ -184,10 +186,21 @@ impl Conversion {
                 expr: a.expr.clone(),
                 reason: e.to_string(),
             })?;
-            values.push(match value {
+            let value = match value {
                 Value::Optional(None) => None,
                 other => Some(cel::to_json(&other)),
-            });
+            };
+            if let (Some(v), Some(schema)) = (&value, &a.value_schema) {
+                check_type(v, schema, &a.path.join(".")).map_err(|reason| {
+                    ConvertError::Expression {
+                        at: a.at.clone(),
+                        path: a.path.join("."),
+                        expr: a.expr.clone(),
+                        reason,
+                    }
+                })?;
+            }
+            values.push(value);
         }
         let mut out = object.clone();
         let Some(map) = out.as_object_mut() else {
@@ -206,6 +219,56 @@ impl Conversion {
         }
         prune(&mut out, &target.schema, true);
         Ok(out)
+    }
+}
+
+/// Checks that an assigned value has the type its target schema declares
+/// (the API server would refuse the object on its next write otherwise),
+/// recursing into declared list items and properties.
+fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
+    let fits = match (schema.ty, value) {
+        (_, Json::Null) => schema.nullable || schema.ty == Type::Any,
+        (Type::Any, _) => true,
+        (Type::String, Json::String(_)) | (Type::Boolean, Json::Bool(_)) => true,
+        (Type::Integer, Json::Number(n)) => n.is_i64() || n.is_u64(),
+        (Type::Number, Json::Number(_)) => true,
+        (Type::Array, Json::Array(items)) => {
+            if let Some(element) = schema.items.as_deref() {
+                for (i, item) in items.iter().enumerate() {
+                    check_type(item, element, &format!("{at}[{i}]"))?;
+                }
+            }
+            true
+        }
+        (Type::Object, Json::Object(map)) => {
+            for (key, v) in map {
+                let child = schema
+                    .properties
+                    .get(key)
+                    .or(schema.additional_properties.as_deref());
+                if let Some(child) = child {
+                    check_type(v, child, &format!("{at}.{key}"))?;
+                }
+            }
+            true
+        }
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        let found = match value {
+            Json::Null => "null",
+            Json::Bool(_) => "boolean",
+            Json::Number(_) => "number",
+            Json::String(_) => "string",
+            Json::Array(_) => "array",
+            Json::Object(_) => "object",
+        };
+        Err(format!(
+            "gives a {found} at {at}, where the target schema declares {}",
+            schema.ty.openapi_name()
+        ))
     }
 }
 

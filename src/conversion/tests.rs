@@ -433,3 +433,43 @@ fn prune_follows_the_schema() {
                          "spec": {"toppings": [{"name": "a", "quantity": 1}]}})
     );
 }
+
+#[test]
+fn a_value_of_the_wrong_type_fails_the_conversion() {
+    // fromHub gives an int where v2 declares a string.
+    let doc = r#"
+apiVersion: celhook.dev/v1alpha1
+kind: Conversion
+spec:
+  crd: widgets.example.org
+  hub: v1
+  versions:
+    v2:
+      fromHub:
+        - path: spec.size
+          expr: "self.?spec.optFlatMap(s, s.?size)"
+"#;
+    let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", doc)]);
+    assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
+    let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}});
+    let e = convert_all(&loaded.catalog, "example.org/v2", vec![v1])
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("gives a number at spec.size, where the target schema declares string"),
+        "{e}"
+    );
+}
+
+#[test]
+fn check_type_follows_items_and_properties() {
+    let c = catalog();
+    let conv = c
+        .conversion("restaurant.programming-kubernetes.info", "Pizza")
+        .unwrap();
+    let toppings = conv.plans["v1beta1"].schema.properties["spec"].properties["toppings"].clone();
+    assert!(check_type(&json!([{"name": "a", "quantity": 1}]), &toppings, "t").is_ok());
+    let e = check_type(&json!([{"name": "a", "quantity": "1"}]), &toppings, "t").unwrap_err();
+    assert!(e.contains("at t[0].quantity"), "{e}");
+    assert!(check_type(&json!({"x": 1}), &toppings, "t").is_err());
+}
