@@ -1,4 +1,4 @@
-//! The command line: `celhook serve`, `celhook check` and `celhook convert`. Every flag can also
+//! The command line: `celhook serve`, `celhook check`, `celhook eval` and `celhook convert`. Every flag can also
 //! be set by an environment variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
@@ -28,6 +28,23 @@ pub enum Command {
     Check(CheckArgs),
     /// Convert manifest files offline.
     Convert(ConvertArgs),
+    /// Evaluate offline: an object against a CRD, or one expression.
+    Eval(EvalArgs),
+}
+
+/// `celhook eval` settings.
+#[derive(Debug, Clone)]
+pub enum EvalArgs {
+    /// What the webhook answers for an object (UPDATE when `old` is given).
+    Object {
+        crd: PathBuf,
+        version: Option<String>,
+        object: PathBuf,
+        old: Option<PathBuf>,
+        output: OutputFormat,
+    },
+    /// The value of one expression, `self` bound to a JSON or YAML value.
+    Expr { expr: String, this: Option<PathBuf> },
 }
 
 /// `celhook convert` settings.
@@ -94,6 +111,35 @@ enum CliCommand {
     Check(CheckCliArgs),
     /// Convert custom resources in manifest files to another version of their CRD; print them.
     Convert(ConvertCliArgs),
+    /// Evaluate offline what the webhook answers for an object (exit 1 when
+    /// denied), or the value of one expression in the Kubernetes CEL environment.
+    Eval(EvalCliArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["crd", "expr"])))]
+struct EvalCliArgs {
+    /// CRD manifest whose rules apply (with --object).
+    #[arg(long, value_name = "FILE", requires = "object")]
+    crd: Option<PathBuf>,
+    /// Version of the CRD to validate as (default: the object's apiVersion).
+    #[arg(long, value_name = "VERSION", requires = "crd")]
+    version: Option<String>,
+    /// The object (YAML or JSON).
+    #[arg(long, value_name = "FILE", requires = "crd")]
+    object: Option<PathBuf>,
+    /// The old object: evaluate as an UPDATE, with transition rules.
+    #[arg(long, value_name = "FILE", requires = "object")]
+    old: Option<PathBuf>,
+    /// One CEL expression to evaluate.
+    #[arg(long, value_name = "CEL", conflicts_with_all = ["crd", "object", "old", "version"])]
+    expr: Option<String>,
+    /// Value of `self` for --expr (YAML or JSON file).
+    #[arg(long = "self", value_name = "FILE", requires = "expr")]
+    this: Option<PathBuf>,
+    /// Answer format for --object.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -217,6 +263,20 @@ impl Cli {
                 to: args.to,
                 files: args.files,
             }),
+            CliCommand::Eval(args) => Command::Eval(match (args.expr, args.crd, args.object) {
+                (Some(expr), _, _) => EvalArgs::Expr {
+                    expr,
+                    this: args.this,
+                },
+                // clap's group and `requires` rules guarantee --crd with --object.
+                (None, crd, object) => EvalArgs::Object {
+                    crd: crd.unwrap_or_default(),
+                    version: args.version,
+                    object: object.unwrap_or_default(),
+                    old: args.old,
+                    output: args.output,
+                },
+            }),
         }
     }
 }
@@ -294,6 +354,30 @@ pub fn render_text(report: &Report) -> String {
         out.push_str("no problems\n");
     } else {
         let _ = writeln!(out, "{count} problem{}", plural(count));
+    }
+    out
+}
+
+/// `eval`'s text answer: `allowed`, or `denied:` with the status message and
+/// one line per cause; ratcheting warnings follow.
+pub fn render_answer(response: &crate::review::AdmissionResponse) -> String {
+    let mut out = String::new();
+    if response.allowed {
+        out.push_str("allowed\n");
+    } else if let Some(status) = &response.status {
+        let _ = writeln!(out, "denied: {}", status.message);
+        for cause in status.details.iter().flat_map(|d| d.causes.iter()) {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                cause.field, cause.reason, cause.message
+            );
+        }
+    } else {
+        out.push_str("denied\n");
+    }
+    for w in &response.warnings {
+        let _ = writeln!(out, "warning: {w}");
     }
     out
 }

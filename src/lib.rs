@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod conversion;
 pub mod error;
+pub mod offline;
 pub mod review;
 pub mod schema;
 pub mod server;

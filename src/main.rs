@@ -4,8 +4,9 @@
 
 use std::process::ExitCode;
 
-use celhook::cli::{self, CheckArgs, Command, ConvertArgs, OutputFormat};
+use celhook::cli::{self, CheckArgs, Command, ConvertArgs, EvalArgs, OutputFormat};
 use celhook::config;
+use celhook::offline;
 use celhook::server::{self, ServeConfig, TlsError};
 use celhook::telemetry::{self, LogFormat};
 
@@ -43,6 +44,64 @@ fn main() -> ExitCode {
             telemetry::init(log_format);
             serve(config)
         }
+        Command::Eval(args) => eval(&args),
+    }
+}
+
+/// `celhook eval`: exit 0 when allowed (or the expression evaluated), 1
+/// when denied (or it failed at run time), 64 when it could not run.
+fn eval(args: &EvalArgs) -> ExitCode {
+    let outcome = match args {
+        EvalArgs::Object {
+            crd,
+            version,
+            object,
+            old,
+            output,
+        } => (|| {
+            let object = offline::read_document(object)?;
+            let old = old.as_deref().map(offline::read_document).transpose()?;
+            let response = offline::eval_object(crd, version.as_deref(), &object, old.as_ref())?;
+            match output {
+                OutputFormat::Json => {
+                    // The AdmissionReview the server would send, pretty-printed.
+                    let bytes = celhook::review::encode_admission(
+                        celhook::review::ReviewVersion::V1,
+                        &response,
+                    )
+                    .unwrap_or_default();
+                    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                    out(&format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&v).unwrap_or_default()
+                    ));
+                }
+                OutputFormat::Text => out(&cli::render_answer(&response)),
+            }
+            Ok(response.allowed)
+        })(),
+        EvalArgs::Expr { expr, this } => (|| {
+            let this = this.as_deref().map(offline::read_document).transpose()?;
+            match offline::eval_expr(expr, this.as_ref())? {
+                Ok(v) => {
+                    out(&format!("{v}\n"));
+                    Ok(true)
+                }
+                Err(e) => {
+                    out(&format!("error: {e}\n"));
+                    Ok(false)
+                }
+            }
+        })(),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(EXIT_FAILURE),
+        Err(err) => {
+            let err: offline::OfflineError = err;
+            eprintln!("celhook eval: {err}");
+            ExitCode::from(EXIT_USAGE)
+        }
     }
 }
 
@@ -53,7 +112,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         OutputFormat::Json => cli::render_json(&loaded.report),
     };
     match rendered {
-        Ok(text) => print!("{text}"),
+        Ok(text) => out(&text),
         Err(err) => {
             tracing::error!(error = %err, "cannot render the report");
             return ExitCode::from(EXIT_FAILURE);
@@ -151,4 +210,11 @@ fn serve(config: ServeConfig) -> ExitCode {
             }
         }
     }
+}
+
+/// Writes to stdout, ignoring a closed pipe (`celhook check | head`) rather
+/// than panicking as `print!` does.
+fn out(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

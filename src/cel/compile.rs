@@ -9,8 +9,9 @@ use cel::parser::{Macro, MacroExprHelper, ParseError};
 
 use super::error::CompileError;
 use super::functions::Func;
+use super::types::{self, Op, Ty};
 use super::value::TypeName;
-use crate::schema::{unescape_property, Schema, Type};
+use crate::schema::{unescape_property, Schema};
 
 /// A compiled expression node.
 #[derive(Debug)]
@@ -110,15 +111,6 @@ pub(crate) struct Loop {
     pub filter: Option<Ir>,
 }
 
-/// Static knowledge about an expression: enough to check field names and
-/// unescape them; everything else is checked at run time.
-#[derive(Clone, Copy)]
-enum Ty<'s> {
-    Dyn,
-    Schema(&'s Schema),
-    Prim(TypeName),
-}
-
 /// Declarations a rule is compiled against.
 pub(crate) struct Decls<'s> {
     /// `self`'s schema node.
@@ -137,6 +129,8 @@ pub(crate) struct Compiled {
     pub ir: Ir,
     pub slots: usize,
     pub uses_old_self: bool,
+    /// The static result type, as cel-go names it (`bool`, `string`, `dyn`, ...).
+    pub result_type: String,
 }
 
 /// Parses and compiles `source`.
@@ -149,12 +143,14 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
         scopes: Vec::new(),
         slots: 2,
         uses_old_self: false,
+        mixed_literals: 0,
     };
-    let (ir, _) = c.expr(&expr)?;
+    let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
         ir,
         slots: c.slots,
         uses_old_self: c.uses_old_self,
+        result_type: ty.to_string(),
     })
 }
 
@@ -203,6 +199,7 @@ fn environment() -> cel::Env {
         Macro::receiver("exists", 2, loop_macro("@exists", 1)),
         Macro::receiver("exists", 3, loop_macro("@exists", 2)),
         Macro::receiver("exists_one", 2, loop_macro("@exists_one", 1)),
+        Macro::receiver("exists_one", 3, loop_macro("@exists_one", 2)),
         Macro::receiver("existsOne", 2, loop_macro("@exists_one", 1)),
         Macro::receiver("existsOne", 3, loop_macro("@exists_one", 2)),
         Macro::receiver("map", 2, loop_macro("@map", 1)),
@@ -297,6 +294,8 @@ struct Compiler<'c, 's> {
     scopes: Vec<(String, usize, Ty<'s>)>,
     slots: usize,
     uses_old_self: bool,
+    /// Inside the arguments of `format`, which may mix types.
+    mixed_literals: usize,
 }
 
 impl<'s> Compiler<'_, 's> {
@@ -315,19 +314,23 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                // A dotted type name, such as `google.protobuf.Timestamp`.
+                if !sel.test {
+                    if let Some(name) = self.qualified_name(e) {
+                        if let Some(t) = type_ident(&name) {
+                            return Ok((Ir::Const(Const::Type(t)), Ty::Type));
+                        }
+                    }
+                }
                 let (operand, ty) = self.expr(&sel.operand)?;
-                let (field, fty) = self.field(e.id, ty, &sel.field, sel.test)?;
+                let (field, fty) = self.field(e.id, &ty, &sel.field, sel.test)?;
                 Ok((
                     Ir::Select {
                         operand: Box::new(operand),
                         field,
                         test: sel.test,
                     },
-                    if sel.test {
-                        Ty::Prim(TypeName::Bool)
-                    } else {
-                        fty
-                    },
+                    if sel.test { Ty::Bool } else { fty },
                 ))
             }
             Expr::List(list) => {
@@ -338,18 +341,43 @@ impl<'s> Compiler<'_, 's> {
                         *o = true;
                     }
                 }
-                for el in &list.elements {
-                    items.push(self.expr(el)?.0);
+                let mut elem: Option<Ty<'s>> = None;
+                for (el, opt) in list.elements.iter().zip(&optional) {
+                    let (ir, mut ty) = self.expr(el)?;
+                    if *opt {
+                        ty = match ty {
+                            Ty::Optional(t) => *t,
+                            _ => Ty::Dyn,
+                        };
+                    }
+                    // cel-go leaves optional entries of unknown type unchecked.
+                    if !(*opt && ty.is_dyn()) {
+                        elem = Some(self.homogeneous(el.id, elem, ty)?);
+                    }
+                    items.push(ir);
                 }
-                Ok((Ir::List(items, optional), Ty::Prim(TypeName::List)))
+                Ok((
+                    Ir::List(items, optional),
+                    Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))),
+                ))
             }
             Expr::Map(map) => {
                 let mut entries = Vec::with_capacity(map.entries.len());
+                let (mut kt, mut vt): (Option<Ty<'s>>, Option<Ty<'s>>) = (None, None);
                 for entry in &map.entries {
                     match &entry.expr {
                         EntryExpr::MapEntry(me) => {
-                            let k = self.expr(&me.key)?.0;
-                            let v = self.expr(&me.value)?.0;
+                            let (k, kty) = self.expr(&me.key)?;
+                            let (v, vty) = self.expr(&me.value)?;
+                            let vty = match (me.optional, vty) {
+                                (true, Ty::Optional(t)) => *t,
+                                (true, _) => Ty::Dyn,
+                                (false, t) => t,
+                            };
+                            kt = Some(self.homogeneous(me.key.id, kt, kty)?);
+                            if !(me.optional && vty.is_dyn()) {
+                                vt = Some(self.homogeneous(me.value.id, vt, vty)?);
+                            }
                             entries.push((k, v, me.optional));
                         }
                         EntryExpr::StructField(_) => {
@@ -357,7 +385,13 @@ impl<'s> Compiler<'_, 's> {
                         }
                     }
                 }
-                Ok((Ir::Map(entries), Ty::Prim(TypeName::Map)))
+                Ok((
+                    Ir::Map(entries),
+                    Ty::Map(
+                        Box::new(kt.unwrap_or(Ty::Dyn)),
+                        Box::new(vt.unwrap_or(Ty::Dyn)),
+                    ),
+                ))
             }
             Expr::Struct(s) => Err(self.error(
                 e.id,
@@ -374,21 +408,22 @@ impl<'s> Compiler<'_, 's> {
 
     fn ident(&mut self, id: u64, name: &str) -> Result<(Ir, Ty<'s>), CompileError> {
         if let Some((_, slot, ty)) = self.scopes.iter().rev().find(|(n, _, _)| n == name) {
-            return Ok((Ir::Var(*slot), *ty));
+            return Ok((Ir::Var(*slot), ty.clone()));
         }
         match name {
-            "self" => Ok((Ir::Var(SELF_SLOT), Ty::Schema(self.decls.self_schema))),
+            "self" => Ok((Ir::Var(SELF_SLOT), Ty::of_schema(self.decls.self_schema))),
             "oldSelf" if self.decls.old_self => {
                 self.uses_old_self = true;
+                let ty = Ty::of_schema(self.decls.self_schema);
                 let ty = if self.decls.optional_old_self {
-                    Ty::Prim(TypeName::Optional)
+                    Ty::Optional(Box::new(ty))
                 } else {
-                    Ty::Schema(self.decls.self_schema)
+                    ty
                 };
                 Ok((Ir::Var(OLD_SELF_SLOT), ty))
             }
             _ => match type_ident(name) {
-                Some(t) => Ok((Ir::Const(Const::Type(t)), Ty::Prim(TypeName::Type))),
+                Some(t) => Ok((Ir::Const(Const::Type(t)), Ty::Type)),
                 None => Err(self.error(
                     id,
                     format!("undeclared reference to '{name}' (in container '')"),
@@ -397,45 +432,107 @@ impl<'s> Compiler<'_, 's> {
         }
     }
 
+    /// `a.b.c` as one name, when `a` is not a variable.
+    fn qualified_name(&self, e: &IdedExpr) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut cur = e;
+        loop {
+            match &cur.expr {
+                Expr::Select(s) if !s.test => {
+                    parts.push(s.field.as_str());
+                    cur = &s.operand;
+                }
+                Expr::Ident(root) if !self.is_variable(root) => {
+                    parts.push(root.as_str());
+                    parts.reverse();
+                    return Some(parts.join("."));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Resolves a field selection: checks it against the schema and finds
     /// the JSON name behind an escaped CEL name.
     fn field(
         &self,
         id: u64,
-        ty: Ty<'s>,
+        ty: &Ty<'s>,
         field: &str,
         test: bool,
     ) -> Result<(Box<str>, Ty<'s>), CompileError> {
         match ty {
-            Ty::Schema(s) if s.is_map() => Ok((
-                field.into(),
-                s.additional_properties
-                    .as_deref()
-                    .map_or(Ty::Dyn, Ty::Schema),
-            )),
-            Ty::Schema(s) if s.ty == Type::Object || !s.properties.is_empty() => {
+            // Selecting on an optional chains: the result is optional too.
+            Ty::Optional(inner) => {
+                let (name, fty) = self.field(id, inner, field, test)?;
+                let fty = match fty {
+                    Ty::Optional(t) => Ty::Optional(t),
+                    t => Ty::Optional(Box::new(t)),
+                };
+                Ok((name, fty))
+            }
+            Ty::Map(k, v) if k.unifies(&Ty::String) => Ok((field.into(), (**v).clone())),
+            Ty::Object(s) => {
                 let name = unescape_property(field);
                 match s.property(&name) {
-                    Some(child) => Ok((name.as_ref().into(), Ty::Schema(child))),
-                    None if s.preserve_unknown_fields && s.properties.is_empty() => {
-                        Ok((name.as_ref().into(), Ty::Dyn))
+                    // Data of unknown type (preserved unknown fields) is out
+                    // of CEL's reach, as if the field did not exist.
+                    Some(child) if !child.is_unknown_type() => {
+                        Ok((name.as_ref().into(), Ty::of_schema(child)))
                     }
-                    None => Err(self.error(id, format!("undefined field '{field}'"))),
-                }
-            }
-            Ty::Schema(s) if s.ty == Type::Any => Ok((field.into(), Ty::Dyn)),
-            Ty::Schema(_) | Ty::Prim(_) => {
-                if test {
-                    Err(self.error(id, "invalid argument to has() macro"))
-                } else {
-                    Err(self.error(
-                        id,
-                        format!("type '{}' does not support field selection", ty_name(ty)),
-                    ))
+                    _ => Err(self.error(id, format!("undefined field '{field}'"))),
                 }
             }
             Ty::Dyn => Ok((field.into(), Ty::Dyn)),
+            _ if test => Err(self.error(id, "invalid argument to has() macro")),
+            other => Err(self.error(
+                id,
+                format!("type '{other}' does not support field selection"),
+            )),
         }
+    }
+
+    /// Literals must be homogeneous (Kubernetes enables cel-go's check):
+    /// every element of a list, and every key and every value of a map,
+    /// of the first one's type exactly, `dyn` included.
+    fn homogeneous(
+        &self,
+        id: u64,
+        first: Option<Ty<'s>>,
+        next: Ty<'s>,
+    ) -> Result<Ty<'s>, CompileError> {
+        match first {
+            None => Ok(next),
+            Some(first) if first.to_string() == next.to_string() => Ok(first),
+            Some(first) if self.mixed_literals > 0 => Ok(first.join(&Ty::Dyn)),
+            Some(first) => {
+                Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
+            }
+        }
+    }
+
+    /// `found no matching overload` unless an overload of `op` takes `args`.
+    fn check_op(&self, id: u64, op: Op, args: &[Ty<'s>]) -> Result<Ty<'s>, CompileError> {
+        types::operator(op, args).ok_or_else(|| {
+            self.error(
+                id,
+                format!(
+                    "found no matching overload for '{}' applied to {}",
+                    op.name(),
+                    types::signature_text(false, args)
+                ),
+            )
+        })
+    }
+
+    fn no_overload(&self, id: u64, name: &str, member: bool, args: &[Ty<'s>]) -> CompileError {
+        self.error(
+            id,
+            format!(
+                "found no matching overload for '{name}' applied to {}",
+                types::signature_text(member, args)
+            ),
+        )
     }
 
     fn bind_var(&mut self, arg: &IdedExpr, ty: Ty<'s>) -> Result<usize, CompileError> {
@@ -455,83 +552,97 @@ impl<'s> Compiler<'_, 's> {
         }
         // Operators.
         let bin = match name {
-            "_+_" => Some(BinOp::Add),
-            "_-_" => Some(BinOp::Sub),
-            "_*_" => Some(BinOp::Mul),
-            "_/_" => Some(BinOp::Div),
-            "_%_" => Some(BinOp::Rem),
-            "_==_" => Some(BinOp::Eq),
-            "_!=_" => Some(BinOp::Ne),
-            "_<_" => Some(BinOp::Lt),
-            "_<=_" => Some(BinOp::Le),
-            "_>_" => Some(BinOp::Gt),
-            "_>=_" => Some(BinOp::Ge),
-            "@in" => Some(BinOp::In),
+            "_+_" => Some((BinOp::Add, Op::Add)),
+            "_-_" => Some((BinOp::Sub, Op::Sub)),
+            "_*_" => Some((BinOp::Mul, Op::Mul)),
+            "_/_" => Some((BinOp::Div, Op::Div)),
+            "_%_" => Some((BinOp::Rem, Op::Rem)),
+            "_==_" => Some((BinOp::Eq, Op::Eq)),
+            "_!=_" => Some((BinOp::Ne, Op::Ne)),
+            "_<_" => Some((BinOp::Lt, Op::Lt)),
+            "_<=_" => Some((BinOp::Le, Op::Le)),
+            "_>_" => Some((BinOp::Gt, Op::Gt)),
+            "_>=_" => Some((BinOp::Ge, Op::Ge)),
+            "@in" => Some((BinOp::In, Op::In)),
             _ => None,
         };
-        if let (Some(op), [a, b]) = (bin, call.args.as_slice()) {
-            let a = self.expr(a)?.0;
-            let b = self.expr(b)?.0;
-            let ty = match op {
-                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => Ty::Dyn,
-                _ => Ty::Prim(TypeName::Bool),
-            };
-            return Ok((Ir::Bin(op, Box::new(a), Box::new(b)), ty));
+        if let (Some((bop, op)), [a, b]) = (bin, call.args.as_slice()) {
+            let (a, aty) = self.expr(a)?;
+            let (b, bty) = self.expr(b)?;
+            let ty = self.check_op(id, op, &[aty, bty])?;
+            return Ok((Ir::Bin(bop, Box::new(a), Box::new(b)), ty));
         }
         match (name, call.args.as_slice()) {
-            ("_&&_", [a, b]) => {
-                let a = self.expr(a)?.0;
-                let b = self.expr(b)?.0;
-                return Ok((Ir::And(Box::new(a), Box::new(b)), Ty::Prim(TypeName::Bool)));
-            }
-            ("_||_", [a, b]) => {
-                let a = self.expr(a)?.0;
-                let b = self.expr(b)?.0;
-                return Ok((Ir::Or(Box::new(a), Box::new(b)), Ty::Prim(TypeName::Bool)));
+            ("_&&_" | "_||_", [a, b]) => {
+                let (a, aty) = self.expr(a)?;
+                let (b, bty) = self.expr(b)?;
+                let bools = [aty, bty];
+                if !bools.iter().all(|t| matches!(t, Ty::Bool | Ty::Dyn)) {
+                    return Err(self.no_overload(id, name, false, &bools));
+                }
+                let ir = if name == "_&&_" {
+                    Ir::And(Box::new(a), Box::new(b))
+                } else {
+                    Ir::Or(Box::new(a), Box::new(b))
+                };
+                return Ok((ir, Ty::Bool));
             }
             ("!_", [a]) => {
-                let a = self.expr(a)?.0;
-                return Ok((Ir::Not(Box::new(a)), Ty::Prim(TypeName::Bool)));
+                let (a, aty) = self.expr(a)?;
+                let ty = self.check_op(id, Op::Not, &[aty])?;
+                return Ok((Ir::Not(Box::new(a)), ty));
             }
             ("-_", [a]) => {
                 // Fold negative literals so `-9223372036854775808` is an int.
                 if let Expr::Literal(l) = &a.expr {
                     match l {
                         LiteralValue::Int(i) => {
-                            return Ok((
-                                Ir::Const(Const::Int(i.inner().wrapping_neg())),
-                                Ty::Prim(TypeName::Int),
-                            ))
+                            return Ok((Ir::Const(Const::Int(i.inner().wrapping_neg())), Ty::Int))
                         }
                         LiteralValue::Double(d) => {
-                            return Ok((
-                                Ir::Const(Const::Double(-*d.inner())),
-                                Ty::Prim(TypeName::Double),
-                            ))
+                            return Ok((Ir::Const(Const::Double(-*d.inner())), Ty::Double))
                         }
                         _ => {}
                     }
                 }
-                let a = self.expr(a)?.0;
-                return Ok((Ir::Call(Func::Negate, vec![a]), Ty::Dyn));
+                let (a, aty) = self.expr(a)?;
+                let ty = self.check_op(id, Op::Neg, &[aty])?;
+                return Ok((Ir::Call(Func::Negate, vec![a]), ty));
             }
             ("_?_:_", [c, t, f]) => {
-                let c = self.expr(c)?.0;
+                let (c, cty) = self.expr(c)?;
                 let (t, tty) = self.expr(t)?;
-                let f = self.expr(f)?.0;
-                return Ok((Ir::Cond(Box::new(c), Box::new(t), Box::new(f)), tty));
+                let (f, fty) = self.expr(f)?;
+                if !matches!(cty, Ty::Bool | Ty::Dyn) || !tty.unifies(&fty) {
+                    return Err(self.no_overload(id, name, false, &[cty, tty, fty]));
+                }
+                let ty = tty.join(&fty);
+                return Ok((Ir::Cond(Box::new(c), Box::new(t), Box::new(f)), ty));
             }
             ("_[_]", [a, b]) => {
                 let (a, aty) = self.expr(a)?;
-                let b = self.expr(b)?.0;
-                return Ok((Ir::Index(Box::new(a), Box::new(b)), element_ty(aty)));
+                let (b, bty) = self.expr(b)?;
+                // Indexing an optional chains, as selection does.
+                let ty = match aty {
+                    Ty::Optional(inner) => {
+                        let t = self.check_op(id, Op::Index, &[*inner, bty])?;
+                        Ty::Optional(Box::new(t))
+                    }
+                    aty => self.check_op(id, Op::Index, &[aty, bty])?,
+                };
+                return Ok((Ir::Index(Box::new(a), Box::new(b)), ty));
             }
             ("_[?_]", [a, b]) => {
-                let a = self.expr(a)?.0;
-                let b = self.expr(b)?.0;
+                let (a, aty) = self.expr(a)?;
+                let (b, bty) = self.expr(b)?;
+                let inner = match aty {
+                    Ty::Optional(t) => *t,
+                    t => t,
+                };
+                let ty = self.check_op(id, Op::Index, &[inner, bty])?;
                 return Ok((
                     Ir::OptIndex(Box::new(a), Box::new(b)),
-                    Ty::Prim(TypeName::Optional),
+                    Ty::Optional(Box::new(ty)),
                 ));
             }
             ("_?._", [a, b]) => {
@@ -539,13 +650,17 @@ impl<'s> Compiler<'_, 's> {
                 let Expr::Literal(LiteralValue::String(field)) = &b.expr else {
                     return Err(self.error(id, "unsupported optional field selection"));
                 };
-                let (field, _) = self.field(id, aty, field.inner(), false)?;
+                let inner = match aty {
+                    Ty::Optional(t) => *t,
+                    t => t,
+                };
+                let (field, fty) = self.field(id, &inner, field.inner(), false)?;
                 return Ok((
                     Ir::OptSelect {
                         operand: Box::new(a),
                         field,
                     },
-                    Ty::Prim(TypeName::Optional),
+                    Ty::Optional(Box::new(fty)),
                 ));
             }
             _ => {}
@@ -556,9 +671,7 @@ impl<'s> Compiler<'_, 's> {
             Some(IdedExpr {
                 expr: Expr::Ident(ns),
                 ..
-            }) if !self.is_variable(ns)
-                && Func::lookup(&format!("{ns}.{name}"), false, call.args.len()).is_some() =>
-            {
+            }) if !self.is_variable(ns) && Func::lookup_any(&format!("{ns}.{name}")) => {
                 (Some(format!("{ns}.{name}")), None)
             }
             t => (None, t),
@@ -566,16 +679,29 @@ impl<'s> Compiler<'_, 's> {
         let fname = qualified.as_deref().unwrap_or(name);
         let member = target.is_some();
         let arity = call.args.len();
+        let mut args = Vec::with_capacity(arity + 1);
+        let mut tys = Vec::with_capacity(arity + 1);
+        if let Some(t) = target {
+            let (ir, ty) = self.expr(t)?;
+            args.push(ir);
+            tys.push(ty);
+        }
+        // cel-go's literal check lets `format`'s argument list mix types.
+        let mixed = fname == "format" && member;
+        self.mixed_literals += usize::from(mixed);
+        for a in &call.args {
+            let r = self.expr(a);
+            if r.is_err() {
+                self.mixed_literals -= usize::from(mixed);
+            }
+            let (ir, ty) = r?;
+            args.push(ir);
+            tys.push(ty);
+        }
+        self.mixed_literals -= usize::from(mixed);
         let Some(func) = Func::lookup(fname, member, arity) else {
-            let known = Func::lookup_any(fname);
-            return Err(if known {
-                self.error(
-                    id,
-                    format!(
-                        "found no matching overload for '{fname}' applied to {}",
-                        arity_text(member, arity)
-                    ),
-                )
+            return Err(if Func::lookup_any(fname) {
+                self.no_overload(id, fname, member, &tys)
             } else {
                 self.error(
                     id,
@@ -583,30 +709,44 @@ impl<'s> Compiler<'_, 's> {
                 )
             });
         };
-        let mut args = Vec::with_capacity(arity + 1);
-        if let Some(t) = target {
-            args.push(self.expr(t)?.0);
+        let Some(ty) = types::function(func, &tys) else {
+            return Err(self.no_overload(id, fname, member, &tys));
+        };
+        // Literal arguments Kubernetes validates when the rule is written.
+        let literal_id = |i: usize| {
+            let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
+            exprs.get(i).map_or(id, |e| e.id)
+        };
+        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(_))) = (func, args.first()) {
+            if fold(func, &args).is_err() {
+                let what = if func == Func::ToDuration {
+                    "duration"
+                } else {
+                    "timestamp"
+                };
+                return Err(self.error(literal_id(0), format!("invalid {what} argument")));
+            }
         }
-        for a in &call.args {
-            args.push(self.expr(a)?.0);
+        // Conversions of a literal are evaluated now, as cel-go's optimizer
+        // does: a bad one is refused at load with the runtime's text.
+        if func.is_conversion() && args.len() == 1 && matches!(args[0], Ir::Const(_)) {
+            match fold(func, &args) {
+                Ok(Some(c)) => return Ok((Ir::Const(c), ty)),
+                Ok(None) => {}
+                Err(e) => return Err(self.error(id, e.message)),
+            }
         }
         // A constant pattern is compiled once here, not per evaluation.
         if func == Func::Matches {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
                 let re = regex::Regex::new(p)
-                    .map_err(|e| self.error(id, format!("invalid regular expression: {e}")))?;
+                    .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
-                return Ok((
-                    Ir::Matches(Box::new(target), Arc::new(re)),
-                    Ty::Prim(TypeName::Bool),
-                ));
+                return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Bool));
             }
         }
-        Ok((
-            Ir::Call(func, args),
-            func.result_ty().map_or(Ty::Dyn, Ty::Prim),
-        ))
+        Ok((Ir::Call(func, args), ty))
     }
 
     fn is_variable(&self, name: &str) -> bool {
@@ -647,45 +787,101 @@ impl<'s> Compiler<'_, 's> {
             return Err(self.error(id, "macro requires a target"));
         };
         let (range, rty) = self.expr(target)?;
+        let optional = matches!(kind, LoopKind::OptMap | LoopKind::OptFlatMap);
+        // (first variable, second variable) types: element for one-variable
+        // loops over lists, key over maps; (index, element) or (key, value)
+        // for two-variable forms.
+        let (one, two) = match (&rty, optional) {
+            (Ty::Optional(t), true) => ((**t).clone(), Ty::Dyn),
+            (Ty::Dyn, _) => (Ty::Dyn, Ty::Dyn),
+            (_, true) => return Err(self.no_overload(id, &call.func_name[1..], true, &[rty])),
+            (Ty::List(e), _) => ((**e).clone(), Ty::Int),
+            (Ty::Map(k, v), _) => ((**k).clone(), (**v).clone()),
+            (other, _) => {
+                return Err(self.error(
+                    id,
+                    format!("expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"),
+                ))
+            }
+        };
         let two_vars =
             matches!(
                 kind,
                 LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
             ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne)
                 && args.len() == 3);
+        if two_vars {
+            if let (Expr::Ident(a), Expr::Ident(b)) = (&args[0].expr, &args[1].expr) {
+                if a == b {
+                    return Err(self.error(args[1].id, format!("duplicate variable name: {a}")));
+                }
+            }
+        }
+        for a in &args[..if two_vars { 2 } else { 1 }] {
+            if matches!(&a.expr, Expr::Ident(n) if n == "__result__" || n == "@result") {
+                return Err(self.error(a.id, "iteration variable overwrites accumulator variable"));
+            }
+        }
         let depth = self.scopes.len();
-        let (elem_ty, key_ty) = iter_tys(rty);
         let (var, var2, rest) = if two_vars {
-            // For a list: index and element; for a map: key and value.
-            let first_ty = match rty {
-                Ty::Schema(s) if s.ty == Type::Array => Ty::Prim(TypeName::Int),
-                _ => key_ty,
+            let first = match &rty {
+                Ty::List(_) => Ty::Int,
+                _ => one.clone(),
             };
-            let v1 = self.bind_var(&args[0], first_ty)?;
-            let v2 = self.bind_var(&args[1], elem_ty)?;
+            let second = match &rty {
+                Ty::List(_) => one.clone(),
+                _ => two.clone(),
+            };
+            let v1 = self.bind_var(&args[0], first)?;
+            let v2 = self.bind_var(&args[1], second)?;
             (v1, Some(v2), &args[2..])
         } else {
-            let ty = match kind {
-                LoopKind::OptMap | LoopKind::OptFlatMap => Ty::Dyn,
-                _ => match rty {
-                    Ty::Schema(s) if s.is_map() => key_ty,
-                    _ => elem_ty,
-                },
-            };
-            (self.bind_var(&args[0], ty)?, None, &args[1..])
+            (self.bind_var(&args[0], one.clone())?, None, &args[1..])
         };
-        let (filter, body) = match rest {
-            [body] => (None, self.expr(body)?.0),
-            [filter, body] => (Some(self.expr(filter)?.0), self.expr(body)?.0),
+        let (filter, (body, bty)) = match rest {
+            [body] => (None, self.expr(body)?),
+            [filter, body] => {
+                let (f, fty) = self.expr(filter)?;
+                if !matches!(fty, Ty::Bool | Ty::Dyn) {
+                    return Err(self.no_overload(id, "_?_:_", false, &[fty]));
+                }
+                (Some(f), self.expr(body)?)
+            }
             _ => return Err(self.error(id, "wrong number of macro arguments")),
         };
         self.scopes.truncate(depth);
+        let predicate = matches!(
+            kind,
+            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
+        );
+        if predicate && !matches!(bty, Ty::Bool | Ty::Dyn) {
+            let op = if kind == LoopKind::Exists {
+                "_||_"
+            } else {
+                "_&&_"
+            };
+            return Err(self.no_overload(id, op, false, &[Ty::Bool, bty]));
+        }
         let ty = match kind {
-            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne => Ty::Prim(TypeName::Bool),
-            LoopKind::Filter | LoopKind::SortBy => rty,
-            LoopKind::Map | LoopKind::TransformList => Ty::Prim(TypeName::List),
-            LoopKind::TransformMap | LoopKind::TransformMapEntry => Ty::Prim(TypeName::Map),
-            _ => Ty::Dyn,
+            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne => Ty::Bool,
+            LoopKind::Filter => match &rty {
+                Ty::Map(k, _) => Ty::List(k.clone()),
+                t => t.clone(),
+            },
+            LoopKind::SortBy => rty.clone(),
+            LoopKind::Map | LoopKind::TransformList => Ty::List(Box::new(bty)),
+            LoopKind::TransformMap => {
+                let key = if matches!(rty, Ty::List(_)) {
+                    Ty::Int
+                } else {
+                    one
+                };
+                Ty::Map(Box::new(key), Box::new(bty))
+            }
+            LoopKind::TransformMapEntry => bty,
+            LoopKind::OptMap => Ty::Optional(Box::new(bty)),
+            LoopKind::OptFlatMap => bty,
+            LoopKind::Bind => bty,
         };
         Ok((
             Ir::Loop(Box::new(Loop {
@@ -719,58 +915,6 @@ fn loop_kind(name: &str) -> Option<LoopKind> {
     })
 }
 
-fn iter_tys(ty: Ty<'_>) -> (Ty<'_>, Ty<'_>) {
-    match ty {
-        Ty::Schema(s) if s.ty == Type::Array => (
-            s.items.as_deref().map_or(Ty::Dyn, Ty::Schema),
-            Ty::Prim(TypeName::Int),
-        ),
-        Ty::Schema(s) if s.is_map() => (
-            s.additional_properties
-                .as_deref()
-                .map_or(Ty::Dyn, Ty::Schema),
-            Ty::Prim(TypeName::String),
-        ),
-        _ => (Ty::Dyn, Ty::Dyn),
-    }
-}
-
-fn element_ty(ty: Ty<'_>) -> Ty<'_> {
-    match ty {
-        Ty::Schema(s) => s.element().map_or(Ty::Dyn, Ty::Schema),
-        _ => Ty::Dyn,
-    }
-}
-
-fn ty_name(ty: Ty<'_>) -> &'static str {
-    match ty {
-        Ty::Dyn => "dyn",
-        Ty::Prim(t) => t.name(),
-        Ty::Schema(s) => match (s.ty, &s.format) {
-            (Type::String, crate::schema::Format::Byte) => "bytes",
-            (Type::String, crate::schema::Format::Date | crate::schema::Format::DateTime) => {
-                "google.protobuf.Timestamp"
-            }
-            (Type::String, crate::schema::Format::Duration) => "google.protobuf.Duration",
-            (Type::String, _) => "string",
-            (Type::Integer, _) => "int",
-            (Type::Number, _) => "double",
-            (Type::Boolean, _) => "bool",
-            (Type::Array, _) => "list",
-            _ => "dyn",
-        },
-    }
-}
-
-fn arity_text(member: bool, arity: usize) -> String {
-    let mut parts = Vec::new();
-    if member {
-        parts.push("target");
-    }
-    parts.extend(std::iter::repeat_n("dyn", arity));
-    format!("'({})'", parts.join(", "))
-}
-
 fn type_ident(name: &str) -> Option<TypeName> {
     Some(match name {
         "int" => TypeName::Int,
@@ -792,15 +936,15 @@ fn type_ident(name: &str) -> Option<TypeName> {
 
 fn literal<'s>(l: &LiteralValue) -> (Ir, Ty<'s>) {
     let (c, t) = match l {
-        LiteralValue::Boolean(b) => (Const::Bool(*b.inner()), TypeName::Bool),
-        LiteralValue::Int(i) => (Const::Int(*i.inner()), TypeName::Int),
-        LiteralValue::UInt(u) => (Const::Uint(*u.inner()), TypeName::Uint),
-        LiteralValue::Double(d) => (Const::Double(*d.inner()), TypeName::Double),
-        LiteralValue::String(s) => (Const::Str(Arc::from(s.inner())), TypeName::String),
-        LiteralValue::Bytes(b) => (Const::Bytes(Arc::from(b.inner())), TypeName::Bytes),
-        LiteralValue::Null => (Const::Null, TypeName::Null),
+        LiteralValue::Boolean(b) => (Const::Bool(*b.inner()), Ty::Bool),
+        LiteralValue::Int(i) => (Const::Int(*i.inner()), Ty::Int),
+        LiteralValue::UInt(u) => (Const::Uint(*u.inner()), Ty::Uint),
+        LiteralValue::Double(d) => (Const::Double(*d.inner()), Ty::Double),
+        LiteralValue::String(s) => (Const::Str(Arc::from(s.inner())), Ty::String),
+        LiteralValue::Bytes(b) => (Const::Bytes(Arc::from(b.inner())), Ty::Bytes),
+        LiteralValue::Null => (Const::Null, Ty::Null),
     };
-    (Ir::Const(c), Ty::Prim(t))
+    (Ir::Const(c), t)
 }
 
 /// 1-based line and 0-based column (in characters) of a byte offset.
@@ -819,4 +963,31 @@ fn line_col(source: &str, offset: usize) -> (isize, isize) {
         }
     }
     (line, col)
+}
+
+/// Evaluates a call of constant arguments at compile time; `Ok(None)` when
+/// the result is not a scalar constant.
+fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalError> {
+    let mut frame = super::eval::Frame {
+        vars: Vec::new(),
+        cost: 0,
+        limit: u64::MAX,
+    };
+    let mut vals = Vec::with_capacity(args.len());
+    for a in args {
+        vals.push(super::eval::eval(a, &mut frame)?);
+    }
+    let v = super::functions::call(func, &vals)?;
+    use super::value::Value;
+    Ok(match v {
+        Value::Null => Some(Const::Null),
+        Value::Bool(b) => Some(Const::Bool(b)),
+        Value::Int(i) => Some(Const::Int(i)),
+        Value::Uint(u) => Some(Const::Uint(u)),
+        Value::Double(d) => Some(Const::Double(d)),
+        Value::Str(s) => Some(Const::Str(Arc::from(&*s))),
+        Value::Bytes(b) => Some(Const::Bytes(Arc::from(&*b))),
+        Value::Type(t) => Some(Const::Type(t)),
+        _ => None,
+    })
 }

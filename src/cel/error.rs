@@ -41,6 +41,14 @@ impl EvalError {
         }
     }
 
+    /// A "no such overload" error naming the operator or function.
+    pub fn no_overload_of(name: &str) -> Self {
+        EvalError {
+            kind: ErrorKind::NoSuchOverload,
+            message: format!("no such overload: {name}").into(),
+        }
+    }
+
     /// A "no such key" error.
     pub fn no_such_key(key: &str) -> Self {
         EvalError::new(format!("no such key: {key}"))

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::rc::Rc;
 
 use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
+use super::cost;
 use super::error::{ErrorKind, EvalError};
 use super::functions::{self, sort_values};
 use super::value::{compare, equals, List, Map, Str, Value};
@@ -43,38 +44,79 @@ fn as_bool(v: Result<Value<'_>, EvalError>) -> Result<bool, EvalError> {
 
 /// Evaluates `ir` in `frame`.
 pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    f.charge(1)?;
+    // Unit costs follow cel-go: constants are free, variables and each
+    // field or index step cost 1, a presence test costs nothing extra.
     match ir {
         Ir::Const(c) => Ok(constant(c)),
-        Ir::Var(slot) => Ok(f.vars[*slot].clone()),
+        Ir::Var(slot) => {
+            f.charge(1)?;
+            Ok(f.vars[*slot].clone())
+        }
         Ir::Select {
             operand,
             field,
             test,
         } => {
             let v = eval(operand, f)?;
+            let charged = match &v {
+                Value::Optional(None) => false,
+                Value::Optional(Some(inner)) => {
+                    matches!(&**inner, Value::Map(m) if m.get_str(field).is_some())
+                }
+                _ => !*test,
+            };
+            if charged {
+                f.charge(1)?;
+            }
             select(&v, field, *test)
         }
         Ir::OptSelect { operand, field } => {
-            let v = eval(operand, f)?;
+            // cel-go charges the selection, and one more when the field is
+            // there, but not the variable it starts from.
+            let v = match &**operand {
+                Ir::Var(slot) => f.vars[*slot].clone(),
+                other => eval(other, f)?,
+            };
+            f.charge(1)?;
             let inner = match v {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
                 other => other,
             };
             match inner {
-                Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
-                _ => Err(EvalError::no_overload()),
+                Value::Map(m) => {
+                    let found = m.get_str(field);
+                    if found.is_some() {
+                        f.charge(1)?;
+                    }
+                    Ok(Value::Optional(found.map(Rc::new)))
+                }
+                _ => Ok(Value::Optional(None)),
             }
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
-            index(&a, &b)
+            f.charge(1)?;
+            match a {
+                Value::Optional(None) => Ok(Value::Optional(None)),
+                Value::Optional(Some(inner)) => {
+                    Ok(Value::Optional(index(&inner, &b).ok().map(Rc::new)))
+                }
+                a => index(&a, &b),
+            }
         }
         Ir::OptIndex(a, b) => {
             let a = eval(a, f)?;
             let b = eval(b, f)?;
+            f.charge(1)?;
+            let found = matches!(
+                &a,
+                Value::Optional(Some(_)) | Value::List(_) | Value::Map(_)
+            ) && index(&unwrap_optional(&a), &b).is_ok();
+            if found {
+                f.charge(1)?;
+            }
             let inner = match a {
                 Value::Optional(None) => return Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => (*inner).clone(),
@@ -113,7 +155,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 _ => Ok(Value::Bool(true)),
             }
         }
-        Ir::Not(a) => Ok(Value::Bool(!as_bool(eval(a, f))?)),
+        Ir::Not(a) => {
+            let v = as_bool(eval(a, f))?;
+            f.charge(1)?;
+            Ok(Value::Bool(!v))
+        }
         Ir::Cond(c, t, e) => {
             if as_bool(eval(c, f))? {
                 eval(t, f)
@@ -122,8 +168,36 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Bin(op, a, b) => {
-            let x = eval(a, f)?;
-            let y = eval(b, f)?;
+            // Arguments are evaluated before an error in either stops the
+            // call, and cel-go charges the call all the same.
+            let (x, y) = match (eval(a, f), eval(b, f)) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => {
+                    if e.kind != ErrorKind::CostLimit {
+                        f.charge(1)?;
+                    }
+                    return Err(e);
+                }
+            };
+            f.charge(match op {
+                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                    if matches!(
+                        (&x, &y),
+                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
+                    ) =>
+                {
+                    cost::compare_cost(&x, &y)
+                }
+                BinOp::In => match (&y, &**b) {
+                    // cel-go hashes a constant list once: the lookup is free.
+                    (_, list @ Ir::List(..)) if is_constant(list) => 0,
+                    (Value::List(l), _) => l.len() as u64,
+                    _ => 1,
+                },
+                BinOp::Add => cost::concat_cost(&x, &y),
+                _ => 1,
+            })?;
             binary(*op, x, y)
         }
         Ir::List(items, optional) => {
@@ -140,7 +214,10 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     out.push(v);
                 }
             }
-            f.charge(out.len() as u64)?;
+            // A literal of constants is built once by cel-go: free.
+            if !is_constant(ir) {
+                f.charge(10)?;
+            }
             Ok(Value::list(out))
         }
         Ir::Map(entries) => {
@@ -173,22 +250,40 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 out.push((k, v));
             }
-            f.charge(out.len() as u64)?;
+            if !is_constant(ir) {
+                f.charge(30)?;
+            }
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
             let mut vals = Vec::with_capacity(args.len());
+            let mut failed = None;
             for a in args {
-                vals.push(eval(a, f)?);
+                match eval(a, f) {
+                    Ok(v) => vals.push(v),
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
             }
-            f.charge(call_cost(&vals))?;
-            functions::call(*func, &vals)
+            if let Some(e) = failed {
+                f.charge(1)?;
+                return Err(e);
+            }
+            let result = functions::call(*func, &vals)?;
+            // Conversions of constants are folded by cel-go: free.
+            let folded = func.is_conversion_like() && args.iter().all(is_constant);
+            if !folded {
+                f.charge(cost::call_cost(*func, &vals, &result))?;
+            }
+            Ok(result)
         }
         Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(1 + s.len() as u64 / 10)?;
+                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
                 _ => Err(EvalError::no_overload()),
@@ -198,17 +293,23 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
     }
 }
 
-/// Extra cost of a call proportional to the size of string and list
-/// arguments, so that long inputs cannot run for free.
-fn call_cost(vals: &[Value<'_>]) -> u64 {
-    vals.iter()
-        .map(|v| match v {
-            Value::Str(s) => s.len() as u64 / 10,
-            Value::Bytes(b) => b.len() as u64 / 10,
-            Value::List(l) => l.len() as u64,
-            _ => 0,
-        })
-        .sum()
+/// A literal made only of constants, which cel-go builds once.
+fn is_constant(ir: &Ir) -> bool {
+    match ir {
+        Ir::Const(_) => true,
+        Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
+        Ir::Map(entries) => entries
+            .iter()
+            .all(|(k, v, opt)| !opt && is_constant(k) && is_constant(v)),
+        _ => false,
+    }
+}
+
+fn unwrap_optional<'a>(v: &Value<'a>) -> Value<'a> {
+    match v {
+        Value::Optional(Some(inner)) => (**inner).clone(),
+        other => other.clone(),
+    }
 }
 
 fn constant(c: &Const) -> Value<'_> {
@@ -226,6 +327,12 @@ fn constant(c: &Const) -> Value<'_> {
 
 fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalError> {
     match v {
+        // Optional chaining: `opt.f` is optional, empty when `f` is missing.
+        Value::Optional(None) => Ok(Value::Optional(None)),
+        Value::Optional(Some(inner)) => match &**inner {
+            Value::Map(m) => Ok(Value::Optional(m.get_str(field).map(Rc::new))),
+            _ => Ok(Value::Optional(None)),
+        },
         Value::Map(m) => {
             let got = m.get_str(field);
             if test {
@@ -234,7 +341,10 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
                 got.ok_or_else(|| EvalError::no_such_key(field))
             }
         }
-        _ => Err(EvalError::no_overload()),
+        // A presence test on a non-map is false; a selection fails as a
+        // key lookup, which is how cel-go words it.
+        _ if test => Ok(Value::Bool(false)),
+        _ => Err(EvalError::no_such_key(field)),
     }
 }
 
@@ -246,9 +356,17 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
                 Value::Uint(u) => i64::try_from(*u).unwrap_or(i64::MAX),
                 Value::Double(d) if d.fract() == 0.0 => *d as i64,
                 Value::Double(d) => {
-                    return Err(EvalError::new(format!("unsupported index value: {d}")))
+                    return Err(EvalError::new(format!(
+                        "unsupported index value {} in list",
+                        super::functions::format_double(*d)
+                    )))
                 }
-                _ => return Err(EvalError::no_overload()),
+                other => {
+                    return Err(EvalError::new(format!(
+                        "unsupported index type '{}' in list",
+                        other.type_name().name()
+                    )))
+                }
             };
             if i < 0 {
                 return Err(EvalError::new(format!("index out of bounds: {i}")));
@@ -256,11 +374,34 @@ fn index<'a>(a: &Value<'a>, b: &Value<'_>) -> Result<Value<'a>, EvalError> {
             l.get(i as usize)
                 .ok_or_else(|| EvalError::new(format!("index out of bounds: {i}")))
         }
-        Value::Map(m) => m.get(b).ok_or_else(|| match b {
-            Value::Str(s) => EvalError::no_such_key(s),
-            other => EvalError::new(format!("no such key: {other:?}")),
-        }),
-        _ => Err(EvalError::no_overload()),
+        Value::Map(m) => {
+            // cel-go names the Go type of a key that can never be a map key.
+            let bad = match b {
+                Value::Null => Some("types.Null"),
+                Value::Bytes(_) => Some("types.Bytes"),
+                Value::List(_) => Some("*types.baseList"),
+                Value::Map(_) => Some("*types.baseMap"),
+                Value::Duration(_) => Some("types.Duration"),
+                Value::Timestamp(_) => Some("types.Timestamp"),
+                Value::Type(_) => Some("*types.Type"),
+                Value::Optional(_) => Some("*types.Optional"),
+                _ => None,
+            };
+            if let Some(t) = bad {
+                return Err(EvalError::new(format!("invalid qualifier type: {t}")));
+            }
+            m.get(b).ok_or_else(|| match b {
+                Value::Str(s) => EvalError::no_such_key(s),
+                Value::Int(i) => EvalError::new(format!("no such key: {i}")),
+                Value::Uint(u) => EvalError::new(format!("no such key: {u}")),
+                Value::Double(d) => EvalError::new(format!(
+                    "no such key: {}",
+                    super::functions::format_double(*d)
+                )),
+                other => EvalError::new(format!("no such key: {other:?}")),
+            })
+        }
+        _ => Err(EvalError::new(format!("no such key: {}", key_text(b)))),
     }
 }
 
@@ -268,9 +409,8 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
     let cmp = |want: fn(Ordering) -> bool| -> Result<Value<'a>, EvalError> {
         match compare(&x, &y) {
             Some(o) => Ok(Value::Bool(want(o))),
-            // NaN compares false against everything.
-            None if is_nan(&x) || is_nan(&y) => Ok(Value::Bool(false)),
-            None => Err(EvalError::no_overload()),
+            None if is_nan(&x) || is_nan(&y) => Err(EvalError::new("NaN values cannot be ordered")),
+            None => Err(op_error(op, &x)),
         }
     };
     match op {
@@ -290,17 +430,35 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
                 Ok(Value::Bool(false))
             }
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
-            _ => Err(EvalError::no_overload()),
+            _ => Err(EvalError::no_overload_of("@in")),
         },
-        BinOp::Add => add(x, y),
-        BinOp::Sub => sub(x, y),
+        BinOp::Add => {
+            let e = op_error(op, &x);
+            add(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
+        BinOp::Sub => {
+            let e = op_error(op, &x);
+            sub(x, y).map_err(|err| {
+                if err.kind == ErrorKind::NoSuchOverload {
+                    e
+                } else {
+                    err
+                }
+            })
+        }
         BinOp::Mul => match (x, y) {
             (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => {
                 a.checked_mul(b).map(Value::Uint).ok_or_else(uoverflow)
             }
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a * b)),
-            _ => Err(EvalError::no_overload()),
+            (x, _) => Err(op_error(BinOp::Mul, &x)),
         },
         BinOp::Div => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -309,7 +467,7 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             (Value::Int(a), Value::Int(b)) => a.checked_div(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a / b)),
             (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a / b)),
-            _ => Err(EvalError::no_overload()),
+            (x, _) => Err(op_error(BinOp::Div, &x)),
         },
         BinOp::Rem => match (x, y) {
             (Value::Int(_), Value::Int(0)) | (Value::Uint(_), Value::Uint(0)) => {
@@ -317,13 +475,122 @@ fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalEr
             }
             (Value::Int(a), Value::Int(b)) => a.checked_rem(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => Ok(Value::Uint(a % b)),
-            _ => Err(EvalError::no_overload()),
+            (x, _) => Err(op_error(BinOp::Rem, &x)),
         },
+    }
+}
+
+/// The Go type cel-go names in some runtime errors.
+fn go_type_name(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::Str(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::List(_) => "*types.baseList",
+        Value::Map(_) => "*types.baseMap",
+        Value::Type(_) => "*types.Type",
+        Value::Optional(_) => "*types.Optional",
+    }
+}
+
+/// A key as cel-go prints it in `no such key`.
+fn key_text(k: &Value<'_>) -> String {
+    match k {
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Double(d) => super::functions::format_double(*d),
+        other => format!("{other:?}"),
+    }
+}
+
+/// cel-go answers a bare `no such overload` when the left operand's type
+/// has the operator but not for this right operand, and names the operator
+/// when the type lacks it altogether.
+fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
+    let has_trait = match op {
+        BinOp::Add => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::List(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Sub => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        BinOp::Mul | BinOp::Div => {
+            matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_))
+        }
+        BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => matches!(
+            left,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Bool(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        ),
+        _ => false,
+    };
+    if has_trait {
+        EvalError::no_overload()
+    } else {
+        EvalError::no_overload_of(op_name(op))
+    }
+}
+
+fn op_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "_+_",
+        BinOp::Sub => "_-_",
+        BinOp::Mul => "_*_",
+        BinOp::Div => "_/_",
+        BinOp::Rem => "_%_",
+        BinOp::Eq => "_==_",
+        BinOp::Ne => "_!=_",
+        BinOp::Lt => "_<_",
+        BinOp::Le => "_<=_",
+        BinOp::Gt => "_>_",
+        BinOp::Ge => "_>=_",
+        BinOp::In => "@in",
     }
 }
 
 fn is_nan(v: &Value<'_>) -> bool {
     matches!(v, Value::Double(d) if d.is_nan())
+}
+
+/// Durations are int64 nanoseconds in cel-go: anything longer overflows.
+fn duration<'a>(d: Option<chrono::TimeDelta>) -> Result<Value<'a>, EvalError> {
+    d.filter(|d| d.num_nanoseconds().is_some())
+        .map(Value::Duration)
+        .ok_or_else(overflow)
+}
+
+fn timestamp<'a>(t: Option<chrono::DateTime<chrono::FixedOffset>>) -> Result<Value<'a>, EvalError> {
+    t.filter(super::value::in_range)
+        .map(Value::Timestamp)
+        .ok_or_else(|| EvalError::new("timestamp overflow"))
 }
 
 fn overflow() -> EvalError {
@@ -353,14 +620,11 @@ pub(crate) fn add<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError
             Ok(Value::Bytes(v.into()))
         }
         (Value::List(a), Value::List(b)) => concat(&a, &b),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_add(&b).map(Value::Duration).ok_or_else(overflow)
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_add(&b)),
+        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => {
+            timestamp(a.checked_add_signed(b))
         }
-        (Value::Timestamp(a), Value::Duration(b)) | (Value::Duration(b), Value::Timestamp(a)) => a
-            .checked_add_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        _ => Err(EvalError::no_overload_of("_+_")),
     }
 }
 
@@ -369,15 +633,10 @@ fn sub<'a>(x: Value<'a>, y: Value<'a>) -> Result<Value<'a>, EvalError> {
         (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(overflow),
         (Value::Uint(a), Value::Uint(b)) => a.checked_sub(b).map(Value::Uint).ok_or_else(uoverflow),
         (Value::Double(a), Value::Double(b)) => Ok(Value::Double(a - b)),
-        (Value::Duration(a), Value::Duration(b)) => {
-            a.checked_sub(&b).map(Value::Duration).ok_or_else(overflow)
-        }
-        (Value::Timestamp(a), Value::Timestamp(b)) => Ok(Value::Duration(a - b)),
-        (Value::Timestamp(a), Value::Duration(b)) => a
-            .checked_sub_signed(b)
-            .map(Value::Timestamp)
-            .ok_or_else(|| EvalError::new("timestamp overflow")),
-        _ => Err(EvalError::no_overload()),
+        (Value::Duration(a), Value::Duration(b)) => duration(a.checked_sub(&b)),
+        (Value::Timestamp(a), Value::Timestamp(b)) => duration(Some(a - b)),
+        (Value::Timestamp(a), Value::Duration(b)) => timestamp(a.checked_sub_signed(b)),
+        _ => Err(EvalError::no_overload_of("_-_")),
     }
 }
 
@@ -445,7 +704,10 @@ impl<'a> Range<'a> {
         match v {
             Value::List(l) => Ok(Range::List(l)),
             Value::Map(m) => Ok(Range::Map(m)),
-            _ => Err(EvalError::no_overload()),
+            other => Err(EvalError::new(format!(
+                "got '{}', expected iterable type",
+                go_type_name(&other)
+            ))),
         }
     }
 
@@ -517,55 +779,80 @@ fn run_steps<'a>(
     steps: impl Iterator<Item = (Value<'a>, Value<'a>)>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    let mut steps = steps.peekable();
     let mut first_error: Option<EvalError> = None;
     let mut count = 0i64;
     let mut out: Vec<Value<'a>> = Vec::new();
     let mut out_map: Vec<(Value<'a>, Value<'a>)> = Vec::new();
     let mut keyed: Vec<(Value<'a>, Value<'a>)> = Vec::new();
-    for (a, b) in steps {
-        f.charge(1)?;
+    // Charges mirror cel-go's expansion of each macro: the loop condition
+    // and step (accumulator reads, `[x]` literals, `+`) per element, and
+    // the result read at the end.
+    while let Some((a, b)) = steps.next() {
         let elem = a.clone();
         f.vars[l.var] = a;
         if let Some(v2) = l.var2 {
             f.vars[v2] = b;
         }
+        // A false filter picks the bare accumulator, whose read cel-go
+        // does not charge.
         if let Some(filter) = &l.filter {
             if !as_bool(eval(filter, f))? {
                 continue;
             }
         }
         match l.kind {
-            LoopKind::All => match as_bool(eval(&l.body, f)) {
-                Ok(false) => return Ok(Value::Bool(false)),
-                Ok(true) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            LoopKind::All => {
+                f.charge(3)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(false) => {
+                        // cel-go checks the loop condition once more, and
+                        // only if elements remain, before it stops.
+                        f.charge(if steps.peek().is_some() { 2 } else { 0 } + 1)?;
+                        return Ok(Value::Bool(false));
+                    }
+                    Ok(true) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
-            LoopKind::Exists => match as_bool(eval(&l.body, f)) {
-                Ok(true) => return Ok(Value::Bool(true)),
-                Ok(false) => {}
-                Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                Err(e) => {
-                    first_error.get_or_insert(e);
+            }
+            LoopKind::Exists => {
+                f.charge(4)?;
+                match as_bool(eval(&l.body, f)) {
+                    Ok(true) => {
+                        f.charge(if steps.peek().is_some() { 3 } else { 0 } + 1)?;
+                        return Ok(Value::Bool(true));
+                    }
+                    Ok(false) => {}
+                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
                 }
-            },
+            }
             LoopKind::ExistsOne => {
                 if as_bool(eval(&l.body, f))? {
                     count += 1;
+                    f.charge(2)?;
                 }
             }
-            LoopKind::Map | LoopKind::TransformList => out.push(eval(&l.body, f)?),
+            LoopKind::Map | LoopKind::TransformList => {
+                out.push(eval(&l.body, f)?);
+                f.charge(12)?;
+            }
             LoopKind::Filter => {
                 if as_bool(eval(&l.body, f))? {
                     out.push(elem);
+                    f.charge(13)?;
                 }
             }
             LoopKind::TransformMap => {
                 let v = eval(&l.body, f)?;
                 let k = f.vars[l.var].clone();
                 out_map.push((k, v));
+                f.charge(32)?;
             }
             LoopKind::TransformMapEntry => match eval(&l.body, f)? {
                 Value::Map(m) => {
@@ -573,7 +860,8 @@ fn run_steps<'a>(
                         for (existing, _) in &out_map {
                             if equals(existing, &k)? {
                                 return Err(EvalError::new(format!(
-                                    "insert failed: key {k:?} already exists"
+                                    "insert failed: key {} already exists",
+                                    key_text(&k)
                                 )));
                             }
                         }
@@ -585,10 +873,12 @@ fn run_steps<'a>(
             LoopKind::SortBy => {
                 let key = eval(&l.body, f)?;
                 keyed.push((key, elem));
+                f.charge(12)?;
             }
             LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap => {}
         }
     }
+    f.charge(if l.kind == LoopKind::ExistsOne { 2 } else { 1 })?;
     match l.kind {
         LoopKind::All => match first_error {
             Some(e) => Err(e),

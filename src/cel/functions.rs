@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use chrono::{DateTime, Datelike, TimeDelta, Timelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, TimeDelta, Timelike, Utc};
 
 use super::error::EvalError;
 use super::value::{compare, equals, List, Str, TypeName, Value};
@@ -31,6 +31,14 @@ macro_rules! funcs {
             /// True when some overload of `name` exists.
             pub(crate) fn lookup_any(name: &str) -> bool {
                 matches!(name, $($name)|*)
+            }
+
+            /// The function's CEL name.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    Func::Negate => "-_",
+                    $(Func::$variant => $name,)*
+                }
             }
         }
     };
@@ -101,6 +109,20 @@ funcs! {
 }
 
 impl Func {
+    /// The type conversions, which cel-go folds when their argument is a literal.
+    pub(crate) fn is_conversion(self) -> bool {
+        use Func::*;
+        matches!(
+            self,
+            ToInt | ToUint | ToDouble | ToString | ToBytes | ToBool | Dyn | TypeOf
+        )
+    }
+
+    /// Conversions cel-go folds for constant arguments (at no runtime cost).
+    pub(crate) fn is_conversion_like(self) -> bool {
+        self.is_conversion() || matches!(self, Func::ToDuration | Func::ToTimestamp)
+    }
+
     /// The static result type, where one is known.
     pub(crate) fn result_ty(self) -> Option<TypeName> {
         use Func::*;
@@ -150,8 +172,36 @@ fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v List<'a>, EvalError> {
     }
 }
 
-/// Calls `f` with evaluated arguments (target first for member calls).
+/// Calls `f` with evaluated arguments (target first for member calls). A
+/// call no overload takes fails as cel-go words it: `no such overload:
+/// f(int, string)` with the runtime types, or the bare name for `size`.
 pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    call_inner(f, args).map_err(|e| {
+        if e.kind != super::error::ErrorKind::NoSuchOverload || e.message != "no such overload" {
+            return e;
+        }
+        let name = f.name();
+        if matches!(f, Func::Size) {
+            return EvalError::no_overload_of(name);
+        }
+        // The standard library's one-overload functions, and `-` on a type
+        // that negates, answer bare.
+        if matches!(
+            f,
+            Func::StartsWith | Func::EndsWith | Func::Contains | Func::Matches
+        ) || (f == Func::Negate && matches!(args.first(), Some(Value::Bool(_))))
+        {
+            return e;
+        }
+        if f == Func::Negate {
+            return EvalError::no_overload_of(name);
+        }
+        let types: Vec<&str> = args.iter().map(|a| a.type_name().name()).collect();
+        EvalError::no_overload_of(&format!("{name}({})", types.join(", ")))
+    })
+}
+
+fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     use Func::*;
     if f == OptNone {
         return Ok(Value::Optional(None));
@@ -214,6 +264,9 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         TypeOf => Ok(Value::Type(a0.type_name())),
         ToDuration => match a0 {
             Value::Duration(d) => Ok(Value::Duration(*d)),
+            Value::Int(_) => Err(EvalError::new(
+                "type conversion error from 'int' to 'google.protobuf.Duration'",
+            )),
             Value::Str(s) => parse_duration(s).map(Value::Duration).map_err(|_| {
                 EvalError::new("type conversion error from 'string' to 'google.protobuf.Duration'")
             }),
@@ -221,17 +274,22 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
         },
         ToTimestamp => match a0 {
             Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
-            Value::Str(s) => DateTime::parse_from_rfc3339(s)
-                .map(|t| Value::Timestamp(t.with_timezone(&Utc)))
-                .map_err(|_| {
+            Value::Str(s) => super::value::parse_timestamp(s)
+                .map(Value::Timestamp)
+                .ok_or_else(|| {
                     EvalError::new(
                         "type conversion error from 'string' to 'google.protobuf.Timestamp'",
                     )
                 }),
             Value::Int(i) => DateTime::from_timestamp(*i, 0)
+                .map(|t| t.fixed_offset())
+                .filter(super::value::in_range)
                 .map(Value::Timestamp)
-                .ok_or_else(|| EvalError::new("timestamp out of range")),
-            _ => Err(overload()),
+                .ok_or_else(|| EvalError::new("timestamp overflow")),
+            other => Err(EvalError::no_overload_of(&format!(
+                "timestamp({})",
+                other.type_name().name()
+            ))),
         },
         GetFullYear | GetMonth | GetDayOfMonth | GetDate | GetDayOfWeek | GetDayOfYear
         | GetHours | GetMinutes | GetSeconds | GetMilliseconds => {
@@ -240,7 +298,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                     GetHours => d.num_hours(),
                     GetMinutes => d.num_minutes(),
                     GetSeconds => d.num_seconds(),
-                    GetMilliseconds => d.num_milliseconds() % 1000,
+                    GetMilliseconds => d.num_milliseconds(),
                     _ => return Err(overload()),
                 }));
             }
@@ -248,7 +306,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 return Err(overload());
             };
             let t = match args.get(1) {
-                None => t.fixed_offset(),
+                // Accessors read UTC unless told a zone (DefaultUTCTimeZone).
+                None => t.with_timezone(&Utc).fixed_offset(),
                 Some(Value::Str(tz)) => with_timezone(t, tz)?,
                 Some(_) => return Err(overload()),
             };
@@ -321,6 +380,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             };
             let parts: Vec<Value<'a>> = match n {
                 0 => Vec::new(),
+                // cel-go splits the empty string into no parts.
+                _ if s.is_empty() => Vec::new(),
                 n if n < 0 => split_all(s, sep).map(Value::string).collect(),
                 n => splitn(s, sep, n as usize).map(Value::string).collect(),
             };
@@ -334,7 +395,8 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
                 Some(v) => int_arg(v)?,
                 None => chars.len() as i64,
             };
-            if start > end {
+            // cel-go checks the range order first only in the two-argument form.
+            if args.len() == 3 && start > end {
                 return Err(EvalError::new(format!(
                     "invalid substring range. start: {start}, end: {end}"
                 )));
@@ -389,14 +451,16 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             Ok(Value::Bool(true))
         }
         Sum => {
+            let list = list_arg(a0)?;
             let mut acc: Option<Value<'a>> = None;
-            for v in list_arg(a0)?.iter() {
+            for v in list.iter() {
                 acc = Some(match acc {
                     None => v,
                     Some(a) => super::eval::add(a, v)?,
                 });
             }
-            Ok(acc.unwrap_or(Value::Int(0)))
+            // An empty list sums to the zero of its element type.
+            Ok(acc.unwrap_or_else(|| zero_of(list)))
         }
         Min | Max => {
             let mut best: Option<Value<'a>> = None;
@@ -416,7 +480,7 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             }
             best.ok_or_else(|| {
                 EvalError::new(format!(
-                    "{}(list) called on empty list",
+                    "{} called on empty list",
                     if f == Min { "min" } else { "max" }
                 ))
             })
@@ -426,17 +490,17 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
             let (s, e) = (int_arg(&args[1])?, int_arg(&args[2])?);
             if s < 0 || e < 0 {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), negative indexes not supported"
+                    "cannot slice({s}, {e}), negative indexes not supported"
                 )));
             }
             if s > e {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), start must be less than or equal to end"
+                    "cannot slice({s}, {e}), start index must be less than or equal to end index"
                 )));
             }
             if e as usize > l.len() {
                 return Err(EvalError::new(format!(
-                    "cannot slice(start={s}, end={e}), list is length {}",
+                    "cannot slice({s}, {e}), list is length {}",
                     l.len()
                 )));
             }
@@ -577,13 +641,20 @@ pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalErr
     }
 }
 
-fn with_timezone(t: &DateTime<Utc>, tz: &str) -> Result<DateTime<chrono::FixedOffset>, EvalError> {
-    // Fixed offsets ("+01:00", "-05:30"); IANA names need a tz database.
-    let bad = || EvalError::new(format!("invalid timezone: {tz}"));
+fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOffset>, EvalError> {
+    use chrono::Offset;
+    // An IANA name ("America/New_York", "UTC"), or a fixed offset
+    // ("+01:00", "-05:30", "01:00"), as cel-go accepts.
+    let bad = || EvalError::new(format!("unknown time zone {tz}"));
+    if let Ok(zone) = tz.parse::<chrono_tz::Tz>() {
+        let local = t.with_timezone(&zone);
+        let offset = local.offset().fix();
+        return Ok(t.with_timezone(&offset));
+    }
     let (sign, rest) = match tz.as_bytes().first() {
         Some(b'+') => (1, &tz[1..]),
         Some(b'-') => (-1, &tz[1..]),
-        _ if tz == "UTC" => return Ok(t.fixed_offset()),
+        Some(b'0'..=b'9') => (1, tz),
         _ => return Err(bad()),
     };
     let (h, m) = rest.split_once(':').ok_or_else(bad)?;
@@ -598,21 +669,29 @@ fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<
     let chars: Vec<char> = s.chars().collect();
     let subc: Vec<char> = sub.chars().collect();
     let len = chars.len() as i64;
-    let default_start = if last { len } else { 0 };
     let start = match args.get(2) {
         Some(v) => int_arg(v)?,
-        None => default_start,
+        None if last => len,
+        None => 0,
     };
-    if start < 0 || start > len {
-        return Err(EvalError::new(format!("index out of range: {start}")));
-    }
+    // cel-go 0.26 returns the offset of an empty search unchecked.
     if subc.is_empty() {
         return Ok(Value::Int(start));
+    }
+    if start < 0 {
+        return Err(EvalError::new(format!("index out of range: {start}")));
     }
     let n = subc.len();
     let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
     let found = if last {
-        (0..=start as usize).rev().find(|&i| at(i))
+        if chars.len() < n {
+            None
+        } else {
+            let from = (start as usize).min(chars.len() - n);
+            (0..=from).rev().find(|&i| at(i))
+        }
+    } else if start >= len {
+        None
     } else {
         (start as usize..chars.len()).find(|&i| at(i))
     };
@@ -691,6 +770,18 @@ pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
     }
 }
 
+fn zero_of<'a>(list: &List<'a>) -> Value<'a> {
+    use crate::schema::{Format, Type};
+    match list {
+        List::Json { schema, .. } => match schema.items.as_deref().map(|s| (s.ty, &s.format)) {
+            Some((Type::Number, _)) => Value::Double(0.0),
+            Some((Type::String, Format::Duration)) => Value::Duration(TimeDelta::zero()),
+            _ => Value::Int(0),
+        },
+        List::Owned(_) => Value::Int(0),
+    }
+}
+
 fn is_zero(v: &Value<'_>) -> bool {
     match v {
         Value::Null => true,
@@ -701,7 +792,8 @@ fn is_zero(v: &Value<'_>) -> bool {
         Value::Str(s) => s.is_empty(),
         Value::Bytes(b) => b.is_empty(),
         Value::Duration(d) => d.is_zero(),
-        Value::Timestamp(t) => t.timestamp() == 0 && t.timestamp_subsec_nanos() == 0,
+        // The zero timestamp is Go's zero time, 0001-01-01T00:00:00Z.
+        Value::Timestamp(t) => t.timestamp() == -62_135_596_800 && t.timestamp_subsec_nanos() == 0,
         Value::List(l) => l.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Type(_) => false,
@@ -740,9 +832,12 @@ fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
             }
             d.trunc() as u64
         }
+        // Go's ParseUint takes no sign.
         Value::Str(s) => s
             .parse::<u64>()
-            .map_err(|_| EvalError::new("type conversion error from 'string' to 'uint'"))?,
+            .ok()
+            .filter(|_| !s.starts_with('+'))
+            .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'uint'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -752,9 +847,12 @@ fn to_double<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
+        // Rust reads "+nan" and "-nan"; Go's ParseFloat does not.
         Value::Str(s) => s
             .parse::<f64>()
-            .map_err(|_| EvalError::new("type conversion error from 'string' to 'double'"))?,
+            .ok()
+            .filter(|_| !s.eq_ignore_ascii_case("-nan") && !s.eq_ignore_ascii_case("+nan"))
+            .ok_or_else(|| EvalError::new("type conversion error from 'string' to 'double'"))?,
         _ => return Err(overload()),
     }))
 }
@@ -771,9 +869,7 @@ fn to_string<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
                 .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
         ),
         Value::Duration(d) => Value::string(format_duration(*d)),
-        Value::Timestamp(t) => {
-            Value::string(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-        }
+        Value::Timestamp(t) => Value::string(super::value::format_timestamp(t)),
         _ => return Err(overload()),
     })
 }
@@ -792,7 +888,9 @@ pub(crate) fn format_double(d: f64) -> String {
         };
     }
     let abs = d.abs();
-    if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
+    // Go's 'g' with the shortest precision: exponent form below 1e-4 and
+    // from 1e6 on.
+    if abs != 0.0 && !(1e-4..1e6).contains(&abs) {
         let s = format!("{d:e}");
         // Go writes the exponent with a sign and at least two digits.
         if let Some((m, e)) = s.split_once('e') {

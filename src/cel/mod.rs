@@ -4,12 +4,16 @@
 //! sit on, and evaluated directly over the request's JSON.
 
 mod compile;
+mod cost;
 mod error;
+mod estimate;
 mod eval;
 mod functions;
+mod types;
 mod value;
 
 pub use error::{CompileError, ErrorKind, EvalError};
+pub use estimate::{factor_text, max_cardinality};
 pub use value::{to_json, List, Map, Str, TypeName, Value};
 
 use crate::schema::Schema;
@@ -18,6 +22,10 @@ use crate::schema::Schema;
 pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
 /// The API server's runtime cost budget for all rules of one object.
 pub const PER_OBJECT_COST_BUDGET: u64 = 10_000_000;
+/// The estimated cost above which the API server refuses a rule.
+pub const STATIC_RULE_COST_LIMIT: f64 = 10_000_000.0;
+/// The estimated cost above which the API server refuses a CRD's rules.
+pub const STATIC_CRD_COST_LIMIT: f64 = 100_000_000.0;
 
 /// What a program may refer to besides `self`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,6 +43,8 @@ pub struct Program {
     ir: compile::Ir,
     slots: usize,
     uses_old_self: bool,
+    result_type: String,
+    estimated_cost: f64,
 }
 
 impl Program {
@@ -50,11 +60,25 @@ impl Program {
             optional_old_self: opts.optional_old_self,
         };
         let c = compile::compile(source, &decls)?;
+        let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
         Ok(Program {
+            estimated_cost,
             ir: c.ir,
             slots: c.slots,
             uses_old_self: c.uses_old_self,
+            result_type: c.result_type,
         })
+    }
+
+    /// The static type of the result, as cel-go names it (`bool`,
+    /// `string`, `list(int)`, `dyn`, ...).
+    pub fn result_type(&self) -> &str {
+        &self.result_type
+    }
+
+    /// The worst-case cost of one evaluation, from the schema's size bounds.
+    pub fn estimated_cost(&self) -> f64 {
+        self.estimated_cost
     }
 
     /// True when the expression refers to `oldSelf` (a transition rule).

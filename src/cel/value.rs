@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::rc::Rc;
 
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, TimeDelta};
 use serde_json::Value as Json;
 
 use crate::schema::{Format, ListType, Schema, Type};
@@ -105,7 +105,9 @@ pub enum Value<'a> {
     Str(Str<'a>),
     Bytes(Rc<[u8]>),
     Duration(TimeDelta),
-    Timestamp(DateTime<Utc>),
+    /// An instant, with the offset it was written with (cel-go keeps it
+    /// for printing; comparisons use the instant).
+    Timestamp(DateTime<FixedOffset>),
     List(List<'a>),
     Map(Map<'a>),
     Type(TypeName),
@@ -150,13 +152,13 @@ impl<'a> Value<'a> {
                         Format::Date => {
                             if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
                                 if let Some(t) = d.and_hms_opt(0, 0, 0) {
-                                    return Value::Timestamp(t.and_utc());
+                                    return Value::Timestamp(t.and_utc().fixed_offset());
                                 }
                             }
                         }
                         Format::DateTime => {
-                            if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-                                return Value::Timestamp(t.with_timezone(&Utc));
+                            if let Some(t) = parse_timestamp(s) {
+                                return Value::Timestamp(t);
                             }
                         }
                         Format::Duration => {
@@ -187,12 +189,84 @@ impl<'a> Value<'a> {
             Value::Duration(_) => TypeName::Duration,
             Value::Timestamp(_) => TypeName::Timestamp,
             Value::List(_) => TypeName::List,
-            Value::Map(Map::Json { schema, .. }) if !schema.is_map() => TypeName::Object,
+            Value::Map(Map::Json { schema, .. }) if is_object(schema) => TypeName::Object,
             Value::Map(_) => TypeName::Map,
             Value::Type(_) => TypeName::Type,
             Value::Optional(_) => TypeName::Optional,
         }
     }
+}
+
+/// Parses an RFC 3339 timestamp as strictly as cel-go (Go's time.RFC3339):
+/// upper-case `T` and `Z`, no leap seconds, years 1 to 9999.
+pub fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19);
+    if !shape || &s[17..19] > "59" {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 || n > 9 {
+            return None;
+        }
+        rest = &frac[n..];
+    }
+    let zone_ok = rest == "Z"
+        || (rest.len() == 6
+            && matches!(rest.as_bytes()[0], b'+' | b'-')
+            && rest.as_bytes()[3] == b':'
+            && rest[1..3].bytes().all(|c| c.is_ascii_digit())
+            && rest[4..6].bytes().all(|c| c.is_ascii_digit()));
+    if !zone_ok {
+        return None;
+    }
+    DateTime::parse_from_rfc3339(s).ok().filter(in_range)
+}
+
+/// cel-go's timestamps run from year 1 to year 9999.
+pub fn in_range(t: &DateTime<FixedOffset>) -> bool {
+    (1..=9999).contains(&t.naive_utc().year())
+}
+
+/// Prints a timestamp as cel-go does: RFC 3339 with the fraction's trailing
+/// zeros dropped, `Z` for UTC, the written offset otherwise.
+pub fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
+    let secs = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let nanos = t.timestamp_subsec_nanos();
+    let frac = if nanos == 0 {
+        String::new()
+    } else {
+        let f = format!("{nanos:09}");
+        format!(".{}", f.trim_end_matches('0'))
+    };
+    let zone = if t.offset().local_minus_utc() == 0 {
+        "Z".to_owned()
+    } else {
+        t.format("%:z").to_string()
+    };
+    format!("{secs}{frac}{zone}")
+}
+
+/// An object of the schema, as opposed to a map (additionalProperties, or
+/// untyped data).
+fn is_object(schema: &Schema) -> bool {
+    let untyped = schema.ty == Type::Any && schema.properties.is_empty();
+    !schema.is_map() && !untyped
 }
 
 fn decode_base64(s: &str) -> Option<Vec<u8>> {
@@ -259,6 +333,10 @@ impl<'a> Map<'a> {
                 let v = obj.get(key)?;
                 if let Some(s) = schema.additional_properties.as_deref() {
                     return Some(Value::from_json(v, s));
+                }
+                // Untyped data is a map: its null entries are values.
+                if schema.ty == Type::Any && schema.properties.is_empty() {
+                    return Some(Value::from_json(v, &ANY));
                 }
                 if v.is_null() {
                     return None;
@@ -400,6 +478,15 @@ fn list_equals(x: &List<'_>, y: &List<'_>) -> Result<bool, EvalError> {
 }
 
 fn map_equals(x: &Map<'_>, y: &Map<'_>) -> Result<bool, EvalError> {
+    // Objects that keep unknown fields are equal only if those are too.
+    if let (Map::Json { obj: a, schema }, Map::Json { obj: b, .. }) = (x, y) {
+        if schema.preserve_unknown_fields && !schema.is_map() {
+            let known = |(k, _): &(&String, &Json)| schema.property(k).is_none();
+            if !a.iter().filter(known).eq(b.iter().filter(known)) {
+                return Ok(false);
+            }
+        }
+    }
     if x.len() != y.len() {
         return Ok(false);
     }
@@ -468,7 +555,7 @@ impl fmt::Debug for Value<'_> {
             Value::Str(s) => write!(f, "{:?}", &**s),
             Value::Bytes(b) => write!(f, "b{:?}", String::from_utf8_lossy(b)),
             Value::Duration(d) => write!(f, "duration({d})"),
-            Value::Timestamp(t) => write!(f, "timestamp({})", t.to_rfc3339()),
+            Value::Timestamp(t) => write!(f, "timestamp({})", format_timestamp(t)),
             Value::List(l) => f.debug_list().entries(l.iter()).finish(),
             Value::Map(m) => {
                 let mut d = f.debug_map();
@@ -500,7 +587,7 @@ pub fn to_json(v: &Value<'_>) -> Json {
             Json::String(base64::engine::general_purpose::STANDARD.encode(b))
         }
         Value::Duration(d) => Json::String(super::functions::format_duration(*d)),
-        Value::Timestamp(t) => Json::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        Value::Timestamp(t) => Json::String(format_timestamp(t)),
         Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
         Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
         Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),

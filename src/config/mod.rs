@@ -79,6 +79,15 @@ impl Catalog {
         self.conversions.values().map(HashMap::len).sum()
     }
 
+    /// Every loaded CRD version.
+    pub fn versions(&self) -> impl Iterator<Item = &CrdVersion> {
+        self.versions
+            .values()
+            .flat_map(|kinds| kinds.values())
+            .flat_map(|versions| versions.values())
+            .map(|v| v.as_ref())
+    }
+
     /// Number of CRD versions loaded.
     pub fn len(&self) -> usize {
         self.count
@@ -172,6 +181,22 @@ pub fn load(source: &ConfigSource) -> Loaded {
     }
     // After every file: a conversion document may come before its CRD.
     loader.conversions();
+    Loaded {
+        catalog: loader.catalog,
+        report: loader.report,
+    }
+}
+
+/// Loads and compiles the CRDs of the given files (for the offline tools).
+pub fn load_files(files: &[PathBuf]) -> Loaded {
+    let mut loader = Loader::default();
+    for path in files {
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => loader.text(&name, &text),
+            Err(e) => loader.file_error(&name, format!("cannot read file: {e}")),
+        }
+    }
     Loaded {
         catalog: loader.catalog,
         report: loader.report,

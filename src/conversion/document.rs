@@ -13,7 +13,7 @@
 //!     v1beta1:
 //!       toHub:                     # computed from self = the v1beta1 object
 //!         - path: host
-//!           expr: "self.?hostPort.optMap(hp, hp.split(':')[0])"
+//!           expr: "self.?hostPort.optMap(hp, hp.contains(':') ? hp.substring(0, hp.indexOf(':')) : hp)"
 //!       fromHub:                   # computed from self = the v1 object
 //!         - path: hostPort
 //!           expr: "..."

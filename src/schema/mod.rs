@@ -267,6 +267,20 @@ impl Schema {
         self.properties.insert("metadata".into(), meta);
     }
 
+    /// An "unknown type": no type and preserved unknown fields, or a list or
+    /// map of such. CEL cannot see these values.
+    pub fn is_unknown_type(&self) -> bool {
+        match self.ty {
+            Type::Any => !self.int_or_string && self.properties.is_empty(),
+            Type::Array => self.items.as_deref().is_some_and(Schema::is_unknown_type),
+            Type::Object => self
+                .additional_properties
+                .as_deref()
+                .is_some_and(Schema::is_unknown_type),
+            _ => false,
+        }
+    }
+
     /// True for an object with `additionalProperties` (a CEL map).
     pub fn is_map(&self) -> bool {
         self.additional_properties.is_some()

@@ -78,8 +78,10 @@ pub struct Validator {
 impl Validator {
     /// Compiles every rule of `schema`, reporting every problem (not just the first).
     pub fn compile(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
-        let mut problems = Vec::new();
-        let root = compile_node(&schema, "openAPIV3Schema", None, &mut problems);
+        let mut cx = Compilation::default();
+        let root = compile_node(&schema, "openAPIV3Schema", None, Some(1.0), &mut cx);
+        cx.check_total();
+        let problems = cx.problems;
         if problems.is_empty() {
             Ok(Validator { schema, root })
         } else {
@@ -121,13 +123,61 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// What compiling one schema collects: problems, and the estimated cost of
+/// every expression for the schema-wide limit.
+#[derive(Default)]
+struct Compilation {
+    problems: Vec<RuleProblem>,
+    /// (path, rule, estimated cost) of every rule and messageExpression.
+    costs: Vec<(String, String, f64)>,
+}
+
+const COST_HINT: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+
+impl Compilation {
+    /// The API server's limit on the estimated cost of all rules of a schema.
+    fn check_total(&mut self) {
+        let total: f64 = self.costs.iter().map(|(_, _, c)| c).sum();
+        if total <= cel::STATIC_CRD_COST_LIMIT {
+            return;
+        }
+        let mut top: Vec<&(String, String, f64)> = self
+            .costs
+            .iter()
+            .filter(|(_, _, c)| *c >= cel::STATIC_CRD_COST_LIMIT / 100.0)
+            .collect();
+        top.sort_by(|a, b| b.2.total_cmp(&a.2));
+        for (path, rule, _) in top.into_iter().take(4) {
+            self.problems.push(RuleProblem {
+                path: path.clone(),
+                rule: rule.clone(),
+                reason: "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema".into(),
+            });
+        }
+        self.problems.push(RuleProblem {
+            path: "openAPIV3Schema".into(),
+            rule: String::new(),
+            reason: format!(
+                "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of {} {COST_HINT}",
+                cel::factor_text(total, cel::STATIC_CRD_COST_LIMIT)
+            ),
+        });
+    }
+}
+
+/// `cardinality`: how many times a rule here can run per object, when every
+/// enclosing list and map is bounded (`None` when one is not).
 fn compile_node(
     schema: &Schema,
     path: &str,
     uncorrelatable: Option<&str>,
-    problems: &mut Vec<RuleProblem>,
+    cardinality: Option<f64>,
+    cx: &mut Compilation,
 ) -> Node {
     let mut node = Node::default();
+    let runs = cardinality.unwrap_or_else(|| cel::max_cardinality(schema));
+    let problems = &mut cx.problems;
+    let costs = &mut cx.costs;
     for (i, v) in schema.validations.iter().enumerate() {
         let rule_path = format!("{path}.x-kubernetes-validations[{i}]");
         let mut problem = |field: &str, reason: String| {
@@ -191,7 +241,11 @@ fn compile_node(
             optional_old_self,
         };
         let program = match Program::compile(&v.rule, schema, opts) {
-            Ok(p) => p,
+            Ok(p) if p.result_type() == "bool" => p,
+            Ok(_) => {
+                problem("rule", "cel expression must evaluate to a bool".into());
+                continue;
+            }
             Err(e) => {
                 problem("rule", format!("compilation failed: {}", e.message));
                 continue;
@@ -212,6 +266,18 @@ fn compile_node(
             );
             continue;
         }
+        let cost = program.estimated_cost() * runs;
+        costs.push((format!("{rule_path}.rule"), v.rule.clone(), cost));
+        if cost > cel::STATIC_RULE_COST_LIMIT {
+            problem(
+                "rule",
+                format!(
+                    "Forbidden: estimated rule cost exceeds budget by factor of {} {COST_HINT}",
+                    cel::factor_text(cost, cel::STATIC_RULE_COST_LIMIT)
+                ),
+            );
+            continue;
+        }
         let message_expression = match v.message_expression.as_deref() {
             None => None,
             Some(m) if m.trim().is_empty() => {
@@ -229,7 +295,31 @@ fn compile_node(
                     optional_old_self: false,
                 };
                 match Program::compile(m, schema, opts) {
-                    Ok(p) => Some(p),
+                    Ok(p) if p.estimated_cost() > cel::STATIC_RULE_COST_LIMIT => {
+                        problem(
+                            "messageExpression",
+                            format!(
+                                "Forbidden: estimated messageExpression cost exceeds budget by factor of {} {COST_HINT}",
+                                cel::factor_text(p.estimated_cost(), cel::STATIC_RULE_COST_LIMIT)
+                            ),
+                        );
+                        continue;
+                    }
+                    Ok(p) if p.result_type() == "string" => {
+                        costs.push((
+                            format!("{rule_path}.messageExpression"),
+                            v.rule.clone(),
+                            p.estimated_cost(),
+                        ));
+                        Some(p)
+                    }
+                    Ok(_) => {
+                        problem(
+                            "messageExpression",
+                            "messageExpression must evaluate to a string".into(),
+                        );
+                        continue;
+                    }
                     Err(e) => {
                         problem(
                             "messageExpression",
@@ -253,7 +343,7 @@ fn compile_node(
     }
     for (name, child) in &schema.properties {
         let child_path = format!("{path}.properties[{name}]");
-        let n = compile_node(child, &child_path, uncorrelatable, problems);
+        let n = compile_node(child, &child_path, uncorrelatable, cardinality, cx);
         if !n.is_empty() {
             node.properties.push((name.clone(), n));
         }
@@ -265,13 +355,17 @@ fn compile_node(
             (None, ListType::Map) => None,
             (None, _) => Some(path.to_owned()),
         };
-        let n = compile_node(items, &child_path, unc.as_deref(), problems);
+        let card = cardinality.zip(schema.max_items).map(|(c, m)| c * m as f64);
+        let n = compile_node(items, &child_path, unc.as_deref(), card, cx);
         if !n.is_empty() {
             node.element = Some(Box::new(n));
         }
     } else if let Some(values) = schema.additional_properties.as_deref() {
         let child_path = format!("{path}.additionalProperties");
-        let n = compile_node(values, &child_path, uncorrelatable, problems);
+        let card = cardinality
+            .zip(schema.max_properties)
+            .map(|(c, m)| c * m as f64);
+        let n = compile_node(values, &child_path, uncorrelatable, card, cx);
         if !n.is_empty() {
             node.element = Some(Box::new(n));
         }
@@ -588,3 +682,6 @@ pub fn review(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
     response.warnings = outcome.warnings;
     response
 }
+
+#[cfg(test)]
+mod tests;

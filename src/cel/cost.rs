@@ -1,0 +1,132 @@
+//! Cost accounting with cel-go's unit costs as Kubernetes configures them:
+//! the runtime charge of calls and operators (the evaluator adds the unit
+//! costs of variables, selections, literals and loop steps), and the static
+//! worst-case estimate used at load to refuse rules that could exceed the
+//! limits on a large object.
+
+use super::functions::Func;
+use super::value::Value;
+
+/// Factor by which string and bytes lengths scale traversal costs.
+const TRAVERSAL: f64 = 0.1;
+
+/// The size cel-go uses for cost: code points of a string, bytes of bytes,
+/// entries of a list or map, 1 for anything else.
+pub(crate) fn size(v: &Value<'_>) -> u64 {
+    match v {
+        Value::Str(s) => {
+            if s.is_ascii() {
+                s.len() as u64
+            } else {
+                s.chars().count() as u64
+            }
+        }
+        Value::Bytes(b) => b.len() as u64,
+        Value::List(l) => l.len() as u64,
+        Value::Map(m) => m.len() as u64,
+        Value::Optional(Some(v)) => size(v),
+        _ => 1,
+    }
+}
+
+fn scaled(n: u64, factor: f64) -> u64 {
+    (n as f64 * factor).ceil() as u64
+}
+
+/// Cost of traversing a value element by element (strings by their length).
+fn traversal(v: &Value<'_>) -> u64 {
+    match v {
+        Value::Str(s) => (s.len() as f64 * TRAVERSAL) as u64,
+        Value::Bytes(b) => (b.len() as f64 * TRAVERSAL) as u64,
+        Value::List(l) => l.iter().map(|e| traversal(&e)).sum(),
+        Value::Map(m) => m
+            .entries()
+            .iter()
+            .map(|(k, v)| traversal(k) + traversal(v))
+            .sum(),
+        _ => 1,
+    }
+}
+
+/// The runtime charge of `==`/`!=` and of ordering comparisons of strings
+/// and bytes: a tenth of the shorter operand.
+pub(crate) fn compare_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    scaled(size(a).min(size(b)), TRAVERSAL)
+}
+
+/// The runtime charge of `+` on strings and bytes.
+pub(crate) fn concat_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    match (a, b) {
+        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_)) => {
+            scaled(size(a) + size(b), TRAVERSAL)
+        }
+        _ => 1,
+    }
+}
+
+/// The runtime charge of `matches` on a string with a pattern of
+/// `pattern_len` characters.
+pub(crate) fn matches_cost(s: &Value<'_>, pattern_len: usize) -> u64 {
+    scaled(1 + size(s), TRAVERSAL) * scaled(pattern_len as u64, 0.25)
+}
+
+/// The runtime charge of a library call, from its arguments (target first)
+/// and its result.
+pub(crate) fn call_cost(f: Func, args: &[Value<'_>], result: &Value<'_>) -> u64 {
+    use Func::*;
+    let arg = |i: usize| args.get(i).map_or(1, size);
+    match f {
+        StartsWith | EndsWith | Quote | LowerAscii | UpperAscii | Substring | Trim => {
+            scaled(arg(0), TRAVERSAL)
+        }
+        ToBytes | ToString if matches!(args.first(), Some(Value::Str(_) | Value::Bytes(_))) => {
+            scaled(arg(0), TRAVERSAL)
+        }
+        Contains => scaled(arg(0), TRAVERSAL) * scaled(arg(1), TRAVERSAL),
+        Matches => matches_cost(args.first().unwrap_or(&Value::Null), arg(1) as usize),
+        Replace | Split => scaled(arg(0), 0.2),
+        Join => scaled(size(result), 0.2),
+        IndexOf | LastIndexOf | IsSorted | Sum | Min | Max => args.first().map_or(1, traversal),
+        SetsContains | SetsEquivalent => 1 + arg(0) * arg(1),
+        SetsIntersects => 1 + arg(0) * arg(1) * 2,
+        Slice | Range | Reverse if matches!(result, Value::List(_)) => size(result) + 11,
+        Flatten => {
+            let depth = match args.get(1) {
+                Some(Value::Int(d)) => (*d).max(1) as u64,
+                _ => 1,
+            };
+            arg(0) * depth + 11
+        }
+        Distinct | Sort => {
+            let n = arg(0);
+            let f = match args.first() {
+                Some(Value::List(l))
+                    if matches!(l.get(0), Some(Value::Str(_) | Value::Bytes(_))) =>
+                {
+                    2.1
+                }
+                _ => 2.0,
+            };
+            (n as f64 * n as f64 * f) as u64 + 11
+        }
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_costs_scale_with_length() {
+        let s = Value::string("a".repeat(50));
+        let t = Value::string("b".repeat(20));
+        assert_eq!(compare_cost(&s, &s), 5);
+        assert_eq!(
+            call_cost(Func::Contains, &[s.clone(), t.clone()], &Value::Bool(false)),
+            10
+        );
+        assert_eq!(matches_cost(&s, 20), 30);
+        assert_eq!(compare_cost(&Value::Int(1), &Value::Int(1)), 1);
+    }
+}

@@ -1,0 +1,364 @@
+//! Static types for the compile-time check: the CEL type of every schema
+//! node, and the operator and function signatures, so that a rule the API
+//! server would refuse (`found no matching overload ...`, `undefined field`)
+//! is refused at load with the same wording.
+
+use std::fmt;
+
+use super::functions::Func;
+use super::value::TypeName;
+use crate::schema::{Format, Schema, Type};
+
+/// A CEL type as the checker sees it.
+#[derive(Clone, Debug)]
+pub(crate) enum Ty<'s> {
+    Dyn,
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Duration,
+    Timestamp,
+    /// A type value (`int`, `string`, ... used as values).
+    Type,
+    List(Box<Ty<'s>>),
+    Map(Box<Ty<'s>>, Box<Ty<'s>>),
+    /// An object with properties: fields are checked against the schema.
+    Object(&'s Schema),
+    Optional(Box<Ty<'s>>),
+}
+
+impl<'s> Ty<'s> {
+    /// The CEL type of values at a schema node.
+    pub(crate) fn of_schema(s: &'s Schema) -> Ty<'s> {
+        if s.int_or_string {
+            return Ty::Dyn;
+        }
+        match s.ty {
+            Type::Integer => Ty::Int,
+            Type::Number => Ty::Double,
+            Type::Boolean => Ty::Bool,
+            Type::String => match s.format {
+                Format::Byte => Ty::Bytes,
+                Format::Date | Format::DateTime => Ty::Timestamp,
+                Format::Duration => Ty::Duration,
+                _ => Ty::String,
+            },
+            Type::Array => Ty::List(Box::new(s.items.as_deref().map_or(Ty::Dyn, Ty::of_schema))),
+            Type::Object => match s.additional_properties.as_deref() {
+                Some(values) => Ty::Map(Box::new(Ty::String), Box::new(Ty::of_schema(values))),
+                None => Ty::Object(s),
+            },
+            Type::Any if !s.properties.is_empty() => Ty::Object(s),
+            Type::Any => Ty::Dyn,
+        }
+    }
+
+    /// The static type of a function result, where the table knows it.
+    pub(crate) fn of_name(t: TypeName) -> Ty<'s> {
+        match t {
+            TypeName::Null => Ty::Null,
+            TypeName::Bool => Ty::Bool,
+            TypeName::Int => Ty::Int,
+            TypeName::Uint => Ty::Uint,
+            TypeName::Double => Ty::Double,
+            TypeName::String => Ty::String,
+            TypeName::Bytes => Ty::Bytes,
+            TypeName::Timestamp => Ty::Timestamp,
+            TypeName::Duration => Ty::Duration,
+            TypeName::Type => Ty::Type,
+            TypeName::List => Ty::List(Box::new(Ty::Dyn)),
+            TypeName::Map => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+            TypeName::Optional => Ty::Optional(Box::new(Ty::Dyn)),
+            _ => Ty::Dyn,
+        }
+    }
+
+    pub(crate) fn is_dyn(&self) -> bool {
+        matches!(self, Ty::Dyn)
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Uint | Ty::Double)
+    }
+
+    /// Whether two types can meet: equal, or either is dyn (recursively).
+    pub(crate) fn unifies(&self, other: &Ty<'_>) -> bool {
+        match (self, other) {
+            (Ty::Dyn, _) | (_, Ty::Dyn) => true,
+            (Ty::List(a), Ty::List(b)) => a.unifies(b),
+            (Ty::Map(k1, v1), Ty::Map(k2, v2)) => k1.unifies(k2) && v1.unifies(v2),
+            (Ty::Optional(a), Ty::Optional(b)) => a.unifies(b),
+            // Objects of one schema node are one type; two nodes may have
+            // the same shape, and the checker cannot tell them apart cheaply.
+            (Ty::Object(_), Ty::Object(_)) => true,
+            // Messages, timestamps and durations are nullable in cel-go.
+            (Ty::Null, Ty::Object(_) | Ty::Timestamp | Ty::Duration)
+            | (Ty::Object(_) | Ty::Timestamp | Ty::Duration, Ty::Null) => true,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+
+    /// The more specific of two unifying types.
+    pub(crate) fn join(&self, other: &Ty<'s>) -> Ty<'s> {
+        if self.is_dyn() {
+            other.clone()
+        } else {
+            self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Ty<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Dyn => f.write_str("dyn"),
+            Ty::Null => f.write_str("null"),
+            Ty::Bool => f.write_str("bool"),
+            Ty::Int => f.write_str("int"),
+            Ty::Uint => f.write_str("uint"),
+            Ty::Double => f.write_str("double"),
+            Ty::String => f.write_str("string"),
+            Ty::Bytes => f.write_str("bytes"),
+            // The checker's names, which differ from the runtime's.
+            Ty::Duration => f.write_str("duration"),
+            Ty::Timestamp => f.write_str("timestamp"),
+            Ty::Type => f.write_str("type(dyn)"),
+            Ty::List(e) => write!(f, "list({e})"),
+            Ty::Map(k, v) => write!(f, "map({k}, {v})"),
+            Ty::Object(_) => f.write_str("object"),
+            Ty::Optional(t) => write!(f, "optional_type({t})"),
+        }
+    }
+}
+
+/// The operators the checker knows the signatures of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    Neg,
+    Not,
+    Index,
+}
+
+impl Op {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::Add => "_+_",
+            Op::Sub => "_-_",
+            Op::Mul => "_*_",
+            Op::Div => "_/_",
+            Op::Rem => "_%_",
+            Op::Eq => "_==_",
+            Op::Ne => "_!=_",
+            Op::Lt => "_<_",
+            Op::Le => "_<=_",
+            Op::Gt => "_>_",
+            Op::Ge => "_>=_",
+            Op::In => "@in",
+            Op::Neg => "-_",
+            Op::Not => "!_",
+            Op::Index => "_[_]",
+        }
+    }
+}
+
+/// The result type of an operator over argument types, or `None` when no
+/// overload matches.
+pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
+    use Ty::*;
+    if let [a] = args {
+        return match (op, a) {
+            (Op::Neg, Dyn) => Some(Dyn),
+            (Op::Neg, Int) => Some(Int),
+            (Op::Neg, Double) => Some(Double),
+            (Op::Not, Dyn | Bool) => Some(Bool),
+            _ => None,
+        };
+    }
+    let [a, b] = args else { return None };
+    let any_dyn = a.is_dyn() || b.is_dyn();
+    match op {
+        Op::Eq | Op::Ne => a.unifies(b).then_some(Bool),
+        Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+            let ok = any_dyn
+                || (a.is_numeric() && b.is_numeric())
+                || matches!(
+                    (a, b),
+                    (String, String)
+                        | (Bytes, Bytes)
+                        | (Bool, Bool)
+                        | (Timestamp, Timestamp)
+                        | (Duration, Duration)
+                );
+            ok.then_some(Bool)
+        }
+        Op::In => match b {
+            Dyn => Some(Bool),
+            List(e) | Map(e, _) => a.unifies(e).then_some(Bool),
+            _ => None,
+        },
+        Op::Index => match (a, b) {
+            (Dyn, _) => Some(Dyn),
+            (List(e), Int | Uint | Dyn) => Some((**e).clone()),
+            (Map(k, v), key) => k.unifies(key).then(|| (**v).clone()),
+            _ => None,
+        },
+        Op::Add => match (a, b) {
+            (Dyn, x) | (x, Dyn) => Some(if x.is_dyn() { Dyn } else { x.clone() }.or_dyn_for_time()),
+            (Int, Int) => Some(Int),
+            (Uint, Uint) => Some(Uint),
+            (Double, Double) => Some(Double),
+            (String, String) => Some(String),
+            (Bytes, Bytes) => Some(Bytes),
+            (List(x), List(y)) if x.unifies(y) => Some(List(Box::new(x.join(y)))),
+            (Duration, Duration) => Some(Duration),
+            (Timestamp, Duration) | (Duration, Timestamp) => Some(Timestamp),
+            _ => None,
+        },
+        Op::Sub => match (a, b) {
+            (Dyn, _) | (_, Dyn) => Some(Dyn),
+            (Int, Int) => Some(Int),
+            (Uint, Uint) => Some(Uint),
+            (Double, Double) => Some(Double),
+            (Duration, Duration) => Some(Duration),
+            (Timestamp, Timestamp) => Some(Duration),
+            (Timestamp, Duration) => Some(Timestamp),
+            _ => None,
+        },
+        Op::Mul | Op::Div => match (a, b) {
+            (Dyn, _) | (_, Dyn) => Some(Dyn),
+            (Int, Int) => Some(Int),
+            (Uint, Uint) => Some(Uint),
+            (Double, Double) => Some(Double),
+            _ => None,
+        },
+        Op::Rem => match (a, b) {
+            (Dyn, _) | (_, Dyn) => Some(Dyn),
+            (Int, Int) => Some(Int),
+            (Uint, Uint) => Some(Uint),
+            _ => None,
+        },
+        Op::Neg | Op::Not => None,
+    }
+}
+
+impl<'s> Ty<'s> {
+    /// `x + dyn` may be a timestamp or a duration sum: stay dynamic.
+    fn or_dyn_for_time(self) -> Ty<'s> {
+        match self {
+            Ty::Timestamp | Ty::Duration => Ty::Dyn,
+            t => t,
+        }
+    }
+}
+
+/// Checks a library call's argument types (target first for member calls)
+/// and gives its result type. `None`: no overload matches. Functions whose
+/// signatures the table does not list are accepted with a dynamic result.
+pub(crate) fn function<'s>(f: Func, args: &[Ty<'s>]) -> Option<Ty<'s>> {
+    use Func as F;
+    use Ty::*;
+    let all = |want: &[fn(&Ty<'_>) -> bool]| -> bool {
+        want.len() == args.len() && want.iter().zip(args).all(|(ok, a)| a.is_dyn() || ok(a))
+    };
+    let string = |t: &Ty<'_>| matches!(t, String);
+    let int = |t: &Ty<'_>| matches!(t, Int);
+    let list = |t: &Ty<'_>| matches!(t, List(_));
+    let result = f.result_ty().map(Ty::of_name);
+    match f {
+        F::Size => matches!(args, [String | Bytes | List(_) | Map(..) | Dyn]).then_some(Int),
+        F::Contains | F::StartsWith | F::EndsWith | F::Matches => {
+            all(&[string, string]).then_some(Bool)
+        }
+        F::CharAt => all(&[string, int]).then_some(String),
+        F::LowerAscii | F::UpperAscii | F::Trim => all(&[string]).then_some(String),
+        F::Replace => (all(&[string, string, string]) || all(&[string, string, string, int]))
+            .then_some(String),
+        F::Split => {
+            (all(&[string, string]) || all(&[string, string, int])).then(|| List(Box::new(String)))
+        }
+        F::Substring => (all(&[string, int]) || all(&[string, int, int])).then_some(String),
+        F::Join => (all(&[list]) || all(&[list, string])).then_some(String),
+        F::ToInt => matches!(
+            args,
+            [Int | Uint | Double | String | Timestamp | Duration | Dyn]
+        )
+        .then_some(Int),
+        F::ToUint => matches!(args, [Int | Uint | Double | String | Dyn]).then_some(Uint),
+        F::ToDouble => matches!(args, [Int | Uint | Double | String | Dyn]).then_some(Double),
+        F::ToString => matches!(
+            args,
+            [Int | Uint | Double | String | Bool | Bytes | Timestamp | Duration | Dyn]
+        )
+        .then_some(String),
+        F::ToBytes => matches!(args, [String | Bytes | Dyn]).then_some(Bytes),
+        F::ToBool => matches!(args, [String | Bool | Dyn]).then_some(Bool),
+        F::ToDuration => matches!(args, [String | Duration | Dyn]).then_some(Duration),
+        F::ToTimestamp => matches!(args, [String | Timestamp | Int | Dyn]).then_some(Timestamp),
+        F::Dyn => Some(Dyn),
+        F::TypeOf => Some(Type),
+        F::IsSorted => matches!(args, [List(_) | Dyn]).then_some(Bool),
+        F::Sum => match args {
+            [List(e)] if matches!(**e, Int | Uint | Double | Duration | Dyn) => Some((**e).clone()),
+            [Dyn] => Some(Dyn),
+            _ => None,
+        },
+        F::Min | F::Max => match args {
+            [List(e)]
+                if matches!(
+                    **e,
+                    Int | Uint | Double | String | Bytes | Bool | Duration | Timestamp | Dyn
+                ) =>
+            {
+                Some((**e).clone())
+            }
+            [Dyn] => Some(Dyn),
+            _ => None,
+        },
+        F::OptOf | F::OptOfNonZero => args.first().map(|a| Optional(Box::new(a.clone()))),
+        F::OptValue => match args {
+            [Optional(t)] => Some((**t).clone()),
+            [Dyn] => Some(Dyn),
+            _ => None,
+        },
+        F::HasValue => matches!(args, [Optional(_) | Dyn]).then_some(Bool),
+        F::OrValue => match args {
+            [Optional(t), v] if t.unifies(v) => Some(t.join(v)),
+            [Dyn, v] => Some(v.clone()),
+            _ => None,
+        },
+        F::Distinct | F::Sort | F::Reverse if matches!(args, [List(_)]) => Some(args[0].clone()),
+        F::First | F::Last => match args {
+            [List(e)] => Some(Optional(e.clone())),
+            [Dyn] => Some(Optional(Box::new(Dyn))),
+            _ => None,
+        },
+        _ => Some(result.unwrap_or(Dyn)),
+    }
+}
+
+/// How cel-go prints the argument types of a call in its error:
+/// `'(int, bool)'`, or `'string.(int)'` for a member call.
+pub(crate) fn signature_text(member: bool, args: &[Ty<'_>]) -> String {
+    let parts: Vec<String> = args.iter().map(ToString::to_string).collect();
+    if member && !parts.is_empty() {
+        format!("'{}.({})'", parts[0], parts[1..].join(", "))
+    } else {
+        format!("'({})'", parts.join(", "))
+    }
+}

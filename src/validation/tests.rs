@@ -1,0 +1,216 @@
+//! Compile-time refusals and walk behaviour of the validator.
+
+use super::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use serde_json::json;
+
+fn compile(schema: serde_json::Value) -> Result<Validator, Vec<RuleProblem>> {
+    let p: JSONSchemaProps = serde_json::from_value(schema).expect("schema");
+    Validator::compile(Schema::from_openapi(&p).expect("structural"))
+}
+
+fn rules_on_int(rules: serde_json::Value) -> serde_json::Value {
+    json!({"type": "object", "properties": {"n": {"type": "integer", "x-kubernetes-validations": rules}}})
+}
+
+#[test]
+fn rules_must_be_boolean_and_message_expressions_strings() {
+    let problems = compile(rules_on_int(json!([{"rule": "self + 1"}]))).unwrap_err();
+    assert_eq!(problems[0].reason, "cel expression must evaluate to a bool");
+    assert_eq!(
+        problems[0].path,
+        "openAPIV3Schema.properties[n].x-kubernetes-validations[0].rule"
+    );
+    let problems = compile(rules_on_int(
+        json!([{"rule": "self > 1", "messageExpression": "self"}]),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        problems[0].reason,
+        "messageExpression must evaluate to a string"
+    );
+    assert!(problems[0]
+        .path
+        .ends_with("x-kubernetes-validations[0].messageExpression"));
+}
+
+#[test]
+fn write_time_checks_of_the_api_server_apply() {
+    let problems = compile(rules_on_int(json!([
+        {"rule": " "},
+        {"rule": "self > 1", "reason": "Bogus"},
+        {"rule": "self > 1", "optionalOldSelf": true},
+        {"rule": "self > 1", "fieldPath": ".nope"},
+        {"rule": "self > 1", "message": "two\nlines"}
+    ])))
+    .unwrap_err();
+    let reasons: Vec<&str> = problems.iter().map(|p| p.reason.as_str()).collect();
+    assert!(reasons[0].contains("rule is not specified"), "{reasons:?}");
+    assert!(
+        reasons[1].starts_with("Unsupported value: \"Bogus\""),
+        "{reasons:?}"
+    );
+    assert_eq!(reasons[2], "may not be set if oldSelf is not used in rule");
+    assert_eq!(reasons[3], "must be a valid path");
+    assert_eq!(reasons[4], "must not contain line breaks");
+}
+
+#[test]
+fn old_self_is_refused_below_lists_that_cannot_correlate() {
+    let problems = compile(json!({"type": "object", "properties": {"items": {
+        "type": "array", "x-kubernetes-list-type": "set",
+        "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}))
+    .unwrap_err();
+    assert_eq!(
+        problems[0].reason,
+        "oldSelf cannot be used on the uncorrelatable portion of the schema within openAPIV3Schema.properties[items]"
+    );
+    // A map list correlates its items by key: allowed.
+    assert!(compile(json!({"type": "object", "properties": {"items": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+        "items": {"type": "object", "properties": {"k": {"type": "string"}},
+                  "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}))
+    .is_ok());
+}
+
+#[test]
+fn map_list_items_correlate_by_key_for_transition_rules() {
+    let v = compile(json!({"type": "object", "properties": {"items": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+        "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}},
+                  "x-kubernetes-validations": [{"rule": "self.v >= oldSelf.v", "message": "v may not shrink"}]}}}}))
+    .unwrap();
+    let old = json!({"items": [{"k": "a", "v": 5}, {"k": "b", "v": 1}]});
+    // Reordered, "b" shrank: the error names b's new index.
+    let new = json!({"items": [{"k": "b", "v": 0}, {"k": "a", "v": 5}, {"k": "c", "v": 0}]});
+    let out = v.validate(&new, Some(&old));
+    let errs: Vec<String> = out.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errs,
+        ["items[0]: Invalid value: \"object\": v may not shrink"]
+    );
+}
+
+#[test]
+fn unchanged_values_ratchet_into_warnings() {
+    let v = compile(json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"n": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 10"}]},
+                       "m": {"type": "integer"}}}}}))
+    .unwrap();
+    let old = json!({"spec": {"n": 20, "m": 1}});
+    let new = json!({"spec": {"n": 20, "m": 2}});
+    let out = v.validate(&new, Some(&old));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(
+        out.warnings,
+        ["spec.n: Invalid value: \"integer\": failed rule: self < 10"]
+    );
+    // On CREATE nothing ratchets.
+    assert_eq!(v.validate(&new, None).errors.len(), 1);
+}
+
+#[test]
+fn message_expression_falls_back_to_message() {
+    let v = compile(rules_on_int(json!([
+        {"rule": "self > 1", "message": "static", "messageExpression": "'' "},
+        {"rule": "self > 2", "messageExpression": "'a\\nb'"},
+        {"rule": "self > 3", "messageExpression": "'n is ' + string(self)"}
+    ])))
+    .unwrap();
+    let out = v.validate(&json!({"n": 0}), None);
+    let details: Vec<&str> = out.errors.iter().map(|e| e.detail.as_str()).collect();
+    assert_eq!(details, ["static", "failed rule: self > 2", "n is 0"]);
+}
+
+fn list_rule(
+    items: serde_json::Value,
+    list_extra: serde_json::Value,
+    rule: &str,
+) -> serde_json::Value {
+    let mut list =
+        json!({"type": "array", "items": items, "x-kubernetes-validations": [{"rule": rule}]});
+    if let (Some(l), Some(extra)) = (list.as_object_mut(), list_extra.as_object()) {
+        l.extend(extra.clone());
+    }
+    json!({"type": "object", "properties": {"foo": list}})
+}
+
+#[test]
+fn the_docs_cost_examples_are_refused_or_allowed_as_documented() {
+    // Unbounded list of unbounded strings: refused.
+    let problems = compile(list_rule(
+        json!({"type": "string"}),
+        json!({}),
+        "self.all(x, x.contains('a string'))",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        problems[0].path,
+        "openAPIV3Schema.properties[foo].x-kubernetes-validations[0].rule"
+    );
+    assert_eq!(
+        problems[0].reason,
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    );
+    // With maxItems and maxLength: allowed.
+    assert!(compile(list_rule(
+        json!({"type": "string", "maxLength": 10}),
+        json!({"maxItems": 25}),
+        "self.all(x, x.contains('a string'))"
+    ))
+    .is_ok());
+    // Unbounded list of integers compared to a constant: allowed.
+    assert!(compile(list_rule(
+        json!({"type": "integer"}),
+        json!({}),
+        "self.all(x, x == 5)"
+    ))
+    .is_ok());
+    // The same rule on each list of an unbounded list of lists: refused.
+    let nested = json!({"type": "object", "properties": {"foo": {"type": "array", "items": {
+        "type": "array", "items": {"type": "integer"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, x == 5)"}]}}}});
+    let problems = compile(nested).unwrap_err();
+    assert!(
+        problems[0]
+            .reason
+            .contains("estimated rule cost exceeds budget"),
+        "{problems:?}"
+    );
+    assert_eq!(
+        problems[0].path,
+        "openAPIV3Schema.properties[foo].items.x-kubernetes-validations[0].rule"
+    );
+}
+
+#[test]
+fn a_rule_on_bounded_items_costs_as_much_as_on_the_list() {
+    // The docs: the per-item rule is multiplied by maxItems.
+    assert!(compile(
+        json!({"type": "object", "properties": {"foo": {"type": "array", "maxItems": 25,
+        "items": {"type": "string", "maxLength": 10,
+                  "x-kubernetes-validations": [{"rule": "self.contains('a string')"}]}}}})
+    )
+    .is_ok());
+}
+
+#[test]
+fn many_expensive_rules_exceed_the_schema_total() {
+    // Each rule stays under the per-rule limit; twenty of them do not.
+    let rules: Vec<serde_json::Value> = (0..20)
+        .map(|i| json!({"rule": format!("self.all(x, x.startsWith('{i}'))")}))
+        .collect();
+    let schema = json!({"type": "object", "properties": {"foo": {"type": "array", "maxItems": 500000,
+        "items": {"type": "string", "maxLength": 100}, "x-kubernetes-validations": rules}}});
+    let problems = compile(schema).unwrap_err();
+    let last = problems.last().unwrap();
+    assert_eq!(last.path, "openAPIV3Schema");
+    assert!(
+        last.reason.starts_with("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of"),
+        "{}",
+        last.reason
+    );
+    assert!(problems.iter().any(|p| p
+        .reason
+        .contains("contributed to estimated rule cost total")));
+}

@@ -1,0 +1,157 @@
+//! `celhook eval` through the built binary: offline answers that match the
+//! webhook's, transition rules on UPDATE, and single expressions.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn celhook(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_celhook"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("celhook runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write_json(dir: &Path, name: &str, v: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).expect("write");
+    path.display().to_string()
+}
+
+fn crontab_crd() -> String {
+    format!(
+        "{}/manifests/examples/crontab.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn an_invalid_object_is_denied_with_the_api_server_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = write_json(
+        dir.path(),
+        "obj.json",
+        &crontab(
+            "my-new-cron-object",
+            json!({"minReplicas": 0, "replicas": 20, "maxReplicas": 10}),
+        ),
+    );
+    let (code, stdout, _) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &obj]);
+    assert_eq!(code, 1, "{stdout}");
+    assert_eq!(
+        stdout,
+        "denied: CronTab.stable.example.com \"my-new-cron-object\" is invalid: spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n  spec (FieldValueInvalid): Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n"
+    );
+}
+
+#[test]
+fn transition_rules_run_only_with_an_old_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec =
+        |level: &str| json!({"minReplicas": 1, "replicas": 2, "maxReplicas": 3, "level": level});
+    let new = write_json(dir.path(), "new.json", &crontab("c", spec("high")));
+    let old = write_json(dir.path(), "old.json", &crontab("c", spec("low")));
+    let (code, stdout, _) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &new]);
+    assert_eq!((code, stdout.as_str()), (0, "allowed\n"));
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &new,
+        "--old",
+        &old,
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains("spec.level (FieldValueInvalid): Invalid value: \"string\": cannot transition directly between 'low' and 'high'"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn eval_answers_exactly_as_the_webhook() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = crontab(
+        "c",
+        json!({"minReplicas": 5, "replicas": 2, "maxReplicas": 1, "level": "high"}),
+    );
+    let old = crontab(
+        "c",
+        json!({"minReplicas": 1, "replicas": 2, "maxReplicas": 3, "level": "low"}),
+    );
+    let new_file = write_json(dir.path(), "new.json", &new);
+    let old_file = write_json(dir.path(), "old.json", &old);
+    let (code, stdout, stderr) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &new_file,
+        "--old",
+        &old_file,
+        "--output",
+        "json",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    let offline: Value = serde_json::from_str(&stdout).expect("JSON answer");
+
+    let server = start().await;
+    let answer = post_review(
+        &client(&server, Http::H2),
+        &validate_url(&server),
+        &admission_review(V1, "UPDATE", CRONTAB, Some(new), Some(old)),
+    )
+    .await;
+    let online = answer.response();
+    assert_eq!(offline["response"]["allowed"], false);
+    assert_eq!(offline["response"]["status"], online["status"]);
+}
+
+#[test]
+fn expressions_evaluate_with_an_optional_self() {
+    let dir = tempfile::tempdir().unwrap();
+    let this = write_json(dir.path(), "self.json", &json!({"names": ["b", "a", "b"]}));
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--expr",
+        "self.names.filter(n, n == 'b').size()",
+        "--self",
+        &this,
+    ]);
+    assert_eq!((code, stdout.as_str()), (0, "2\n"));
+    let (code, stdout, _) = celhook(&["eval", "--expr", "'abc'.substring(5)"]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (1, "error: index out of range: 5\n")
+    );
+    let (code, _, stderr) = celhook(&["eval", "--expr", "1 +"]);
+    assert_eq!(code, 64);
+    assert!(stderr.contains("ERROR: <input>:1:"), "{stderr}");
+}
+
+#[test]
+fn objects_the_crd_does_not_define_are_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = write_json(
+        dir.path(),
+        "obj.json",
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+    );
+    let (code, _, stderr) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &obj]);
+    assert_eq!(code, 64);
+    assert!(stderr.contains("stable.example.com/v1 CronTab"), "{stderr}");
+    let (code, _, stderr) = celhook(&["eval", "--crd", "/nonexistent.yaml", "--object", &obj]);
+    assert_eq!(code, 64);
+    assert!(stderr.contains("cannot read file"), "{stderr}");
+}
