@@ -54,7 +54,7 @@ pub struct ConvertArgs {
     pub source: ConfigSource,
     /// The desired `group/version`.
     pub to: String,
-    /// Manifest files (YAML or JSON); `-` reads standard input as YAML.
+    /// Manifest files (YAML or JSON).
     pub files: Vec<PathBuf>,
 }
 
