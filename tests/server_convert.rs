@@ -358,7 +358,7 @@ spec:
   scope: Namespaced
   names: {plural: widgets, singular: widget, kind: Widget}
   versions:
-    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}}}}}}}
+    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}, notes: {type: string}}}}}}}
     - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}}}}}}}
 ---
 apiVersion: celhook.dev/v1alpha1
@@ -406,6 +406,63 @@ async fn an_invalid_label_is_refused_before_the_api_server_sees_it() {
     assert_eq!(
         message,
         "object 1 (ns/w-12): metadata.labels[\"example.org/size\"]: Invalid value: \"extra large!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+    );
+    server.stop().await.expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stash_over_the_annotation_limit_is_refused_not_sent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("widgets.yaml"), WIDGETS).expect("write");
+    let loaded = config::load(&ConfigSource::Dir(dir.path().to_owned()));
+    assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
+    let server = common::start_with(ServeConfig::for_tests(), loaded.catalog).await;
+    let url = common::url(&server, "/convert");
+    let client = client(&server, Http::H2);
+    let widget = |notes: String| {
+        json!({"apiVersion": "example.org/v1", "kind": "Widget",
+               "metadata": {"name": "w", "namespace": "ns", "uid": "u"},
+               "spec": {"size": "s", "notes": notes}})
+    };
+    // v2 has no spec.notes: it travels in the stash annotation...
+    let small = convert_ok(
+        &client,
+        &url,
+        &review(
+            REVIEW_V1,
+            "s-1",
+            "example.org/v2",
+            vec![widget("n".repeat(100))],
+        ),
+    )
+    .await;
+    assert!(small[0]["spec"].get("notes").is_none(), "{}", small[0]);
+    assert!(small[0]["metadata"]["annotations"]["celhook.dev/conversion-stash"].is_string());
+    let back = convert_ok(
+        &client,
+        &url,
+        &review(REVIEW_V1, "s-2", "example.org/v1", small),
+    )
+    .await;
+    assert_eq!(back[0], widget("n".repeat(100)));
+
+    // ...unless that would pass the API server's 256 KiB annotation limit.
+    let message = convert_failure(
+        &client,
+        &url,
+        &review(
+            REVIEW_V1,
+            "s-3",
+            "example.org/v2",
+            vec![widget("n".repeat(300 * 1024))],
+        ),
+    )
+    .await;
+    assert!(
+        message.starts_with(
+            "object 0 (ns/w): metadata.annotations: Too long: may not be more than 262144 bytes"
+        ),
+        "{message}"
     );
     server.stop().await.expect("stops");
 }

@@ -2,7 +2,7 @@
 //! annotation [`ANNOTATION`] and put back when B is converted to A again.
 //!
 //! After converting A to B the engine converts B straight back and compares
-//! the result A' with A (metadata aside). Every place where they differ is
+//! the result A' with A (of metadata, only labels and annotations). Every place where they differ is
 //! one entry: the path, A's value there (`value`, absent when A had none)
 //! and what the plain conversion produces there (`was`). On the way back an
 //! entry is applied only where the conversion still produces `was`, so an
@@ -84,8 +84,9 @@ pub fn put(object: &mut Json, stash: &Stash) -> Result<(), String> {
     }
 }
 
-/// Where `original` and `round_trip` differ, outside `metadata`: one entry
-/// per deepest differing object key (lists and scalars are compared whole).
+/// Where `original` and `round_trip` differ (of `metadata`, only labels and
+/// annotations count): one entry per deepest differing object key (lists
+/// and scalars are compared whole).
 pub fn diff(original: &Json, round_trip: &Json) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut path = Vec::new();
@@ -105,6 +106,26 @@ fn diff_into(
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for key in keys {
                 if root && key == "metadata" {
+                    // Of metadata a conversion may change only labels and
+                    // annotations (the guard sees to it): compare those.
+                    for sub in ["labels", "annotations"] {
+                        let (sa, sb) = (
+                            a.get(key).and_then(|m| m.get(sub)),
+                            b.get(key).and_then(|m| m.get(sub)),
+                        );
+                        path.push(key.clone());
+                        path.push(sub.to_owned());
+                        diff_into(sa, sb, path, out, false);
+                        path.truncate(path.len() - 2);
+                    }
+                    continue;
+                }
+                if key == ANNOTATION
+                    && path.len() == 2
+                    && path[0] == "metadata"
+                    && path[1] == "annotations"
+                {
+                    // Our own annotation is never part of the difference.
                     continue;
                 }
                 path.push(key.clone());
@@ -193,6 +214,25 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn labels_and_annotations_count_but_not_our_annotation() {
+        let a = json!({"metadata": {"name": "a", "annotations": {ANNOTATION: "x", "k": "v"}}});
+        let b =
+            json!({"metadata": {"name": "a", "labels": {"added": "1"}, "annotations": {"k": "v"}}});
+        let d = diff(&a, &b);
+        assert_eq!(
+            d,
+            vec![Entry {
+                path: vec!["metadata".into(), "labels".into()],
+                value: None,
+                was: Some(json!({"added": "1"}))
+            }]
+        );
+        let mut b2 = b.clone();
+        restore(&mut b2, &d);
+        assert!(b2["metadata"].get("labels").is_none(), "{b2}");
     }
 
     #[test]
