@@ -1,4 +1,4 @@
-//! The command line: `celhook serve`, `check`, `eval` and `certs`. Every flag can also
+//! The command line: `celhook serve`, `check`, `eval`, `convert` and `certs`. Every flag can also
 //! be set by an environment variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
@@ -28,6 +28,8 @@ pub enum Command {
     },
     /// Load and compile a config directory, print every problem.
     Check(CheckArgs),
+    /// Convert manifest files offline.
+    Convert(ConvertArgs),
     /// Evaluate offline: an object against a CRD, or one expression.
     Eval(EvalArgs),
     /// Write a development CA and serving certificate, print the caBundle.
@@ -47,6 +49,17 @@ pub enum EvalArgs {
     },
     /// The value of one expression, `self` bound to a JSON or YAML value.
     Expr { expr: String, this: Option<PathBuf> },
+}
+
+/// `celhook convert` settings.
+#[derive(Debug, Clone)]
+pub struct ConvertArgs {
+    /// Where the CRDs and conversion documents come from.
+    pub source: ConfigSource,
+    /// The desired `group/version`.
+    pub to: String,
+    /// Manifest files (YAML or JSON).
+    pub files: Vec<PathBuf>,
 }
 
 /// `celhook check` settings.
@@ -87,7 +100,7 @@ where
 #[command(
     name = "celhook",
     version,
-    about = "Kubernetes validating webhook enforcing CRD x-kubernetes-validations (CEL) rules"
+    about = "Kubernetes webhook enforcing CRD x-kubernetes-validations (CEL) rules and converting custom resources between CRD versions"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -97,10 +110,12 @@ struct Cli {
 #[allow(clippy::large_enum_variant)] // parsed once
 #[derive(Debug, Subcommand)]
 enum CliCommand {
-    /// Serve POST /validate, /healthz and /readyz over HTTPS.
+    /// Serve POST /validate, POST /convert, /healthz and /readyz over HTTPS.
     Serve(ServeArgs),
-    /// Load and compile the CRDs of a directory; print every problem; exit 1 on any.
+    /// Load and compile the CRDs and conversion documents of a directory (running their round-trip examples); print every problem; exit 1 on any.
     Check(CheckCliArgs),
+    /// Convert custom resources in manifest files to another version of their CRD; print them.
+    Convert(ConvertCliArgs),
     /// Evaluate offline what the webhook answers for an object (exit 1 when
     /// denied), or the value of one expression in the Kubernetes CEL environment.
     Eval(EvalCliArgs),
@@ -132,6 +147,21 @@ struct EvalCliArgs {
     /// Answer format for --object.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+struct ConvertCliArgs {
+    /// Directory of CRDs and conversion documents; without it, the examples built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    config: Option<PathBuf>,
+
+    /// The version to convert to, as group/version (e.g. example.com/v1).
+    #[arg(long, value_name = "GROUP/VERSION")]
+    to: String,
+
+    /// Manifest files, YAML or JSON (output in the same format).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +230,16 @@ struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
     )]
     max_request_bytes: usize,
+
+    /// Larger POST /convert bodies are refused with 413.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONVERT_REQUEST_BYTES",
+        value_name = "BYTES",
+        default_value_t = crate::server::DEFAULT_MAX_CONVERT_REQUEST_BYTES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_convert_request_bytes: usize,
 
     /// Log line format.
     #[arg(long, env = "CELHOOK_LOG_FORMAT", value_enum, default_value_t = CliLogFormat::Text)]
@@ -303,6 +343,7 @@ impl Cli {
                     request_timeout: args.request_timeout,
                     keep_alive: args.keep_alive,
                     header_timeout: args.header_timeout,
+                    max_convert_request_bytes: args.max_convert_request_bytes,
                     ..ServeConfig::new()
                 };
                 let log_format = match args.log_format {
@@ -314,6 +355,13 @@ impl Cli {
             CliCommand::Check(args) => Command::Check(CheckArgs {
                 source: ConfigSource::Dir(args.config),
                 output: args.output,
+            }),
+            CliCommand::Convert(args) => Command::Convert(ConvertArgs {
+                source: args
+                    .config
+                    .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                to: args.to,
+                files: args.files,
             }),
             CliCommand::Eval(args) => Command::Eval(match (args.expr, args.crd, args.object) {
                 (Some(expr), _, _) => EvalArgs::Expr {
@@ -390,7 +438,8 @@ pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Pr
     general.chain(per_crd)
 }
 
-/// `check`'s text report: one line per problem, then a summary line.
+/// `check`'s text report: one line per problem (conversion documents'
+/// problems included), then a summary line.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let mut count = 0usize;
@@ -598,6 +647,38 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn convert_flags_and_the_convert_body_limit() {
+        match parse_from([
+            "celhook",
+            "convert",
+            "--to",
+            "example.com/v1",
+            "a.yaml",
+            "b.json",
+        ])
+        .expect("parses")
+        {
+            Command::Convert(args) => {
+                assert!(matches!(args.source, ConfigSource::Embedded));
+                assert_eq!(args.to, "example.com/v1");
+                assert_eq!(
+                    args.files,
+                    [PathBuf::from("a.yaml"), PathBuf::from("b.json")]
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(
+            parse_from(["celhook", "convert", "a.yaml"]).is_err(),
+            "--to is required"
+        );
+        let (config, _) = serve(&[]);
+        assert_eq!(config.max_convert_request_bytes, 256 * 1024 * 1024);
+        let (config, _) = serve(&["--max-convert-request-bytes", "4096"]);
+        assert_eq!(config.max_convert_request_bytes, 4096);
     }
 
     fn problem() -> Problem {

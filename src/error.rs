@@ -9,7 +9,7 @@ use actix_web::http::header::ContentType;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::review::ReviewError;
+use crate::review::{ConversionReviewError, ReviewError};
 
 /// Everything that stops a request from getting a review answer.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +17,9 @@ pub enum WebhookError {
     /// The body is not a review we can answer (400).
     #[error(transparent)]
     Review(#[from] ReviewError),
+    /// The body is not a ConversionReview we can answer (400).
+    #[error(transparent)]
+    ConversionReview(#[from] ConversionReviewError),
     /// The body is larger than `--max-request-bytes` (413).
     #[error("request body exceeds the limit of {limit} bytes")]
     PayloadTooLarge {
@@ -56,7 +59,9 @@ impl WebhookError {
 impl ResponseError for WebhookError {
     fn status_code(&self) -> StatusCode {
         match self {
-            WebhookError::Review(_) | WebhookError::Body(_) => StatusCode::BAD_REQUEST,
+            WebhookError::Review(_) | WebhookError::ConversionReview(_) | WebhookError::Body(_) => {
+                StatusCode::BAD_REQUEST
+            }
             WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             WebhookError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             WebhookError::DeadlineExceeded { .. } => StatusCode::GATEWAY_TIMEOUT,

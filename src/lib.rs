@@ -11,6 +11,7 @@ pub mod cel;
 pub mod certs;
 pub mod cli;
 pub mod config;
+pub mod conversion;
 pub mod error;
 pub mod metrics;
 pub mod offline;

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use celhook::cli::{self, CheckArgs, Command, EvalArgs, OutputFormat};
+use celhook::cli::{self, CheckArgs, Command, ConvertArgs, EvalArgs, OutputFormat};
 use celhook::config;
 use celhook::offline;
 use celhook::server::{self, ServeConfig, TlsError};
@@ -53,6 +53,10 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_FAILURE)
                 }
             }
+        }
+        Command::Convert(args) => {
+            telemetry::init(LogFormat::Text);
+            convert(&args)
         }
         Command::Serve { config, log_format } => {
             telemetry::init(log_format);
@@ -139,6 +143,41 @@ fn check(args: &CheckArgs) -> ExitCode {
     }
 }
 
+/// `celhook convert`: every file converted, or nothing printed and exit 1.
+fn convert(args: &ConvertArgs) -> ExitCode {
+    let loaded = config::load(&args.source);
+    if loaded.report.has_errors() {
+        for problem in cli::problems(&loaded.report) {
+            eprintln!("{}", cli::format_problem(&problem));
+        }
+        eprintln!("refusing to convert: the config has problems");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mut out = String::new();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let result = std::fs::read_to_string(file)
+            .map_err(|e| format!("{name}: cannot read: {e}"))
+            .and_then(|text| {
+                celhook::conversion::offline::convert_text(&loaded.catalog, &args.to, &name, &text)
+            });
+        match result {
+            Ok(text) => {
+                if !out.is_empty() && !name.ends_with(".json") {
+                    out.push_str("---\n");
+                }
+                out.push_str(&text);
+            }
+            Err(err) => {
+                eprintln!("{err}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
+    }
+    print!("{out}");
+    ExitCode::SUCCESS
+}
+
 fn serve(config: ServeConfig) -> ExitCode {
     let loaded = config::load(&config.config_source);
     if loaded.report.has_errors() {
@@ -154,6 +193,7 @@ fn serve(config: ServeConfig) -> ExitCode {
         source = ?config.config_source,
         crds = loaded.report.crds.len(),
         versions = loaded.catalog.len(),
+        conversions = loaded.catalog.conversion_count(),
         "config loaded"
     );
 

@@ -9,6 +9,13 @@
 use kube_core::response::Status;
 use serde::{Deserialize, Serialize};
 
+mod conversion;
+pub use conversion::{
+    decode_conversion, encode_conversion, ConversionRequest, ConversionReviewError,
+    ConversionReviewVersion, SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1,
+    CONVERSION_V1BETA1,
+};
+
 /// The apiVersion a review arrived in; the answer is sent in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReviewVersion {

@@ -10,6 +10,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::conversion::{self, Conversion};
 use crate::schema::Schema;
 use crate::validation::Validator;
 
@@ -43,6 +44,8 @@ pub struct Catalog {
     // request's strings instead of building an owned key per request.
     versions: HashMap<String, HashMap<String, HashMap<String, Arc<CrdVersion>>>>,
     count: usize,
+    /// group -> kind -> compiled conversion document.
+    conversions: HashMap<String, HashMap<String, Arc<Conversion>>>,
 }
 
 impl Catalog {
@@ -53,6 +56,27 @@ impl Catalog {
             .get(kind)?
             .get(version)
             .map(|v| v.as_ref())
+    }
+
+    /// The conversion document of a CRD, by group and kind.
+    pub fn conversion(&self, group: &str, kind: &str) -> Option<&Conversion> {
+        self.conversions.get(group)?.get(kind).map(|c| c.as_ref())
+    }
+
+    /// True when a loaded CRD has this group.
+    pub fn has_group(&self, group: &str) -> bool {
+        self.versions.contains_key(group)
+    }
+
+    /// `metadata.name` of the CRD serving a group and kind.
+    pub fn crd_of(&self, group: &str, kind: &str) -> Option<&str> {
+        let versions = self.versions.get(group)?.get(kind)?;
+        versions.values().next().map(|v| v.crd_name.as_str())
+    }
+
+    /// Number of conversion documents loaded.
+    pub fn conversion_count(&self) -> usize {
+        self.conversions.values().map(HashMap::len).sum()
     }
 
     /// Every loaded CRD version, in no particular order.
@@ -82,6 +106,15 @@ impl Catalog {
             .entry(v.kind.clone())
             .or_default()
             .insert(v.version.clone(), Arc::new(v));
+    }
+}
+
+impl Catalog {
+    fn insert_conversion(&mut self, c: Conversion) {
+        self.conversions
+            .entry(c.group.clone())
+            .or_default()
+            .insert(c.kind.clone(), Arc::new(c));
     }
 }
 
@@ -146,6 +179,8 @@ pub fn load(source: &ConfigSource) -> Loaded {
             }
         }
     }
+    // After every file: a conversion document may come before its CRD.
+    loader.conversions();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -172,7 +207,14 @@ pub fn load_files(files: &[PathBuf]) -> Loaded {
 struct Loader {
     catalog: Catalog,
     report: Report,
+    /// Conversion documents seen, compiled once every CRD is loaded: (file, document).
+    conversion_docs: Vec<(String, Json)>,
+    /// Compiled CRDs by name: group, kind, and each version's schema.
+    crd_schemas: HashMap<String, CrdSchemas>,
 }
+
+/// A compiled CRD's group, kind and (version, schema) list.
+type CrdSchemas = (String, String, Vec<(String, Schema)>);
 
 impl Loader {
     fn file_error(&mut self, file: &str, reason: impl Into<String>) {
@@ -245,6 +287,9 @@ impl Loader {
                 file,
                 format!("document {index}: apiextensions.k8s.io/v1beta1 CustomResourceDefinitions are not supported (removed in Kubernetes 1.22); use apiextensions.k8s.io/v1"),
             ),
+            (conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND) => {
+                self.conversion_docs.push((file.to_owned(), doc));
+            }
             ("v1", "List") => {
                 let items = doc
                     .get("items")
@@ -257,7 +302,7 @@ impl Loader {
             }
             _ => self.file_error(
                 file,
-                format!("document {index}: expected an apiextensions.k8s.io/v1 CustomResourceDefinition, got apiVersion {api_version:?} kind {kind:?}"),
+                format!("document {index}: expected an apiextensions.k8s.io/v1 CustomResourceDefinition or a {} {}, got apiVersion {api_version:?} kind {kind:?}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND),
             ),
         }
     }
@@ -379,6 +424,14 @@ impl Loader {
             }
         }
         if report.errors.is_empty() {
+            let schemas = compiled
+                .iter()
+                .filter_map(|(v, val)| val.as_ref().map(|val| (v.clone(), val.schema.clone())))
+                .collect();
+            self.crd_schemas.insert(
+                name.clone(),
+                (spec.group.clone(), spec.names.kind.clone(), schemas),
+            );
             for (version, validator) in compiled {
                 if let Some(validator) = validator {
                     self.catalog.insert(CrdVersion {
@@ -392,6 +445,80 @@ impl Loader {
             }
         }
         self.report.crds.push(report);
+    }
+}
+
+impl Loader {
+    /// Compiles every conversion document against its CRD and runs its
+    /// examples; problems go to the CRD's report (or the general list when
+    /// the CRD is unknown).
+    fn conversions(&mut self) {
+        let docs = std::mem::take(&mut self.conversion_docs);
+        let mut seen: HashMap<String, String> = HashMap::new();
+        for (file, doc) in docs {
+            let Some(crd) = conversion::document::crd_name(&doc).map(str::to_owned) else {
+                self.file_error(
+                    &file,
+                    "Conversion: spec.crd (the name of the CustomResourceDefinition) is missing",
+                );
+                continue;
+            };
+            let problem = |p: conversion::DocumentProblem| Problem {
+                file: file.clone(),
+                crd: p.crd.or_else(|| Some(crd.clone())),
+                version: p.version,
+                path: Some(p.path),
+                rule: p.rule,
+                reason: p.reason,
+            };
+            let mut problems = Vec::new();
+            if let Some(other) = seen.get(&crd) {
+                problems.push(problem(conversion::DocumentProblem {
+                    crd: None,
+                    version: None,
+                    path: "spec.crd".into(),
+                    rule: None,
+                    reason: format!("a second Conversion for this CRD (the first is in {other})"),
+                }));
+            } else if let Some((group, kind, versions)) = self.crd_schemas.get(&crd) {
+                seen.insert(crd.clone(), file.clone());
+                let info = conversion::document::CrdInfo {
+                    name: &crd,
+                    group,
+                    kind,
+                };
+                match conversion::document::compile(doc, info, versions) {
+                    Ok(compiled) => {
+                        let found = conversion::document::check_examples(
+                            &compiled.conversion,
+                            &compiled.examples,
+                        );
+                        if found.is_empty() {
+                            self.catalog.insert_conversion(compiled.conversion);
+                        }
+                        problems.extend(found.into_iter().map(problem));
+                    }
+                    Err(found) => problems.extend(found.into_iter().map(problem)),
+                }
+            } else {
+                let reason = if self.report.crds.iter().any(|c| c.name == crd) {
+                    "the CustomResourceDefinition it converts has problems (see above)"
+                } else {
+                    "no CustomResourceDefinition of this name in the config"
+                };
+                problems.push(problem(conversion::DocumentProblem {
+                    crd: None,
+                    version: None,
+                    path: "spec.crd".into(),
+                    rule: None,
+                    reason: reason.into(),
+                }));
+            }
+            match self.report.crds.iter_mut().find(|c| c.name == crd) {
+                Some(report) => report.errors.extend(problems),
+                None => self.report.errors.extend(problems),
+            }
+        }
     }
 }
 

@@ -29,6 +29,9 @@ pub use tls::{ClientAuth, TlsError, TlsSource};
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
 /// Default for `--max-concurrent-requests`.
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
+/// Default for `--max-convert-request-bytes`: 256 MiB (a ConversionReview
+/// carries whole lists: 10,000 objects of 4 KiB is 40 MiB).
+pub const DEFAULT_MAX_CONVERT_REQUEST_BYTES: usize = 256 * 1024 * 1024;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
@@ -44,6 +47,8 @@ pub struct ServeConfig {
     pub tls: TlsSource,
     /// Larger request bodies are refused with 413.
     pub max_request_bytes: usize,
+    /// Larger `/convert` bodies are refused with 413.
+    pub max_convert_request_bytes: usize,
     /// Worker threads; `None` is one per available CPU.
     pub workers: Option<usize>,
     /// How long a stop waits for requests in flight.
@@ -79,6 +84,7 @@ impl ServeConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
             tls: TlsSource::SelfSigned,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             workers: None,
             // Reviews take milliseconds, so this is mostly the wait for idle
             // HTTP/2 connections: actix closes idle HTTP/1.1 connections on a
@@ -150,6 +156,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Concurrency and deadline of review requests.
     pub limits: Limits,
+    /// The `--max-convert-request-bytes` limit of `/convert`.
+    pub max_convert_request_bytes: usize,
     ready: AtomicBool,
 }
 
@@ -180,8 +188,15 @@ impl AppState {
             max_request_bytes,
             metrics,
             limits,
+            max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             ready: AtomicBool::new(false),
         }
+    }
+
+    /// Sets the `/convert` body limit.
+    pub fn with_max_convert_request_bytes(mut self, limit: usize) -> Self {
+        self.max_convert_request_bytes = limit;
+        self
     }
 
     /// What `/readyz` reports.
@@ -236,12 +251,15 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
         config.client_auth.as_ref(),
     )?;
 
-    let state = web::Data::new(AppState::with(
-        catalog,
-        config.max_request_bytes,
-        metrics,
-        Limits::new(config.max_concurrent_requests, config.request_timeout),
-    ));
+    let state = web::Data::new(
+        AppState::with(
+            catalog,
+            config.max_request_bytes,
+            metrics,
+            Limits::new(config.max_concurrent_requests, config.request_timeout),
+        )
+        .with_max_convert_request_bytes(config.max_convert_request_bytes),
+    );
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
         let state = app_state.clone();

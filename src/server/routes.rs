@@ -3,6 +3,7 @@
 //! | route            | answer                                                        |
 //! |------------------|---------------------------------------------------------------|
 //! | `POST /validate` | AdmissionReview in, AdmissionReview out (same apiVersion)     |
+//! | `POST /convert`  | ConversionReview in, ConversionReview out (same apiVersion)   |
 //! | `GET /healthz`   | 200 `ok` while the process serves                             |
 //! | `GET /readyz`    | 200 `ok` once the config is compiled and the listener bound, else 503 |
 //! | `GET /metrics`   | Prometheus text format (also on `--metrics-listen`)           |
@@ -18,6 +19,8 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, HttpResponse};
 use tracing::field::Empty;
 
+mod convert;
+
 use super::{limits, AppState};
 use crate::error::WebhookError;
 use crate::metrics::{Endpoint, Outcome};
@@ -27,12 +30,19 @@ use crate::{review, validation};
 /// Registers the routes and the body limit on an actix app.
 pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
     let limit = state.max_request_bytes;
+    let convert_limit = state.max_convert_request_bytes;
     cfg.app_data(state)
         .app_data(web::PayloadConfig::new(limit))
         .service(
             web::resource("/validate")
                 .wrap(from_fn(limits::guard))
                 .route(web::post().to(validate)),
+        )
+        .service(
+            web::resource("/convert")
+                .wrap(from_fn(limits::guard))
+                .app_data(web::PayloadConfig::new(convert_limit))
+                .route(web::post().to(convert::convert)),
         )
         .service(web::resource("/healthz").route(web::get().to(healthz)))
         .service(web::resource("/readyz").route(web::get().to(readyz)))

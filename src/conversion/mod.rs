@@ -1,0 +1,464 @@
+//! The declarative conversion engine: converts custom resources between the
+//! versions of their CRD as a [conversion document](document) says, through
+//! the hub version (source -> hub -> target), copying every field no
+//! assignment mentions, pruning what the target schema cannot hold, keeping
+//! whatever a round trip would lose in the [`stash`], and checking every
+//! answer with the API server's rules ([`guard`]) before it is returned.
+//!
+//! Pure functions over `serde_json::Value`: no IO.
+
+pub mod document;
+pub mod guard;
+pub mod offline;
+pub mod stash;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json};
+
+use crate::cel::{self, Program, Value};
+use crate::config::Catalog;
+use crate::schema::{Schema, Type};
+
+pub use document::{DocumentProblem, CONVERSION_API_VERSION, CONVERSION_KIND};
+pub use guard::GuardError;
+
+/// A compiled conversion document for one CRD.
+#[derive(Debug)]
+pub struct Conversion {
+    /// `metadata.name` of the CRD.
+    pub crd_name: String,
+    /// The CRD's group.
+    pub group: String,
+    /// The CRD's kind.
+    pub kind: String,
+    /// The hub version every conversion passes through.
+    pub hub: String,
+    /// Every version of the CRD, in the CRD's order.
+    versions: Vec<String>,
+    plans: HashMap<String, VersionPlan>,
+}
+
+/// How one version converts to and from the hub.
+#[derive(Debug)]
+struct VersionPlan {
+    /// The version's structural schema (for `self` and for pruning).
+    schema: Schema,
+    to_hub: Vec<Assignment>,
+    from_hub: Vec<Assignment>,
+}
+
+/// `path = expr`, compiled.
+#[derive(Debug)]
+struct Assignment {
+    /// Where it sits in the document, e.g. `spec.versions.v1beta1.toHub[0]`.
+    at: String,
+    path: Vec<String>,
+    /// The target schema at `path`, to check the value's type against.
+    value_schema: Option<Schema>,
+    expr: String,
+    program: Program,
+}
+
+/// Why one object could not be converted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConvertError {
+    /// An expression failed at run time.
+    #[error("{at} (path {path}, expr {expr:?}) failed: {reason}")]
+    Expression {
+        /// Where the assignment sits in the conversion document.
+        at: String,
+        /// The assignment's target path.
+        path: String,
+        /// The expression.
+        expr: String,
+        /// The runtime error.
+        reason: String,
+    },
+    /// A value could not be placed or the object is not convertible.
+    #[error("{0}")]
+    Object(String),
+}
+
+/// Why a review could not be answered with Success: the `result.message`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConversionError {
+    /// `desiredAPIVersion` is not `group/version` of a loaded CRD.
+    #[error("desiredAPIVersion {desired:?}: {reason}")]
+    Desired {
+        /// The requested apiVersion.
+        desired: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// One object could not be converted.
+    #[error("object {index} ({name}): {reason}")]
+    Object {
+        /// Position in the request.
+        index: usize,
+        /// `namespace/name`.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The answer would break an API server rule.
+    #[error("{0}")]
+    Guard(#[from] GuardError),
+}
+
+impl Conversion {
+    /// Every version of the CRD.
+    pub fn versions(&self) -> &[String] {
+        &self.versions
+    }
+
+    /// True when `version` is a version of the CRD.
+    pub fn has_version(&self, version: &str) -> bool {
+        self.plans.contains_key(version)
+    }
+
+    fn api_version(&self, version: &str) -> String {
+        format!("{}/{version}", self.group)
+    }
+
+    /// Converts `object` (at `from`) to `to`, stashing what the target
+    /// cannot hold and restoring what an earlier conversion stashed. An
+    /// object already at `to` comes back unchanged.
+    pub fn convert(&self, mut object: Json, from: &str, to: &str) -> Result<Json, ConvertError> {
+        if from == to {
+            return Ok(object);
+        }
+        let mut stash = stash::take(&mut object).map_err(ConvertError::Object)?;
+        let mut out = self.translate(&object, from, to)?;
+        if let Some(entries) = stash.remove(&self.api_version(to)) {
+            stash::restore(&mut out, &entries);
+        }
+        // Convert straight back: whatever differs from the input is what
+        // this conversion would lose.
+        let back = self.translate(&out, to, from)?;
+        let lost = stash::diff(&object, &back);
+        drop(back);
+        let from_api = self.api_version(from);
+        if lost.is_empty() {
+            stash.remove(&from_api);
+        } else {
+            stash.insert(from_api, lost);
+        }
+        stash::put(&mut out, &stash).map_err(ConvertError::Object)?;
+        Ok(out)
+    }
+
+    /// The plain conversion, without the stash: source -> hub -> target.
+    fn translate(&self, object: &Json, from: &str, to: &str) -> Result<Json, ConvertError> {
+        let plan = |v: &str| {
+            self.plans.get(v).ok_or_else(|| {
+                ConvertError::Object(format!("{v} is not a version of {}", self.crd_name))
+            })
+        };
+        let (source, target, hub) = (plan(from)?, plan(to)?, plan(&self.hub)?);
+        if from == self.hub {
+            return self.step(object, hub, target, &target.from_hub, to);
+        }
+        if to == self.hub {
+            return self.step(object, source, hub, &source.to_hub, to);
+        }
+        let at_hub = self.step(object, source, hub, &source.to_hub, &self.hub)?;
+        self.step(&at_hub, hub, target, &target.from_hub, to)
+    }
+
+    /// One hop: evaluate every assignment against the source, copy the
+    /// source, set the apiVersion, place the values, prune to the target.
+    fn step(
+        &self,
+        object: &Json,
+        source: &VersionPlan,
+        target: &VersionPlan,
+        assignments: &[Assignment],
+        to: &str,
+    ) -> Result<Json, ConvertError> {
+        let mut values = Vec::with_capacity(assignments.len());
+        for a in assignments {
+            let this = Value::from_json(object, &source.schema);
+            let (result, _cost) = a.program.eval(this, None, cel::PER_EXPRESSION_COST_LIMIT);
+            let value = result.map_err(|e| ConvertError::Expression {
+                at: a.at.clone(),
+                path: a.path.join("."),
+                expr: a.expr.clone(),
+                reason: e.to_string(),
+            })?;
+            let value = match value {
+                Value::Optional(None) => None,
+                other => Some(cel::to_json(&other)),
+            };
+            if let (Some(v), Some(schema)) = (&value, &a.value_schema) {
+                check_type(v, schema, &a.path.join(".")).map_err(|reason| {
+                    ConvertError::Expression {
+                        at: a.at.clone(),
+                        path: a.path.join("."),
+                        expr: a.expr.clone(),
+                        reason,
+                    }
+                })?;
+            }
+            values.push(value);
+        }
+        let mut out = object.clone();
+        let Some(map) = out.as_object_mut() else {
+            return Err(ConvertError::Object(
+                "the object is not a JSON object".into(),
+            ));
+        };
+        map.insert("apiVersion".into(), Json::String(self.api_version(to)));
+        for (a, value) in assignments.iter().zip(values) {
+            place(&mut out, &a.path, value).map_err(|reason| ConvertError::Expression {
+                at: a.at.clone(),
+                path: a.path.join("."),
+                expr: a.expr.clone(),
+                reason,
+            })?;
+        }
+        prune(&mut out, &target.schema, true);
+        Ok(out)
+    }
+}
+
+/// Checks that an assigned value has the type its target schema declares
+/// (the API server would refuse the object on its next write otherwise),
+/// recursing into declared list items and properties.
+fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
+    let fits = match (schema.ty, value) {
+        (_, Json::Null) => schema.nullable || schema.ty == Type::Any,
+        (Type::Any, _) => true,
+        (Type::String, Json::String(_)) | (Type::Boolean, Json::Bool(_)) => true,
+        (Type::Integer, Json::Number(n)) => n.is_i64() || n.is_u64(),
+        (Type::Number, Json::Number(_)) => true,
+        (Type::Array, Json::Array(items)) => {
+            if let Some(element) = schema.items.as_deref() {
+                for (i, item) in items.iter().enumerate() {
+                    check_type(item, element, &format!("{at}[{i}]"))?;
+                }
+            }
+            true
+        }
+        (Type::Object, Json::Object(map)) => {
+            for (key, v) in map {
+                let child = schema
+                    .properties
+                    .get(key)
+                    .or(schema.additional_properties.as_deref());
+                if let Some(child) = child {
+                    check_type(v, child, &format!("{at}.{key}"))?;
+                }
+            }
+            true
+        }
+        _ => false,
+    };
+    if fits {
+        Ok(())
+    } else {
+        let found = match value {
+            Json::Null => "null",
+            Json::Bool(_) => "boolean",
+            Json::Number(_) => "number",
+            Json::String(_) => "string",
+            Json::Array(_) => "array",
+            Json::Object(_) => "object",
+        };
+        Err(format!(
+            "gives a {found} at {at}, where the target schema declares {}",
+            schema.ty.openapi_name()
+        ))
+    }
+}
+
+/// Sets (or, for `None`, removes) the field at `path`, creating objects on
+/// the way.
+fn place(object: &mut Json, path: &[String], value: Option<Json>) -> Result<(), String> {
+    let Some((last, parents)) = path.split_last() else {
+        return Err("empty path".into());
+    };
+    let mut node = object;
+    for (i, key) in parents.iter().enumerate() {
+        let Some(map) = node.as_object_mut() else {
+            return Err(format!("{} is not an object", path[..i].join(".")));
+        };
+        if value.is_none() && !map.contains_key(key) {
+            return Ok(());
+        }
+        node = map
+            .entry(key.clone())
+            .or_insert_with(|| Json::Object(Map::new()));
+        if node.is_null() {
+            *node = Json::Object(Map::new());
+        }
+    }
+    let Some(map) = node.as_object_mut() else {
+        return Err(format!("{} is not an object", parents.join(".")));
+    };
+    match value {
+        Some(v) => {
+            map.insert(last.clone(), v);
+        }
+        None => {
+            map.remove(last);
+        }
+    }
+    Ok(())
+}
+
+/// Drops what the API server would prune: fields an object schema does not
+/// declare (unless it preserves unknown fields). `metadata` of the root and
+/// of embedded resources is the API server's business and left alone.
+pub fn prune(value: &mut Json, schema: &Schema, root: bool) {
+    match value {
+        Json::Object(map) => {
+            if let Some(element) = schema.additional_properties.as_deref() {
+                for v in map.values_mut() {
+                    prune(v, element, false);
+                }
+                return;
+            }
+            let resource = root || schema.embedded_resource;
+            // Only object nodes declare their fields; untyped data
+            // (int-or-string, preserved unknown fields) keeps everything.
+            let closed = (schema.ty == Type::Object || resource) && !schema.preserve_unknown_fields;
+            map.retain(|key, v| {
+                if resource && key == "metadata" {
+                    return true;
+                }
+                match schema.properties.get(key) {
+                    Some(child) => {
+                        prune(v, child, false);
+                        true
+                    }
+                    None => !closed,
+                }
+            });
+        }
+        Json::Array(items) => {
+            if let Some(element) = schema.items.as_deref() {
+                for v in items {
+                    prune(v, element, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Splits `group/version`; the core group has no slash.
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.rsplit_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", api_version),
+    }
+}
+
+/// Converts every object of a review to `desired`, in order, all or nothing,
+/// and checks the answer with the [`guard`]. Objects are moved, not copied.
+pub fn convert_all(
+    catalog: &Catalog,
+    desired: &str,
+    objects: Vec<Json>,
+) -> Result<Vec<Json>, ConversionError> {
+    let mut out = Vec::with_capacity(objects.len());
+    convert_each(catalog, desired, objects.into_iter().map(Ok), |converted| {
+        out.push(converted);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Converts the objects one by one, in order, and hands each converted and
+/// guard-checked object to `emit` before converting the next, so that a
+/// caller can serialize the answer as it goes instead of holding every
+/// converted object. Stops at the first failure (the caller then discards
+/// what it was given). Each input object is freed once converted; an input
+/// may also be parsed only when its turn comes (an `Err` is a parse error).
+pub fn convert_each(
+    catalog: &Catalog,
+    desired: &str,
+    objects: impl IntoIterator<Item = Result<Json, String>>,
+    mut emit: impl FnMut(Json) -> Result<(), ConversionError>,
+) -> Result<(), ConversionError> {
+    let (group, version) = split_api_version(desired);
+    if version.is_empty() || !catalog.has_group(group) {
+        return Err(ConversionError::Desired {
+            desired: desired.to_owned(),
+            reason: format!("no CRD of group {group:?} is loaded"),
+        });
+    }
+    let mut expected = 0usize;
+    let mut emitted = 0usize;
+    for (index, object) in objects.into_iter().enumerate() {
+        expected += 1;
+        let object = object.map_err(|reason| ConversionError::Object {
+            index,
+            name: "unparsed".into(),
+            reason,
+        })?;
+        // Only kind and metadata are kept for the guard, and only while this
+        // object is converted.
+        let original = guard::Original::of(&object);
+        let converted =
+            convert_one(catalog, desired, object).map_err(|reason| ConversionError::Object {
+                index,
+                name: original.display_name(),
+                reason,
+            })?;
+        guard::check(index, &original, &converted, desired)?;
+        emit(converted)?;
+        emitted += 1;
+    }
+    // One answer per input, by construction; checked all the same, as the
+    // API server will.
+    guard::check_count(expected, emitted)?;
+    Ok(())
+}
+
+/// Converts one object to `desired`; the error is the reason, without the
+/// object's name.
+pub fn convert_one(catalog: &Catalog, desired: &str, object: Json) -> Result<Json, String> {
+    let (group, version) = split_api_version(desired);
+    let Some(api_version) = object.get("apiVersion").and_then(Json::as_str) else {
+        return Err("apiVersion is missing".into());
+    };
+    let (obj_group, from) = split_api_version(api_version);
+    if obj_group != group {
+        return Err(format!(
+            "apiVersion {api_version:?} is not in the group of desiredAPIVersion {desired:?}"
+        ));
+    }
+    let Some(kind) = object.get("kind").and_then(Json::as_str) else {
+        return Err("kind is missing".into());
+    };
+    let Some(conversion) = catalog.conversion(group, kind) else {
+        return Err(match catalog.crd_of(group, kind) {
+            Some(crd) => format!("CRD {crd} has no conversion document"),
+            None => format!("kind {kind:?} of group {group:?} is not served by any loaded CRD"),
+        });
+    };
+    let versions = || conversion.versions().join(", ");
+    if !conversion.has_version(version) {
+        return Err(format!(
+            "desiredAPIVersion {desired:?} is not a version of {} (versions: {})",
+            conversion.crd_name,
+            versions()
+        ));
+    }
+    if !conversion.has_version(from) {
+        return Err(format!(
+            "apiVersion {api_version:?} is not a version of {} (versions: {})",
+            conversion.crd_name,
+            versions()
+        ));
+    }
+    let from = from.to_owned();
+    conversion
+        .convert(object, &from, version)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,283 @@
+//! The lossless stash: what a conversion A -> B would lose, kept on B in the
+//! annotation [`ANNOTATION`] and put back when B is converted to A again.
+//!
+//! After converting A to B the engine converts B straight back and compares
+//! the result A' with A (of metadata, only labels and annotations). Every place where they differ is
+//! one entry: the path, A's value there (`value`, absent when A had none)
+//! and what the plain conversion produces there (`was`). On the way back an
+//! entry is applied only where the conversion still produces `was`, so an
+//! edit made to B in the meantime wins over the stashed value.
+//!
+//! The annotation's value is JSON, keyed by the apiVersion to restore:
+//! `{"example.com/v1": [{"path": ["spec", "toppings"], "value": [...], "was": [...]}]}`.
+//! It is absent when nothing needs keeping.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+/// The annotation holding the stash.
+pub const ANNOTATION: &str = "celhook.dev/conversion-stash";
+
+/// One difference between an object and its round trip.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Object keys from the root.
+    pub path: Vec<String>,
+    /// The original value; absent when the original had no field here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Json>,
+    /// What the conversion alone produces here; absent for no field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was: Option<Json>,
+}
+
+/// Every stashed version of an object: apiVersion -> entries.
+pub type Stash = BTreeMap<String, Vec<Entry>>;
+
+/// Removes the stash annotation from `object` and parses it (empty when
+/// absent). Leaves no empty `annotations` map behind.
+pub fn take(object: &mut Json) -> Result<Stash, String> {
+    let Some(annotations) = object
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Json::as_object_mut)
+    else {
+        return Ok(Stash::new());
+    };
+    let Some(raw) = annotations.remove(ANNOTATION) else {
+        return Ok(Stash::new());
+    };
+    let empty = annotations.is_empty();
+    if empty {
+        if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
+            meta.remove("annotations");
+        }
+    }
+    let text = raw
+        .as_str()
+        .ok_or_else(|| format!("annotation {ANNOTATION} must be a string"))?;
+    serde_json::from_str(text)
+        .map_err(|e| format!("annotation {ANNOTATION} is not a valid stash: {e}"))
+}
+
+/// Writes `stash` as the annotation of `object`; writes nothing when it is
+/// empty.
+pub fn put(object: &mut Json, stash: &Stash) -> Result<(), String> {
+    if stash.is_empty() {
+        return Ok(());
+    }
+    let text = serde_json::to_string(stash).map_err(|e| format!("cannot encode the stash: {e}"))?;
+    let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) else {
+        return Err("the object has no metadata to hold the stash annotation".into());
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Json::Object(Map::new()));
+    match annotations.as_object_mut() {
+        Some(map) => {
+            map.insert(ANNOTATION.to_owned(), Json::String(text));
+            Ok(())
+        }
+        None => Err("metadata.annotations is not an object".into()),
+    }
+}
+
+/// Where `original` and `round_trip` differ (of `metadata`, only labels and
+/// annotations count): one entry per deepest differing object key (lists
+/// and scalars are compared whole).
+pub fn diff(original: &Json, round_trip: &Json) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut path = Vec::new();
+    diff_into(Some(original), Some(round_trip), &mut path, &mut out, true);
+    out
+}
+
+fn diff_into(
+    a: Option<&Json>,
+    b: Option<&Json>,
+    path: &mut Vec<String>,
+    out: &mut Vec<Entry>,
+    root: bool,
+) {
+    match (a, b) {
+        (Some(Json::Object(a)), Some(Json::Object(b))) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                if root && key == "metadata" {
+                    // Of metadata a conversion may change only labels and
+                    // annotations (the guard sees to it): compare those.
+                    for sub in ["labels", "annotations"] {
+                        let (sa, sb) = (
+                            a.get(key).and_then(|m| m.get(sub)),
+                            b.get(key).and_then(|m| m.get(sub)),
+                        );
+                        path.push(key.clone());
+                        path.push(sub.to_owned());
+                        diff_into(sa, sb, path, out, false);
+                        path.truncate(path.len() - 2);
+                    }
+                    continue;
+                }
+                if key == ANNOTATION
+                    && path.len() == 2
+                    && path[0] == "metadata"
+                    && path[1] == "annotations"
+                {
+                    // Our own annotation is never part of the difference.
+                    continue;
+                }
+                path.push(key.clone());
+                diff_into(a.get(key), b.get(key), path, out, false);
+                path.pop();
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => out.push(Entry {
+            path: path.clone(),
+            value: a.cloned(),
+            was: b.cloned(),
+        }),
+    }
+}
+
+/// Puts stashed values back into `object` where it still holds what the
+/// plain conversion produced (`was`).
+pub fn restore(object: &mut Json, entries: &[Entry]) {
+    for entry in entries {
+        let Some((last, parents)) = entry.path.split_last() else {
+            continue;
+        };
+        if get(object, &entry.path) != entry.was.as_ref() {
+            // Changed since the stash was written: the newer value wins.
+            continue;
+        }
+        let Some(map) = parent_mut(object, parents) else {
+            continue;
+        };
+        match &entry.value {
+            Some(v) => {
+                map.insert(last.clone(), v.clone());
+            }
+            None => {
+                map.remove(last);
+            }
+        }
+    }
+}
+
+/// The object at `parents`, created where missing; `None` when a non-object
+/// is in the way.
+fn parent_mut<'a>(object: &'a mut Json, parents: &[String]) -> Option<&'a mut Map<String, Json>> {
+    let mut node = object;
+    for key in parents {
+        node = node
+            .as_object_mut()?
+            .entry(key.clone())
+            .or_insert_with(|| Json::Object(Map::new()));
+    }
+    node.as_object_mut()
+}
+
+fn get<'a>(object: &'a Json, path: &[String]) -> Option<&'a Json> {
+    path.iter().try_fold(object, |node, key| node.get(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_finds_the_deepest_differing_keys_and_skips_metadata() {
+        let a = json!({"metadata": {"name": "a"}, "spec": {"x": 1, "l": [1, 2], "gone": true}});
+        let b = json!({"metadata": {"name": "b"}, "spec": {"x": 1, "l": [2, 1], "new": "n"}});
+        let d = diff(&a, &b);
+        assert_eq!(
+            d,
+            vec![
+                Entry {
+                    path: vec!["spec".into(), "gone".into()],
+                    value: Some(json!(true)),
+                    was: None
+                },
+                Entry {
+                    path: vec!["spec".into(), "l".into()],
+                    value: Some(json!([1, 2])),
+                    was: Some(json!([2, 1]))
+                },
+                Entry {
+                    path: vec!["spec".into(), "new".into()],
+                    value: None,
+                    was: Some(json!("n"))
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn labels_and_annotations_count_but_not_our_annotation() {
+        let a = json!({"metadata": {"name": "a", "annotations": {ANNOTATION: "x", "k": "v"}}});
+        let b =
+            json!({"metadata": {"name": "a", "labels": {"added": "1"}, "annotations": {"k": "v"}}});
+        let d = diff(&a, &b);
+        assert_eq!(
+            d,
+            vec![Entry {
+                path: vec!["metadata".into(), "labels".into()],
+                value: None,
+                was: Some(json!({"added": "1"}))
+            }]
+        );
+        let mut b2 = b.clone();
+        restore(&mut b2, &d);
+        assert!(b2["metadata"].get("labels").is_none(), "{b2}");
+    }
+
+    #[test]
+    fn restore_undoes_the_diff() {
+        let a = json!({"spec": {"x": 1, "l": [1, 2], "gone": {"deep": true}}});
+        let mut b = json!({"spec": {"x": 1, "l": [2, 1], "new": "n"}});
+        let d = diff(&a, &b);
+        restore(&mut b, &d);
+        assert_eq!(b, a);
+    }
+
+    #[test]
+    fn restore_keeps_edits_made_since() {
+        let a = json!({"spec": {"l": [1, 2]}});
+        let mut b = json!({"spec": {"l": [2, 1]}});
+        let d = diff(&a, &b);
+        b["spec"]["l"] = json!([3]);
+        restore(&mut b, &d);
+        assert_eq!(b["spec"]["l"], json!([3]));
+    }
+
+    #[test]
+    fn the_annotation_is_absent_when_empty_and_round_trips_otherwise() {
+        let mut o = json!({"metadata": {"name": "a"}});
+        put(&mut o, &Stash::new()).unwrap();
+        assert_eq!(o, json!({"metadata": {"name": "a"}}));
+
+        let mut stash = Stash::new();
+        stash.insert(
+            "g/v1".into(),
+            vec![Entry {
+                path: vec!["x".into()],
+                value: Some(json!(1)),
+                was: None,
+            }],
+        );
+        put(&mut o, &stash).unwrap();
+        assert!(o["metadata"]["annotations"][ANNOTATION].is_string());
+        assert_eq!(take(&mut o).unwrap(), stash);
+        assert_eq!(o, json!({"metadata": {"name": "a"}}));
+    }
+
+    #[test]
+    fn a_broken_annotation_is_reported() {
+        let mut o = json!({"metadata": {"annotations": {ANNOTATION: "{not json"}}});
+        assert!(take(&mut o).unwrap_err().contains(ANNOTATION));
+    }
+}

@@ -1,0 +1,423 @@
+//! ConversionReview wire types (apiextensions.k8s.io v1 and v1beta1):
+//! decoding the API server's request and encoding our answer in the same
+//! apiVersion.
+//!
+//! Why not kube-core's `ConversionReview`: it reads apiVersion and kind
+//! through `#[serde(flatten)]`, which makes serde buffer the whole review
+//! (tens of MiB for a large list) before decoding it again, it decodes every
+//! object up front, and it accepts any apiVersion. Here the objects are only
+//! located in the body ([`RawValue`]s borrowing it) and each is parsed when
+//! its turn to be converted comes, so a large list is never held parsed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value as Json;
+
+/// apiVersion string of apiextensions.k8s.io/v1 reviews.
+pub const CONVERSION_V1: &str = "apiextensions.k8s.io/v1";
+/// apiVersion string of apiextensions.k8s.io/v1beta1 reviews.
+pub const CONVERSION_V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
+/// kind of a ConversionReview.
+pub const CONVERSION_REVIEW_KIND: &str = "ConversionReview";
+
+/// The apiVersion a ConversionReview arrived in; the answer uses the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversionReviewVersion {
+    /// apiextensions.k8s.io/v1
+    V1,
+    /// apiextensions.k8s.io/v1beta1
+    V1Beta1,
+}
+
+impl ConversionReviewVersion {
+    /// The apiVersion string this version is sent as.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            ConversionReviewVersion::V1 => CONVERSION_V1,
+            ConversionReviewVersion::V1Beta1 => CONVERSION_V1BETA1,
+        }
+    }
+}
+
+/// The fields of `request` that celhook reads, borrowing the body.
+#[derive(Debug, Clone)]
+pub struct ConversionRequest<'a> {
+    /// `request.uid`, echoed in the answer.
+    pub uid: String,
+    /// `request.desiredAPIVersion`, `group/version`.
+    pub desired_api_version: String,
+    /// `request.objects`, each a JSON object, not yet parsed.
+    pub objects: Vec<&'a RawValue>,
+}
+
+impl ConversionRequest<'_> {
+    /// The objects, each parsed when the iterator reaches it.
+    pub fn parsed_objects(&self) -> impl Iterator<Item = Result<Json, String>> + '_ {
+        self.objects.iter().map(|raw| {
+            serde_json::from_str(raw.get()).map_err(|e| format!("cannot parse the object: {e}"))
+        })
+    }
+}
+
+/// Why a body is not a ConversionReview we can answer (each a 400).
+#[derive(Debug, thiserror::Error)]
+pub enum ConversionReviewError {
+    /// The body is empty.
+    #[error("empty request body: expected a ConversionReview")]
+    Empty,
+    /// The body is not JSON.
+    #[error("malformed JSON: {0}")]
+    Syntax(#[source] serde_json::Error),
+    /// The body is JSON, but a field has the wrong type.
+    #[error("invalid ConversionReview: {0}")]
+    Data(#[source] serde_json::Error),
+    /// The top-level value is not a JSON object.
+    #[error("invalid ConversionReview: the body must be a JSON object")]
+    NotAnObject,
+    /// `apiVersion` is missing.
+    #[error("invalid ConversionReview: apiVersion is missing (expected {CONVERSION_V1} or {CONVERSION_V1BETA1})")]
+    MissingApiVersion,
+    /// `apiVersion` is not one we speak.
+    #[error(
+        "unsupported review apiVersion {0:?} (expected {CONVERSION_V1} or {CONVERSION_V1BETA1})"
+    )]
+    UnsupportedApiVersion(String),
+    /// `kind` is missing or not ConversionReview.
+    #[error("invalid ConversionReview: kind must be ConversionReview, got {0:?}")]
+    Kind(Option<String>),
+    /// `request` is missing.
+    #[error("invalid ConversionReview: request is missing")]
+    MissingRequest,
+    /// `request.uid` is missing or empty.
+    #[error("invalid ConversionReview: request.uid is missing or empty")]
+    MissingUid,
+    /// `request.desiredAPIVersion` is missing or empty.
+    #[error("invalid ConversionReview: request.desiredAPIVersion is missing or empty")]
+    MissingDesiredApiVersion,
+    /// `request.objects` is missing.
+    #[error("invalid ConversionReview: request.objects is missing")]
+    MissingObjects,
+    /// An element of `request.objects` is not a JSON object.
+    #[error("invalid ConversionReview: request.objects[{0}] must be a JSON object")]
+    ObjectNotAnObject(usize),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireReview<'a> {
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(borrow)]
+    request: Option<WireRequest<'a>>,
+}
+
+#[derive(Deserialize)]
+struct WireRequest<'a> {
+    uid: Option<String>,
+    #[serde(rename = "desiredAPIVersion")]
+    desired_api_version: Option<String>,
+    #[serde(borrow)]
+    objects: Option<Vec<&'a RawValue>>,
+}
+
+/// Decodes a ConversionReview body, parsing it once.
+pub fn decode_conversion(
+    body: &[u8],
+) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ConversionReviewError> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(ConversionReviewError::Empty),
+        Some(b'{') => {}
+        Some(_) => {
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                Err(err) => Err(json_error(err)),
+                Ok(_) => Err(ConversionReviewError::NotAnObject),
+            };
+        }
+    }
+    let wire: WireReview = serde_json::from_slice(body).map_err(json_error)?;
+    let version = match wire.api_version.as_deref() {
+        None => return Err(ConversionReviewError::MissingApiVersion),
+        Some(CONVERSION_V1) => ConversionReviewVersion::V1,
+        Some(CONVERSION_V1BETA1) => ConversionReviewVersion::V1Beta1,
+        Some(other) => {
+            return Err(ConversionReviewError::UnsupportedApiVersion(
+                other.to_owned(),
+            ))
+        }
+    };
+    if wire.kind.as_deref() != Some(CONVERSION_REVIEW_KIND) {
+        return Err(ConversionReviewError::Kind(wire.kind));
+    }
+    let req = wire.request.ok_or(ConversionReviewError::MissingRequest)?;
+    let uid = req
+        .uid
+        .filter(|u| !u.is_empty())
+        .ok_or(ConversionReviewError::MissingUid)?;
+    let desired_api_version = req
+        .desired_api_version
+        .filter(|d| !d.is_empty())
+        .ok_or(ConversionReviewError::MissingDesiredApiVersion)?;
+    let objects = req.objects.ok_or(ConversionReviewError::MissingObjects)?;
+    // A RawValue starts at its first byte: an object starts with '{'.
+    if let Some(i) = objects.iter().position(|o| !o.get().starts_with('{')) {
+        return Err(ConversionReviewError::ObjectNotAnObject(i));
+    }
+    Ok((
+        version,
+        ConversionRequest {
+            uid,
+            desired_api_version,
+            objects,
+        },
+    ))
+}
+
+fn json_error(err: serde_json::Error) -> ConversionReviewError {
+    match err.classify() {
+        serde_json::error::Category::Data => ConversionReviewError::Data(err),
+        _ => ConversionReviewError::Syntax(err),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireAnswer<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: WireResponse<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireResponse<'a> {
+    uid: &'a str,
+    result: WireResult<'a>,
+    converted_objects: &'a [Json],
+}
+
+#[derive(Serialize)]
+struct WireResult<'a> {
+    status: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    message: &'a str,
+}
+
+/// Encodes the answer: `Success` with the converted objects, or `Failure`
+/// with `message` and no objects.
+pub fn encode_conversion(
+    version: ConversionReviewVersion,
+    uid: &str,
+    outcome: Result<&[Json], &str>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let (status, message, objects) = match outcome {
+        Ok(objects) => ("Success", "", objects),
+        Err(message) => ("Failure", message, &[][..]),
+    };
+    let answer = WireAnswer {
+        api_version: version.api_version(),
+        kind: CONVERSION_REVIEW_KIND,
+        response: WireResponse {
+            uid,
+            result: WireResult { status, message },
+            converted_objects: objects,
+        },
+    };
+    serde_json::to_vec(&answer)
+}
+
+/// Writes a Success answer object by object, so that the converted objects
+/// need not all be held at once: [`new`](Self::new), [`push`](Self::push)
+/// each object in order, then [`finish`](Self::finish).
+///
+/// The answer is kept as chunks of about [`CHUNK_BYTES`] rather than one
+/// buffer: chunks below the allocator's mmap threshold can reuse the memory
+/// freed by the input objects already converted, where one buffer the size
+/// of the whole answer would come on top of it.
+#[derive(Debug)]
+pub struct SuccessWriter {
+    chunks: Vec<Vec<u8>>,
+    current: Vec<u8>,
+    count: usize,
+}
+
+/// Target size of one chunk of a streamed answer.
+pub const CHUNK_BYTES: usize = 32 * 1024;
+
+impl SuccessWriter {
+    /// Starts the answer.
+    pub fn new(version: ConversionReviewVersion, uid: &str) -> Result<Self, serde_json::Error> {
+        let mut out = Vec::with_capacity(CHUNK_BYTES + 4096);
+        out.extend_from_slice(b"{\"apiVersion\":");
+        serde_json::to_writer(&mut out, version.api_version())?;
+        out.extend_from_slice(b",\"kind\":\"ConversionReview\",\"response\":{\"uid\":");
+        serde_json::to_writer(&mut out, uid)?;
+        out.extend_from_slice(b",\"result\":{\"status\":\"Success\"},\"convertedObjects\":[");
+        Ok(Self {
+            chunks: Vec::new(),
+            current: out,
+            count: 0,
+        })
+    }
+
+    /// Appends the next converted object.
+    pub fn push(&mut self, object: &Json) -> Result<(), serde_json::Error> {
+        if self.count > 0 {
+            self.current.push(b',');
+        }
+        serde_json::to_writer(&mut self.current, object)?;
+        self.count += 1;
+        if self.current.len() >= CHUNK_BYTES {
+            let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
+            self.chunks.push(full);
+        }
+        Ok(())
+    }
+
+    /// Objects written so far.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Closes the answer and returns its bytes, in order, as chunks.
+    pub fn finish(mut self) -> Vec<Vec<u8>> {
+        self.current.extend_from_slice(b"]}}");
+        self.chunks.push(self.current);
+        self.chunks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(v: Json) -> Vec<u8> {
+        serde_json::to_vec(&v).expect("serializes")
+    }
+
+    fn review(api_version: &str) -> Json {
+        json!({
+            "apiVersion": api_version,
+            "kind": "ConversionReview",
+            "request": {"uid": "u-1", "desiredAPIVersion": "example.com/v1",
+                        "objects": [{"apiVersion": "example.com/v1beta1", "kind": "CronTab"}]}
+        })
+    }
+
+    #[test]
+    fn decodes_v1_and_v1beta1() {
+        for (api, version) in [
+            (CONVERSION_V1, ConversionReviewVersion::V1),
+            (CONVERSION_V1BETA1, ConversionReviewVersion::V1Beta1),
+        ] {
+            let bytes = body(review(api));
+            let (v, req) = decode_conversion(&bytes).expect("valid");
+            assert_eq!(v, version);
+            assert_eq!(req.uid, "u-1");
+            assert_eq!(req.desired_api_version, "example.com/v1");
+            assert_eq!(req.objects.len(), 1);
+            let parsed: Vec<_> = req.parsed_objects().collect();
+            assert_eq!(
+                parsed,
+                [Ok(
+                    json!({"apiVersion": "example.com/v1beta1", "kind": "CronTab"})
+                )]
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_reviews_name_the_problem() {
+        let mut no_uid = review(CONVERSION_V1);
+        no_uid["request"]["uid"] = json!("");
+        let mut no_desired = review(CONVERSION_V1);
+        no_desired["request"]
+            .as_object_mut()
+            .map(|r| r.remove("desiredAPIVersion"));
+        let mut bad_object = review(CONVERSION_V1);
+        bad_object["request"]["objects"] = json!([{}, 3]);
+        let mut wrong_kind = review(CONVERSION_V1);
+        wrong_kind["kind"] = json!("AdmissionReview");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (b"".to_vec(), "empty request body"),
+            (b"{".to_vec(), "malformed JSON"),
+            (b"[1]".to_vec(), "must be a JSON object"),
+            (
+                body(review("admission.k8s.io/v1")),
+                "unsupported review apiVersion",
+            ),
+            (body(wrong_kind), "kind must be ConversionReview"),
+            (body(no_uid), "request.uid"),
+            (body(no_desired), "request.desiredAPIVersion"),
+            (body(bad_object), "request.objects[1]"),
+            (
+                body(json!({"apiVersion": CONVERSION_V1, "kind": "ConversionReview"})),
+                "request is missing",
+            ),
+        ];
+        for (b, want) in cases {
+            let err = decode_conversion(&b).expect_err("refused");
+            assert!(
+                err.to_string().contains(want),
+                "{err} does not contain {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_success_writer_matches_the_one_shot_encoding() {
+        let objects = vec![json!({"a": 1}), json!({"b": "\"quoted\""})];
+        let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u\"1").expect("starts");
+        for o in &objects {
+            w.push(o).expect("pushes");
+        }
+        assert_eq!(w.count(), 2);
+        let streamed: Json = serde_json::from_slice(&w.finish().concat()).expect("valid JSON");
+        let whole: Json = serde_json::from_slice(
+            &encode_conversion(ConversionReviewVersion::V1, "u\"1", Ok(&objects)).expect("encodes"),
+        )
+        .expect("json");
+        assert_eq!(streamed, whole);
+        let empty = SuccessWriter::new(ConversionReviewVersion::V1Beta1, "u").expect("starts");
+        let empty: Json = serde_json::from_slice(&empty.finish().concat()).expect("valid JSON");
+        assert_eq!(empty["response"]["convertedObjects"], json!([]));
+
+        // Many objects span many chunks, still one valid answer in order.
+        let many: Vec<Json> = (0..2000)
+            .map(|i| json!({"i": i, "pad": "x".repeat(100)}))
+            .collect();
+        let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u").expect("starts");
+        for o in &many {
+            w.push(o).expect("pushes");
+        }
+        let chunks = w.finish();
+        assert!(chunks.len() > 4, "{} chunks", chunks.len());
+        let whole: Json = serde_json::from_slice(&chunks.concat()).expect("valid JSON");
+        assert_eq!(whole["response"]["convertedObjects"], json!(many));
+    }
+
+    #[test]
+    fn encodes_success_and_failure_in_the_request_version() {
+        let objects = vec![json!({"a": 1})];
+        let ok: Json = serde_json::from_slice(
+            &encode_conversion(ConversionReviewVersion::V1Beta1, "u", Ok(&objects))
+                .expect("encodes"),
+        )
+        .expect("json");
+        assert_eq!(
+            ok,
+            json!({"apiVersion": CONVERSION_V1BETA1, "kind": "ConversionReview",
+                   "response": {"uid": "u", "result": {"status": "Success"}, "convertedObjects": [{"a": 1}]}})
+        );
+        let failed: Json = serde_json::from_slice(
+            &encode_conversion(ConversionReviewVersion::V1, "u", Err("boom")).expect("encodes"),
+        )
+        .expect("json");
+        assert_eq!(
+            failed["response"]["result"],
+            json!({"status": "Failure", "message": "boom"})
+        );
+        assert_eq!(failed["response"]["convertedObjects"], json!([]));
+        assert_eq!(failed["apiVersion"], CONVERSION_V1);
+    }
+}

@@ -1,0 +1,184 @@
+//! `POST /convert`: ConversionReview in, ConversionReview out.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use actix_web::body::{BodySize, MessageBody};
+use actix_web::http::header::ContentType;
+use actix_web::web::Bytes;
+use actix_web::{web, HttpResponse};
+use tracing::field::Empty;
+
+use crate::error::WebhookError;
+use crate::metrics::{ConversionFailure, Endpoint, Outcome};
+use crate::server::AppState;
+use crate::{conversion, review};
+
+/// Decodes the review, converts every object (all or nothing, checked by
+/// the metadata guard) and answers Success or Failure in the review's
+/// apiVersion.
+#[tracing::instrument(
+    name = "conversion",
+    skip_all,
+    fields(uid = Empty, desired = Empty, objects = Empty, result = Empty)
+)]
+pub async fn convert(
+    state: web::Data<AppState>,
+    body: Result<web::Bytes, actix_web::Error>,
+) -> Result<HttpResponse, WebhookError> {
+    let limit = state.max_convert_request_bytes;
+    let body = body.map_err(|err| WebhookError::from_body_error(&err, limit))?;
+    let (version, req) = review::decode_conversion(&body)?;
+
+    let span = tracing::Span::current();
+    span.record("uid", req.uid.as_str());
+    span.record("desired", req.desired_api_version.as_str());
+    span.record("objects", req.objects.len());
+
+    let catalog = state.catalog.load();
+    let uid = req.uid.as_str();
+    let internal = |err: serde_json::Error| {
+        WebhookError::Internal(anyhow::Error::new(err).context("encoding the answer"))
+    };
+    // Each object is parsed from the body only when converted, and
+    // serialized into the answer and freed right after: peak memory stays
+    // near the body plus the answer's bytes, never the whole list parsed.
+    let mut writer = review::SuccessWriter::new(version, uid).map_err(internal)?;
+    let mut encode_error = None;
+    // Objects per (kind, source version), for the conversion metrics.
+    let mut sources: Vec<((String, String), u64)> = Vec::new();
+    let objects = req.parsed_objects().inspect(|o| {
+        if let Ok(o) = o {
+            let kind = o.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
+            let from = o
+                .get("apiVersion")
+                .and_then(|v| v.as_str())
+                .map_or("", |v| v.rsplit('/').next().unwrap_or(v));
+            match sources
+                .iter_mut()
+                .find(|((k, f), _)| k == kind && f == from)
+            {
+                Some((_, n)) => *n += 1,
+                None => sources.push(((kind.to_owned(), from.to_owned()), 1)),
+            }
+        }
+    });
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        conversion::convert_each(&catalog, &req.desired_api_version, objects, |object| {
+            // Serializing a JSON value into memory does not fail in
+            // practice; should it, the request ends as a 500 below.
+            if let Err(err) = writer.push(&object) {
+                encode_error.get_or_insert(err);
+            }
+            Ok(())
+        })
+    }))
+    .map_err(|_| WebhookError::Internal(anyhow::anyhow!("conversion panicked")))?;
+    if let Some(err) = encode_error {
+        return Err(internal(err));
+    }
+
+    let (group, to) = req
+        .desired_api_version
+        .rsplit_once('/')
+        .unwrap_or(("", req.desired_api_version.as_str()));
+    // Label values are bounded: CRDs the config loads, else `unknown`.
+    let crd_of = |kind: &str| catalog.crd_of(group, kind).unwrap_or("unknown");
+    let review_version = match version {
+        review::ConversionReviewVersion::V1 => "v1",
+        review::ConversionReviewVersion::V1Beta1 => "v1beta1",
+    };
+    let kind_label = sources.first().map_or("unknown", |((k, _), _)| {
+        if catalog.crd_of(group, k).is_some() {
+            k.as_str()
+        } else {
+            "unknown"
+        }
+    });
+    match outcome {
+        Ok(()) => {
+            for ((kind, from), n) in &sources {
+                let known = catalog.crd_of(group, kind).is_some();
+                let (from, to) = if known {
+                    (from.as_str(), to)
+                } else {
+                    ("unknown", "unknown")
+                };
+                state.metrics.observe_conversion(crd_of(kind), from, to, *n);
+            }
+            state.metrics.observe_review(
+                Endpoint::Convert,
+                review_version,
+                kind_label,
+                "",
+                Outcome::Allowed,
+            );
+            span.record("result", "Success");
+            tracing::debug!("converted");
+            Ok(HttpResponse::Ok()
+                .content_type(ContentType::json())
+                .body(Chunks::new(writer.finish())))
+        }
+        Err(err) => {
+            drop(writer);
+            // The API server's own names for what went wrong.
+            let failure = match &err {
+                conversion::ConversionError::Guard(conversion::GuardError::Count { .. }) => {
+                    ConversionFailure::PartialResponse
+                }
+                conversion::ConversionError::Guard(_) => ConversionFailure::InvalidConvertedObject,
+                _ => ConversionFailure::Call,
+            };
+            let crd = sources.first().map_or("unknown", |((k, _), _)| crd_of(k));
+            state.metrics.observe_conversion_failure(crd, failure);
+            state.metrics.observe_review(
+                Endpoint::Convert,
+                review_version,
+                kind_label,
+                "",
+                Outcome::Denied,
+            );
+            span.record("result", "Failure");
+            let message = err.to_string();
+            tracing::info!(message = %message, "conversion failed");
+            let out = review::encode_conversion(version, uid, Err(&message)).map_err(internal)?;
+            Ok(HttpResponse::Ok()
+                .content_type(ContentType::json())
+                .body(out))
+        }
+    }
+}
+
+/// A response body of ready chunks with a known total length (sent with a
+/// Content-Length): the answer stays in the pieces it was written in.
+struct Chunks {
+    chunks: VecDeque<Bytes>,
+    size: u64,
+}
+
+impl Chunks {
+    fn new(chunks: Vec<Vec<u8>>) -> Self {
+        let size = chunks.iter().map(|c| c.len() as u64).sum();
+        Chunks {
+            chunks: chunks.into_iter().map(Bytes::from).collect(),
+            size,
+        }
+    }
+}
+
+impl MessageBody for Chunks {
+    type Error = std::convert::Infallible;
+
+    fn size(&self) -> BodySize {
+        BodySize::Sized(self.size)
+    }
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        Poll::Ready(self.get_mut().chunks.pop_front().map(Ok))
+    }
+}
