@@ -476,13 +476,14 @@ impl<'a> Map<'a> {
     }
 }
 
-/// Map keys match across int and uint (`1` and `1u`), but a double key
-/// only matches a double, as cel-go looks keys up.
-fn key_equals(a: &Value<'_>, b: &Value<'_>) -> bool {
-    match (a, b) {
+/// Whether the stored key `stored` answers a lookup of `key`: keys match
+/// numerically across int, uint and an integral double looked up, but a
+/// double stored as a key only matches a double, as cel-go looks keys up.
+fn key_equals(stored: &Value<'_>, key: &Value<'_>) -> bool {
+    match (stored, key) {
         (Value::Double(x), Value::Double(y)) => x == y,
-        (Value::Double(_), _) | (_, Value::Double(_)) => false,
-        _ => equals(a, b).unwrap_or(false),
+        (Value::Double(_), _) => false,
+        _ => equals(stored, key).unwrap_or(false),
     }
 }
 
