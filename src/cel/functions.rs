@@ -726,8 +726,8 @@ fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOf
         let offset = local.offset().fix();
         return Ok(t.with_timezone(&offset));
     }
-    // "Local" is the server's zone: UTC in a container.
-    if tz == "Local" {
+    // "Local" is the server's zone (UTC in a container); "" is UTC to Go.
+    if tz == "Local" || tz.is_empty() {
         return Ok(t.with_timezone(&chrono::Utc).fixed_offset());
     }
     // A `[+-]HH:MM` offset; its numbers are read as Go's Atoi reads them.
