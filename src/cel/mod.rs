@@ -15,6 +15,8 @@ mod value;
 
 pub use error::{CompileError, ErrorKind, EvalError};
 pub use estimate::{factor_text, max_cardinality};
+/// Go's `%q`: the API server quotes values in its messages this way.
+pub(crate) use library::go_quote;
 pub use value::{to_json, List, Map, Str, TypeName, Value};
 
 use crate::schema::Schema;

@@ -4,6 +4,8 @@
 
 use kube_core::response::{Status, StatusDetails, StatusSummary};
 
+use crate::cel::go_quote;
+
 /// The kind of a field error, with the API server's cause type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
@@ -78,25 +80,6 @@ impl std::fmt::Display for FieldError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.field_text(), self.body())
     }
-}
-
-/// Go's `%q` for the strings we print: quotes with backslash escapes.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Joins errors as the API server's aggregate does: one error as it is,
