@@ -183,9 +183,22 @@ impl Schema {
             Some(JSONSchemaPropsOrBool::Bool(false)) | None => None,
         };
         if additional_properties.is_some() && !properties.is_empty() {
-            return Err(err(
-                "additionalProperties and properties are mutual exclusive".into(),
-            ));
+            return Err(SchemaError {
+                path: format!("{path}.additionalProperties"),
+                reason: "Forbidden: additionalProperties and properties are mutual exclusive"
+                    .into(),
+            });
+        }
+        match p.x_kubernetes_map_type.as_deref() {
+            None | Some("atomic") | Some("granular") => {}
+            Some(other) => {
+                return Err(SchemaError {
+                    path: format!("{path}.x-kubernetes-map-type"),
+                    reason: format!(
+                        "Unsupported value: {other:?}: supported values: \"atomic\", \"granular\""
+                    ),
+                })
+            }
         }
         let items = match &p.items {
             Some(JSONSchemaPropsOrArray::Schema(s)) => {
