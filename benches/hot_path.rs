@@ -211,8 +211,8 @@ fn per_rule(c: &mut Criterion) {
                 .expect("the CRD is loaded")
                 .validator;
             // Transition rules run only with an old object.
-            let old = (["appname-immutable", "ports-not-removed"].contains(&id.as_str()))
-                .then_some(old);
+            let old =
+                (["appname-immutable", "ports-not-removed"].contains(&id.as_str())).then_some(old);
             let outcome = validator.validate(object, old);
             assert!(
                 outcome.errors.is_empty() && outcome.warnings.is_empty(),
@@ -281,9 +281,11 @@ fn size(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("hot_path", kib), &body, |b, body| {
             b.iter(|| hot_path(&core, black_box(body)))
         });
-        g.bench_with_input(BenchmarkId::new("serde_json_parse", kib), &body, |b, body| {
-            b.iter(|| serde_json::from_slice::<Value>(black_box(body)).expect("JSON"))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("serde_json_parse", kib),
+            &body,
+            |b, body| b.iter(|| serde_json::from_slice::<Value>(black_box(body)).expect("JSON")),
+        );
     }
     g.finish();
 }

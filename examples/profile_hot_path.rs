@@ -40,7 +40,8 @@ fn main() -> Result<(), String> {
     let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
     let mut allowed = 0u64;
     for _ in 0..n {
-        let (version, req) = decode_admission(std::hint::black_box(&body)).map_err(|e| e.to_string())?;
+        let (version, req) =
+            decode_admission(std::hint::black_box(&body)).map_err(|e| e.to_string())?;
         let res = validation::review(&loaded.catalog, &req);
         allowed += u64::from(res.allowed);
         let out = encode_admission(version, &res).map_err(|e| e.to_string())?;

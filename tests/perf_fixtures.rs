@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 mod common;
 
 fn catalog(dir: &str) -> Catalog {
-    let loaded = config::load(&ConfigSource::Dir(common::fixture_path(&format!("perf/{dir}"))));
+    let loaded = config::load(&ConfigSource::Dir(common::fixture_path(&format!(
+        "perf/{dir}"
+    ))));
     assert!(!loaded.report.has_errors(), "{dir}: {:?}", loaded.report);
     loaded.catalog
 }
@@ -51,10 +53,16 @@ fn the_crds_carry_the_stated_rules() {
     assert_eq!(core.len(), 19, "{core:?}");
     assert!(core.contains(&"ports-unique-names".to_owned()));
     assert!(core.contains(&"ports-not-removed".to_owned()));
-    assert!(!core.iter().any(|r| r.starts_with("labels-")), "root labels are invisible to CRD rules");
+    assert!(
+        !core.iter().any(|r| r.starts_with("labels-")),
+        "root labels are invisible to CRD rules"
+    );
     assert!(rule_ids(&catalog("norules")).is_empty());
     let lib = rule_ids(&catalog("k8slib"));
-    assert_eq!(lib.len() - core.len(), lib.iter().filter(|r| r.starts_with("k8s-")).count());
+    assert_eq!(
+        lib.len() - core.len(),
+        lib.iter().filter(|r| r.starts_with("k8s-")).count()
+    );
     assert!(lib.contains(&"k8s-is-sorted".to_owned()), "{lib:?}");
 }
 
@@ -74,13 +82,22 @@ fn the_rules_run_a_broken_object_is_denied_by_its_rule() {
     let cat = catalog("core");
     let a = answer(&cat, &common::fixture("perf/review-create-invalid.json"));
     assert_eq!(a["allowed"], false);
-    assert!(a["message"].as_str().is_some_and(|m| m.ends_with("replicas-in-range")), "{a}");
+    assert!(
+        a["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("replicas-in-range")),
+        "{a}"
+    );
 
     let cases: [(&str, Value, &str); 4] = [
         ("/spec/image", json!("docker.io/checkout:1"), "image-prefix"),
         ("/spec/logLevel", json!("trace"), "log-level-enum"),
         ("/spec/ports/3/name", json!("http"), "ports-unique-names"),
-        ("/spec/serviceAccountName", json!("default"), "sa-name-concat"),
+        (
+            "/spec/serviceAccountName",
+            json!("default"),
+            "sa-name-concat",
+        ),
     ];
     for (pointer, value, rule) in cases {
         let mut review = common::fixture("perf/review-create.json");
@@ -89,7 +106,10 @@ fn the_rules_run_a_broken_object_is_denied_by_its_rule() {
             .expect("the field exists") = value;
         let a = answer(&cat, &review);
         assert_eq!(a["allowed"], false, "{rule}: {a}");
-        assert!(a["message"].as_str().is_some_and(|m| m.contains(rule)), "{rule}: {a}");
+        assert!(
+            a["message"].as_str().is_some_and(|m| m.contains(rule)),
+            "{rule}: {a}"
+        );
     }
 
     // A transition rule: renaming the app on UPDATE.
@@ -97,5 +117,10 @@ fn the_rules_run_a_broken_object_is_denied_by_its_rule() {
     review["request"]["object"]["spec"]["appName"] = json!("checkout2");
     review["request"]["object"]["spec"]["serviceAccountName"] = json!("checkout2-sa");
     let a = answer(&cat, &review);
-    assert!(a["message"].as_str().is_some_and(|m| m.contains("appname-immutable")), "{a}");
+    assert!(
+        a["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("appname-immutable")),
+        "{a}"
+    );
 }

@@ -204,7 +204,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "us" | "µs" => value / 1e6,
         "m" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use h, m, s, ms or us)")),
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use h, m, s, ms or us)"
+            ))
+        }
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -270,7 +274,16 @@ mod tests {
         assert_eq!((c.objects.len(), c.batch), (2, 10_000));
 
         for bad in [
-            vec!["celhook-loadtest", "conversion", "--to", "g/v2", "--object", "a", "--batch", "10001"],
+            vec![
+                "celhook-loadtest",
+                "conversion",
+                "--to",
+                "g/v2",
+                "--object",
+                "a",
+                "--batch",
+                "10001",
+            ],
             vec!["celhook-loadtest", "-n", "5", "-d", "1s", "admission"],
             vec!["celhook-loadtest", "--client-cert", "c.pem", "admission"],
         ] {

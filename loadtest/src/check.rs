@@ -84,11 +84,7 @@ pub fn check(body: &[u8], uid: &str, expectation: &Expectation) -> Verdict {
     }
 }
 
-fn envelope<R>(
-    review: &Review<R>,
-    api_version: &str,
-    kind: &str,
-) -> Result<(), Verdict> {
+fn envelope<R>(review: &Review<R>, api_version: &str, kind: &str) -> Result<(), Verdict> {
     if review.api_version.as_deref() != Some(api_version) || review.kind.as_deref() != Some(kind) {
         return Err(fail(
             "wrong_review_type",
@@ -130,7 +126,9 @@ fn admission(body: &[u8], uid: &str, api_version: &str, expect: Expect) -> Verdi
                 // only on this error path.
                 serde_json::from_slice::<serde_json::Value>(body)
                     .ok()
-                    .and_then(|v| v["response"]["status"]["message"].as_str().map(str::to_owned))
+                    .and_then(|v| v["response"]["status"]["message"]
+                        .as_str()
+                        .map(str::to_owned))
                     .unwrap_or_default()
             ),
         ),
@@ -189,7 +187,10 @@ fn conversion(
         if out.api_version.as_deref() != Some(desired) {
             return fail(
                 "conversion_api_version",
-                format!("object {i}: apiVersion {:?}, wanted {desired}", out.api_version),
+                format!(
+                    "object {i}: apiVersion {:?}, wanted {desired}",
+                    out.api_version
+                ),
             );
         }
         if out.kind.as_deref() != Some(sent.kind.as_str()) {
@@ -230,9 +231,11 @@ mod tests {
     }
 
     fn answer(uid: &str, allowed: bool) -> Vec<u8> {
-        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        serde_json::to_vec(
+            &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": uid, "allowed": allowed,
-                "status": {"message": "spec: Invalid value: \"object\": replicas-in-range"}}}))
+                "status": {"message": "spec: Invalid value: \"object\": replicas-in-range"}}}),
+        )
         .expect("json")
     }
 
@@ -246,7 +249,12 @@ mod tests {
     #[test]
     fn admission_answers_are_checked_for_uid_and_verdict() {
         let ok = check(&answer("u1", true), "u1", &adm(Expect::Allowed));
-        assert_eq!(ok, Verdict::Ok { allowed: Some(true) });
+        assert_eq!(
+            ok,
+            Verdict::Ok {
+                allowed: Some(true)
+            }
+        );
         assert_eq!(
             kind_of(check(&answer("u2", true), "u1", &adm(Expect::Allowed))),
             "uid_mismatch"
@@ -290,9 +298,11 @@ mod tests {
     }
 
     fn conv_answer(objects: serde_json::Value, status: &str) -> Vec<u8> {
-        serde_json::to_vec(&json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        serde_json::to_vec(
+            &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": "c1", "result": {"status": status, "message": "boom"},
-                "convertedObjects": objects}}))
+                "convertedObjects": objects}}),
+        )
         .expect("json")
     }
 
@@ -312,9 +322,18 @@ mod tests {
         let good = conv_answer(json!([obj("g/v2", 0), obj("g/v2", 1)]), "Success");
         assert_eq!(check(&good, "c1", &expect), Verdict::Ok { allowed: None });
         let cases = [
-            (conv_answer(json!([obj("g/v2", 0)]), "Success"), "conversion_count"),
-            (conv_answer(json!([obj("g/v2", 1), obj("g/v2", 0)]), "Success"), "conversion_metadata"),
-            (conv_answer(json!([obj("g/v1", 0), obj("g/v2", 1)]), "Success"), "conversion_api_version"),
+            (
+                conv_answer(json!([obj("g/v2", 0)]), "Success"),
+                "conversion_count",
+            ),
+            (
+                conv_answer(json!([obj("g/v2", 1), obj("g/v2", 0)]), "Success"),
+                "conversion_metadata",
+            ),
+            (
+                conv_answer(json!([obj("g/v1", 0), obj("g/v2", 1)]), "Success"),
+                "conversion_api_version",
+            ),
             (conv_answer(json!([]), "Failure"), "conversion_failed"),
         ];
         for (body, kind) in cases {

@@ -216,9 +216,16 @@ impl Report {
     pub fn text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "target:      {}", self.url);
-        let _ = writeln!(out, "workload:    {} ({} bytes per request)", self.workload, self.body_bytes);
+        let _ = writeln!(
+            out,
+            "workload:    {} ({} bytes per request)",
+            self.workload, self.body_bytes
+        );
         let mode = match self.target_rate {
-            Some(rate) => format!("open loop at {rate:.1} requests/s, at most {} in flight", self.concurrency),
+            Some(rate) => format!(
+                "open loop at {rate:.1} requests/s, at most {} in flight",
+                self.concurrency
+            ),
             None => format!("closed loop, {} workers", self.concurrency),
         };
         let _ = writeln!(
@@ -236,7 +243,10 @@ impl Report {
             "throughput:  {:.1} requests/s ({:.1} objects/s)",
             self.throughput_rps, self.objects_per_s
         );
-        for (label, p) in [("latency ms: ", &self.latency), ("service ms: ", &self.service_time)] {
+        for (label, p) in [
+            ("latency ms: ", &self.latency),
+            ("service ms: ", &self.service_time),
+        ] {
             if let Some(p) = p {
                 let _ = writeln!(
                     out,
@@ -250,7 +260,11 @@ impl Report {
             }
         }
         for (kind, n) in &self.errors {
-            let example = self.error_examples.get(kind).map(String::as_str).unwrap_or("");
+            let example = self
+                .error_examples
+                .get(kind)
+                .map(String::as_str)
+                .unwrap_or("");
             let _ = writeln!(out, "error:       {kind} x{n}, e.g. {example}");
         }
         out
@@ -294,7 +308,10 @@ mod tests {
         assert!((lat.p99_ms - 99.0).abs() < 0.1, "{lat:?}");
         assert!((lat.max_ms - 100.0).abs() < 0.1, "{lat:?}");
         assert_eq!(r.errors.get("timeout"), Some(&2));
-        assert_eq!(r.error_examples.get("timeout").map(String::as_str), Some("first"));
+        assert_eq!(
+            r.error_examples.get("timeout").map(String::as_str),
+            Some("first")
+        );
         let text = r.text();
         assert!(text.contains("open loop at 50.0 requests/s"), "{text}");
         assert!(text.contains("timeout x2, e.g. first"), "{text}");

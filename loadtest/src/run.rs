@@ -121,20 +121,25 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn http_kind(status: reqwest::StatusCode) -> &'static str {
-    match status.as_u16() {
-        400 => "http_400",
-        401 => "http_401",
-        403 => "http_403",
-        404 => "http_404",
-        413 => "http_413",
-        429 => "http_429",
-        500 => "http_500",
-        502 => "http_502",
-        503 => "http_503",
-        504 => "http_504",
-        400..=499 => "http_4xx",
-        500..=599 => "http_5xx",
-        _ => "http_other",
+    // The statuses a webhook answers most; the rest by class.
+    const NAMED: [(u16, &str); 10] = [
+        (400, "http_400"),
+        (401, "http_401"),
+        (403, "http_403"),
+        (404, "http_404"),
+        (413, "http_413"),
+        (429, "http_429"),
+        (500, "http_500"),
+        (502, "http_502"),
+        (503, "http_503"),
+        (504, "http_504"),
+    ];
+    let code = status.as_u16();
+    match NAMED.iter().find(|(c, _)| *c == code) {
+        Some((_, kind)) => kind,
+        None if status.is_client_error() => "http_4xx",
+        None if status.is_server_error() => "http_5xx",
+        None => "http_other",
     }
 }
 
@@ -142,10 +147,7 @@ impl Shared {
     /// Sends one request on connection `conn` and records it. `intended`
     /// is when it should have left (open loop) or did leave (closed loop).
     async fn exchange(&self, conn: usize, intended: Instant, tally: &mut Tally) {
-        let uid = format!(
-            "loadtest-{}",
-            self.next_uid.fetch_add(1, Ordering::Relaxed)
-        );
+        let uid = format!("loadtest-{}", self.next_uid.fetch_add(1, Ordering::Relaxed));
         let body = self.workload.template.body(&uid);
         let client = &self.clients[conn % self.clients.len()];
         let sent = Instant::now();
@@ -174,7 +176,10 @@ impl Shared {
                         if status != reqwest::StatusCode::OK {
                             tally.fail(http_kind(status), || {
                                 let text = String::from_utf8_lossy(&bytes);
-                                format!("HTTP {status}: {}", text.chars().take(300).collect::<String>())
+                                format!(
+                                    "HTTP {status}: {}",
+                                    text.chars().take(300).collect::<String>()
+                                )
                             });
                         } else {
                             match check(&bytes, &uid, &self.workload.expectation) {
@@ -258,7 +263,11 @@ async fn open_loop(
         // Sleeping to the due time; when behind (timer granularity, a busy
         // CPU) the next requests leave at once and keep their due times.
         tokio::time::sleep_until(due.into()).await;
-        let slot = slots.clone().acquire_owned().await.context("semaphore closed")?;
+        let slot = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .context("semaphore closed")?;
         let shared = shared.clone();
         let tally = tally.clone();
         let conn = usize::try_from(i).unwrap_or(0);
@@ -277,15 +286,25 @@ async fn open_loop(
         .acquire_many(u32::from(max_in_flight))
         .await
         .context("semaphore closed")?;
-    let t = tally.lock().map_err(|_| anyhow::anyhow!("a request task panicked"))?;
+    let t = tally
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a request task panicked"))?;
     Ok(t.clone())
 }
 
 /// Prints a progress line on stderr until `stop` is set.
-fn spawn_progress(shared: Arc<Shared>, stop: Arc<AtomicBool>, label: &'static str) -> tokio::task::JoinHandle<()> {
+fn spawn_progress(
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    label: &'static str,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let tty = std::io::stderr().is_terminal();
-        let every = if tty { Duration::from_secs(1) } else { Duration::from_secs(5) };
+        let every = if tty {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        };
         let started = Instant::now();
         let mut last = (Instant::now(), shared.progress.done.load(Ordering::Relaxed));
         while !stop.load(Ordering::Relaxed) {

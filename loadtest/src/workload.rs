@@ -234,7 +234,11 @@ pub fn review_for(object: Value, old: Option<Value>, crd: Option<&Value>) -> any
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": plural});
     let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-    let options = if old.is_some() { "UpdateOptions" } else { "CreateOptions" };
+    let options = if old.is_some() {
+        "UpdateOptions"
+    } else {
+        "CreateOptions"
+    };
     Ok(json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",

@@ -72,13 +72,26 @@ async fn closed_loop_over_http2_checks_every_answer() {
     );
     let report = run(&a).await.expect("the run completes");
     assert_eq!(report.mode, "closed");
-    assert_eq!((report.requests, report.ok, report.failed), (300, 300, 0), "{report:?}");
+    assert_eq!(
+        (report.requests, report.ok, report.failed),
+        (300, 300, 0),
+        "{report:?}"
+    );
     assert_eq!(report.allowed, 300);
-    assert_eq!(report.http2_answers, 300, "ALPN picks h2 as for the API server");
+    assert_eq!(
+        report.http2_answers, 300,
+        "ALPN picks h2 as for the API server"
+    );
     assert!(report.throughput_rps > 0.0);
     let lat = report.latency.as_ref().expect("latencies");
-    assert!(lat.p50_ms <= lat.p99_ms && lat.p99_ms <= lat.max_ms, "{lat:?}");
-    assert!(report.body_bytes > 4000, "the 3.9 KiB object is in the body");
+    assert!(
+        lat.p50_ms <= lat.p99_ms && lat.p99_ms <= lat.max_ms,
+        "{lat:?}"
+    );
+    assert!(
+        report.body_bytes > 4000,
+        "the 3.9 KiB object is in the body"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,7 +102,15 @@ async fn open_loop_keeps_the_rate_and_runs_updates_over_http1() {
         &server,
         &dir,
         &[
-            "--rate", "200", "-d", "1s", "--http", "1.1", "admission", "--review", &review,
+            "--rate",
+            "200",
+            "-d",
+            "1s",
+            "--http",
+            "1.1",
+            "admission",
+            "--review",
+            &review,
         ],
     );
     let report = run(&a).await.expect("the run completes");
@@ -112,17 +133,33 @@ async fn open_loop_keeps_the_rate_and_runs_updates_over_http1() {
 async fn unexpected_verdicts_are_errors_with_the_rule_named() {
     let (server, dir) = celhook_server().await;
     let invalid = path("review-create-invalid.json");
-    let a = args(&server, &dir, &["-n", "20", "admission", "--review", &invalid]);
+    let a = args(
+        &server,
+        &dir,
+        &["-n", "20", "admission", "--review", &invalid],
+    );
     let report = run(&a).await.expect("the run completes");
     assert_eq!(report.failed, 20);
-    assert_eq!(report.errors.get("unexpected_denial"), Some(&20), "{report:?}");
+    assert_eq!(
+        report.errors.get("unexpected_denial"),
+        Some(&20),
+        "{report:?}"
+    );
     let example = &report.error_examples["unexpected_denial"];
     assert!(example.contains("replicas-in-range"), "{example}");
 
     let a = args(
         &server,
         &dir,
-        &["-n", "20", "admission", "--review", &invalid, "--expect", "denied"],
+        &[
+            "-n",
+            "20",
+            "admission",
+            "--review",
+            &invalid,
+            "--expect",
+            "denied",
+        ],
     );
     let report = run(&a).await.expect("the run completes");
     assert_eq!((report.ok, report.denied, report.failed), (20, 20, 0));
@@ -145,12 +182,29 @@ async fn a_review_is_built_from_a_crd_and_object_files() {
         &server,
         &dir,
         &[
-            "-n", "50", "admission", "--crd", &crd, "--object", &object, "--old-object", &old,
+            "-n",
+            "50",
+            "admission",
+            "--crd",
+            &crd,
+            "--object",
+            &object,
+            "--old-object",
+            &old,
         ],
     );
     let report = run(&a).await.expect("the run completes");
-    assert_eq!((report.ok, report.failed), (50, 0), "{:?}", report.error_examples);
-    assert!(report.workload.contains("UPDATE AppDeployment"), "{}", report.workload);
+    assert_eq!(
+        (report.ok, report.failed),
+        (50, 0),
+        "{:?}",
+        report.error_examples
+    );
+    assert!(
+        report.workload.contains("UPDATE AppDeployment"),
+        "{}",
+        report.workload
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,7 +221,15 @@ async fn http_errors_are_counted_by_status() {
     let a = args(
         &server,
         &dir,
-        &["-n", "10", "conversion", "--object", &object, "--to", "platform.example.com/v1"],
+        &[
+            "-n",
+            "10",
+            "conversion",
+            "--object",
+            &object,
+            "--to",
+            "platform.example.com/v1",
+        ],
     );
     let report = run(&a).await.expect("the run completes");
     assert_eq!(report.errors.get("http_400"), Some(&10), "{report:?}");
@@ -211,20 +273,35 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
         let (url, ca, exe) = (url.clone(), ca.clone(), exe.to_owned());
         tokio::task::spawn_blocking(move || {
             Command::new(exe)
-                .args(["--url", &url, "--ca-file", &ca, "-n", "30", "--warmup", "0s"])
+                .args([
+                    "--url",
+                    &url,
+                    "--ca-file",
+                    &ca,
+                    "-n",
+                    "30",
+                    "--warmup",
+                    "0s",
+                ])
                 .args(["--format", "json", "admission", "--review", &review])
                 .output()
                 .expect("the binary runs")
         })
     };
     let out = run_bin(path("review-create.json")).await.expect("joins");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["ok"], 30);
     assert_eq!(report["mode"], "closed");
     assert!(report["latency"]["p99_ms"].as_f64().is_some(), "{report}");
 
-    let out = run_bin(path("review-create-invalid.json")).await.expect("joins");
+    let out = run_bin(path("review-create-invalid.json"))
+        .await
+        .expect("joins");
     assert_eq!(out.status.code(), Some(1), "failures exit 1");
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["errors"]["unexpected_denial"], 30);
@@ -237,7 +314,10 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
 async fn convert(query: web::Query<Vec<(String, String)>>, body: web::Json<Value>) -> HttpResponse {
     let review = body.into_inner();
     let desired = review["request"]["desiredAPIVersion"].clone();
-    let mut objects = review["request"]["objects"].as_array().cloned().unwrap_or_default();
+    let mut objects = review["request"]["objects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for o in &mut objects {
         o["apiVersion"] = desired.clone();
     }
@@ -279,7 +359,11 @@ fn pki() -> Pki {
         .expect("client cert");
     std::fs::write(dir.path().join("ca.pem"), ca.pem()).expect("write");
     std::fs::write(dir.path().join("client.pem"), client_cert.pem()).expect("write");
-    std::fs::write(dir.path().join("client-key.pem"), client_key.serialize_pem()).expect("write");
+    std::fs::write(
+        dir.path().join("client-key.pem"),
+        client_key.serialize_pem(),
+    )
+    .expect("write");
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der().clone()).expect("root");
@@ -317,7 +401,12 @@ fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> 
         argv.push("--object".into());
         argv.push(o.display().to_string());
     }
-    argv.extend(["--to".into(), "g.example.com/v3".into(), "--batch".into(), "1000".into()]);
+    argv.extend([
+        "--to".into(),
+        "g.example.com/v3".into(),
+        "--batch".into(),
+        "1000".into(),
+    ]);
     Args::try_parse_from(argv).expect("arguments parse")
 }
 
@@ -352,18 +441,40 @@ async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
         .collect();
 
     let url = format!("https://127.0.0.1:{}/convert", addr.port());
-    let report: Report = run(&conversion_args(&pki, &url, &objects, &["-n", "5", "-c", "2"]))
-        .await
-        .expect("the run completes");
-    assert_eq!((report.ok, report.failed), (5, 0), "{:?}", report.error_examples);
-    assert!(report.workload.contains("g.example.com/v1, g.example.com/v2"), "{}", report.workload);
-    assert!((report.objects_per_s - report.throughput_rps * 1000.0).abs() < 1e-6 * report.objects_per_s);
+    let report: Report = run(&conversion_args(
+        &pki,
+        &url,
+        &objects,
+        &["-n", "5", "-c", "2"],
+    ))
+    .await
+    .expect("the run completes");
+    assert_eq!(
+        (report.ok, report.failed),
+        (5, 0),
+        "{:?}",
+        report.error_examples
+    );
+    assert!(
+        report
+            .workload
+            .contains("g.example.com/v1, g.example.com/v2"),
+        "{}",
+        report.workload
+    );
+    assert!(
+        (report.objects_per_s - report.throughput_rps * 1000.0).abs() < 1e-6 * report.objects_per_s
+    );
 
     let broken = format!("{url}?break=order");
     let report = run(&conversion_args(&pki, &broken, &objects, &["-n", "3"]))
         .await
         .expect("the run completes");
-    assert_eq!(report.errors.get("conversion_metadata"), Some(&3), "{report:?}");
+    assert_eq!(
+        report.errors.get("conversion_metadata"),
+        Some(&3),
+        "{report:?}"
+    );
 
     // Without a client certificate the handshake is refused: a fast failure.
     let a = Args::try_parse_from([
@@ -382,6 +493,9 @@ async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
         "g.example.com/v3",
     ])
     .expect("parses");
-    assert!(run(&a).await.is_err(), "no client certificate, no conversion");
+    assert!(
+        run(&a).await.is_err(),
+        "no client certificate, no conversion"
+    );
     handle.stop(false).await;
 }
