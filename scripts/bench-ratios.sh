@@ -193,5 +193,6 @@ for n in [4, 16, 64]:
     print(f"| {n} | {us(h)} | {'n/a' if h is None else f'{h/n/1000:.2f} us'} |")
 print("\n| CRDs loaded | lookup | hot path |\n|---|---|---|")
 for n in [1, 100, 1000]:
-    print(f"| {n} | {est('catalog', f'lookup/{n}') or 0:.1f} ns | {us(est('catalog', f'hot_path/{n}'))} |")
+    lookup = est("catalog", f"lookup/{n}")
+    print(f"| {n} | {'n/a' if lookup is None else f'{lookup:.1f} ns'} | {us(est('catalog', f'hot_path/{n}'))} |")
 EOF
