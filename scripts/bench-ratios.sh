@@ -12,7 +12,7 @@
 # Env: PEER_BENCH (source of the peer harness, default ../shared/peer-bench),
 # BENCH_WORK (writable work dir, default $TMPDIR/celhook-bench), ENGINES (peer
 # engines, default "json-floor js-marcbachmann-cel-js"), REPS (peer repetitions, 3),
-# DURATION (each server run, 5s), PAIRS (rules/no-rules alternations, 3),
+# DURATION (each server run, 5s), PAIRS (rules/no-rules alternations, 3), TAIL_DURATION (10s),
 # CONNECTIONS (4), CONCURRENCY (32), CARGO_TARGET_DIR.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +23,7 @@ ENGINES=${ENGINES:-"json-floor js-marcbachmann-cel-js"}
 REPS=${REPS:-3}
 DURATION=${DURATION:-5s}
 PAIRS=${PAIRS:-3}
+TAIL_DURATION=${TAIL_DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-4}
 CONCURRENCY=${CONCURRENCY:-32}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -76,7 +77,7 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/rules-*.json)
   half=$(python3 -c "print(round($max/2, 1))")
   load "tail start (open loop at $half/s)"
-  lt --url https://127.0.0.1:18443/validate --rate "$half" -d 10s admission --review "$body" > "$WORK/server/tail.json"
+  lt --url https://127.0.0.1:18443/validate --rate "$half" -d "$TAIL_DURATION" admission --review "$body" > "$WORK/server/tail.json"
   load "tail end"
   cleanup
   trap - EXIT

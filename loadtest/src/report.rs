@@ -8,6 +8,17 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+/// What one request produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// (response time, service time), when an answer arrived.
+    pub times: Option<(Duration, Duration)>,
+    /// Whether the answer came over HTTP/2 (None: no answer).
+    pub http2: Option<bool>,
+    /// The admission verdict (None for conversion), or the error kind and detail.
+    pub result: Result<Option<bool>, (&'static str, String)>,
+}
+
 /// What a run saw.
 #[derive(Debug, Clone)]
 pub struct Tally {
@@ -71,6 +82,29 @@ impl Tally {
         let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1);
         self.latency_us.saturating_record(us(latency));
         self.service_us.saturating_record(us(service));
+    }
+
+    /// Records one request.
+    pub fn record(&mut self, o: Outcome) {
+        if let Some((latency, service)) = o.times {
+            self.record_latency(latency, service);
+        }
+        match o.http2 {
+            Some(true) => self.http2 += 1,
+            Some(false) => self.http1 += 1,
+            None => {}
+        }
+        match o.result {
+            Ok(allowed) => {
+                self.ok += 1;
+                match allowed {
+                    Some(true) => self.allowed += 1,
+                    Some(false) => self.denied += 1,
+                    None => {}
+                }
+            }
+            Err((kind, detail)) => self.fail(kind, || detail),
+        }
     }
 
     /// Counts a failure of `kind`, keeping the first example.
@@ -283,6 +317,27 @@ mod tests {
             t.ok += 1;
         }
         t.allowed = 100;
+        let mut recorded = Tally::new();
+        recorded.record(Outcome {
+            times: Some((Duration::from_millis(3), Duration::from_millis(2))),
+            http2: Some(true),
+            result: Ok(Some(false)),
+        });
+        recorded.record(Outcome {
+            times: None,
+            http2: None,
+            result: Err(("connect", "refused".into())),
+        });
+        assert_eq!(
+            (
+                recorded.ok,
+                recorded.denied,
+                recorded.http2,
+                recorded.failed()
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(recorded.latency_us.len(), 1, "only answers have latencies");
         let mut other = Tally::new();
         other.fail("timeout", || "first".into());
         other.fail("timeout", || "second".into());

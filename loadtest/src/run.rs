@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use crate::args::{Args, HttpVersion, Workload as WorkloadArgs};
 use crate::check::{check, Verdict};
-use crate::report::{Report, RunInfo, Tally};
+use crate::report::{Outcome, Report, RunInfo, Tally};
 use crate::workload::{self, Workload};
 
 /// Counters the progress line reads while the run goes on.
@@ -144,9 +144,10 @@ fn http_kind(status: reqwest::StatusCode) -> &'static str {
 }
 
 impl Shared {
-    /// Sends one request on connection `conn` and records it. `intended`
-    /// is when it should have left (open loop) or did leave (closed loop).
-    async fn exchange(&self, conn: usize, intended: Instant, tally: &mut Tally) {
+    /// Sends one request on connection `conn` and returns what happened.
+    /// `intended` is when it should have left (open loop) or did leave
+    /// (closed loop).
+    async fn exchange(&self, conn: usize, intended: Instant) -> Outcome {
         let uid = format!("loadtest-{}", self.next_uid.fetch_add(1, Ordering::Relaxed));
         let body = self.workload.template.body(&uid);
         let client = &self.clients[conn % self.clients.len()];
@@ -158,50 +159,45 @@ impl Shared {
             .body(body)
             .send()
             .await;
-        let failed_before = tally.failed();
+        let mut outcome = Outcome {
+            times: None,
+            http2: None,
+            result: Ok(None),
+        };
         match result {
-            Err(err) => tally.fail(transport_kind(&err), || chain(&err)),
+            Err(err) => outcome.result = Err((transport_kind(&err), chain(&err))),
             Ok(resp) => {
-                if resp.version() == reqwest::Version::HTTP_2 {
-                    tally.http2 += 1;
-                } else {
-                    tally.http1 += 1;
-                }
+                outcome.http2 = Some(resp.version() == reqwest::Version::HTTP_2);
                 let status = resp.status();
                 match resp.bytes().await {
-                    Err(err) => tally.fail(transport_kind(&err), || chain(&err)),
+                    Err(err) => outcome.result = Err((transport_kind(&err), chain(&err))),
                     Ok(bytes) => {
                         let end = Instant::now();
-                        tally.record_latency(end - intended, end - sent);
-                        if status != reqwest::StatusCode::OK {
-                            tally.fail(http_kind(status), || {
-                                let text = String::from_utf8_lossy(&bytes);
+                        outcome.times = Some((end - intended, end - sent));
+                        outcome.result = if status != reqwest::StatusCode::OK {
+                            let text = String::from_utf8_lossy(&bytes);
+                            Err((
+                                http_kind(status),
                                 format!(
                                     "HTTP {status}: {}",
                                     text.chars().take(300).collect::<String>()
-                                )
-                            });
+                                ),
+                            ))
                         } else {
                             match check(&bytes, &uid, &self.workload.expectation) {
-                                Verdict::Ok { allowed } => {
-                                    tally.ok += 1;
-                                    match allowed {
-                                        Some(true) => tally.allowed += 1,
-                                        Some(false) => tally.denied += 1,
-                                        None => {}
-                                    }
-                                }
-                                Verdict::Fail { kind, detail } => tally.fail(kind, || detail),
+                                Verdict::Ok { allowed } => Ok(allowed),
+                                Verdict::Fail { kind, detail } => Err((kind, detail)),
                             }
-                        }
+                        };
                     }
                 }
             }
         }
         self.progress.done.fetch_add(1, Ordering::Relaxed);
-        if tally.failed() > failed_before {
+        if outcome.result.is_err() {
             self.progress.failed.fetch_add(1, Ordering::Relaxed);
         }
+        outcome
     }
 }
 
@@ -224,9 +220,8 @@ async fn closed_loop(shared: &Arc<Shared>, concurrency: u16, stop: Stop) -> anyh
                     if !go {
                         return tally;
                     }
-                    shared
-                        .exchange(usize::from(w), Instant::now(), &mut tally)
-                        .await;
+                    let outcome = shared.exchange(usize::from(w), Instant::now()).await;
+                    tally.record(outcome);
                 }
             })
         })
@@ -272,10 +267,11 @@ async fn open_loop(
         let tally = tally.clone();
         let conn = usize::try_from(i).unwrap_or(0);
         tokio::spawn(async move {
-            let mut mine = Tally::new();
-            shared.exchange(conn, due, &mut mine).await;
+            let outcome = shared.exchange(conn, due).await;
+            // One short lock per answer; a per-request tally would cost two
+            // histograms' allocation and merge each time.
             if let Ok(mut t) = tally.lock() {
-                t.merge(&mine);
+                t.record(outcome);
             }
             drop(slot);
         });
@@ -382,12 +378,9 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     // protocol fails here with its cause instead of as N errors, and the
     // handshakes stay out of the numbers.
     for conn in 0..shared.clients.len() {
-        let mut probe = Tally::new();
-        shared.exchange(conn, Instant::now(), &mut probe).await;
-        for kind in ["connect", "transport", "timeout"] {
-            if let Some(example) = probe.error_examples.get(kind) {
-                bail!("first request to {}: {example}", shared.url);
-            }
+        let probe = shared.exchange(conn, Instant::now()).await;
+        if let Err((kind @ ("connect" | "transport" | "timeout"), detail)) = probe.result {
+            bail!("first request to {} ({kind}): {detail}", shared.url);
         }
     }
 
