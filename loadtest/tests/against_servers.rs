@@ -1,0 +1,501 @@
+//! The load generator against real servers on 127.0.0.1: celhook itself
+//! (the peer workload of tests/fixtures/perf/), and a small conversion
+//! endpoint that demands a client certificate (celhook's /convert arrives
+//! on another branch). Counts and durations are small: these tests check
+//! behaviour, not speed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use celhook::config::{self, ConfigSource};
+use celhook::server::{self, RunningServer, ServeConfig};
+use celhook_loadtest::args::Args;
+use celhook_loadtest::report::Report;
+use celhook_loadtest::run::run;
+use clap::Parser;
+use serde_json::{json, Value};
+
+fn perf_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/perf")
+        .join(name)
+}
+
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// celhook serving the peer workload's 17 core + 2 transition rules.
+async fn celhook_server() -> (RunningServer, tempfile::TempDir) {
+    install_crypto();
+    let loaded = config::load(&ConfigSource::Dir(perf_fixture("core")));
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let server = server::spawn(ServeConfig::for_tests(), loaded.catalog)
+        .await
+        .expect("celhook starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("ca.pem"), server.cert_pem()).expect("writing the CA");
+    (server, dir)
+}
+
+fn args(server: &RunningServer, dir: &tempfile::TempDir, rest: &[&str]) -> Args {
+    let ca = dir.path().join("ca.pem");
+    let url = format!("{}/validate?timeout=10s", server.base_url());
+    let mut argv = vec![
+        "celhook-loadtest".to_owned(),
+        "--url".into(),
+        url,
+        "--ca-file".into(),
+        ca.display().to_string(),
+        "--quiet".into(),
+        "--warmup".into(),
+        "200ms".into(),
+    ];
+    argv.extend(rest.iter().map(|s| s.to_string()));
+    Args::try_parse_from(argv).expect("arguments parse")
+}
+
+fn path(name: &str) -> String {
+    perf_fixture(name).display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_over_http2_checks_every_answer() {
+    let (server, dir) = celhook_server().await;
+    let review = path("review-create.json");
+    let a = args(
+        &server,
+        &dir,
+        &["-n", "300", "-c", "8", "admission", "--review", &review],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!(report.mode, "closed");
+    assert_eq!(
+        (report.requests, report.ok, report.failed),
+        (300, 300, 0),
+        "{report:?}"
+    );
+    assert_eq!(report.allowed, 300);
+    assert_eq!(
+        report.http2_answers, 300,
+        "ALPN picks h2 as for the API server"
+    );
+    assert!(report.throughput_rps > 0.0);
+    let lat = report.latency.as_ref().expect("latencies");
+    assert!(
+        lat.p50_ms <= lat.p99_ms && lat.p99_ms <= lat.max_ms,
+        "{lat:?}"
+    );
+    assert!(
+        report.body_bytes > 4000,
+        "the 3.9 KiB object is in the body"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_keeps_the_rate_and_runs_updates_over_http1() {
+    let (server, dir) = celhook_server().await;
+    let review = path("review-update.json");
+    let a = args(
+        &server,
+        &dir,
+        &[
+            "--rate",
+            "200",
+            "-d",
+            "1s",
+            "--http",
+            "1.1",
+            "admission",
+            "--review",
+            &review,
+        ],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!(report.mode, "open");
+    assert_eq!(report.failed, 0, "{:?}", report.error_examples);
+    // 200/s for 1 s: the schedule fixes the count, whatever the server does.
+    assert_eq!(report.requests, 200);
+    assert_eq!(report.http1_answers, 200);
+    assert!(report.workload.contains("UPDATE"), "{}", report.workload);
+    let (lat, service) = (
+        report.latency.as_ref().expect("latency"),
+        report.service_time.as_ref().expect("service"),
+    );
+    // Measured from the due time, a response time is never shorter than
+    // the service time of the same request.
+    assert!(lat.max_ms >= service.max_ms, "{lat:?} {service:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unexpected_verdicts_are_errors_with_the_rule_named() {
+    let (server, dir) = celhook_server().await;
+    let invalid = path("review-create-invalid.json");
+    let a = args(
+        &server,
+        &dir,
+        &["-n", "20", "admission", "--review", &invalid],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!(report.failed, 20);
+    assert_eq!(
+        report.errors.get("unexpected_denial"),
+        Some(&20),
+        "{report:?}"
+    );
+    let example = &report.error_examples["unexpected_denial"];
+    assert!(example.contains("replicas-in-range"), "{example}");
+
+    let a = args(
+        &server,
+        &dir,
+        &[
+            "-n",
+            "20",
+            "admission",
+            "--review",
+            &invalid,
+            "--expect",
+            "denied",
+        ],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!((report.ok, report.denied, report.failed), (20, 20, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_is_built_from_a_crd_and_object_files() {
+    let (server, dir) = celhook_server().await;
+    let review: Value = serde_json::from_str(
+        &std::fs::read_to_string(perf_fixture("review-update.json")).expect("fixture"),
+    )
+    .expect("JSON");
+    let object = dir.path().join("object.json");
+    let old = dir.path().join("old.json");
+    std::fs::write(&object, review["request"]["object"].to_string()).expect("write");
+    std::fs::write(&old, review["request"]["oldObject"].to_string()).expect("write");
+    let crd = path("core/appdeployment.yaml");
+    let (object, old) = (object.display().to_string(), old.display().to_string());
+    let a = args(
+        &server,
+        &dir,
+        &[
+            "-n",
+            "50",
+            "admission",
+            "--crd",
+            &crd,
+            "--object",
+            &object,
+            "--old-object",
+            &old,
+        ],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!(
+        (report.ok, report.failed),
+        (50, 0),
+        "{:?}",
+        report.error_examples
+    );
+    assert!(
+        report.workload.contains("UPDATE AppDeployment"),
+        "{}",
+        report.workload
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_errors_are_counted_by_status() {
+    let (server, dir) = celhook_server().await;
+    let object = dir.path().join("w.json");
+    std::fs::write(
+        &object,
+        r#"{"apiVersion":"platform.example.com/v1alpha1","kind":"AppDeployment","metadata":{"name":"a"}}"#,
+    )
+    .expect("write");
+    let object = object.display().to_string();
+    // A ConversionReview to /validate: celhook answers 400 naming the problem.
+    let a = args(
+        &server,
+        &dir,
+        &[
+            "-n",
+            "10",
+            "conversion",
+            "--object",
+            &object,
+            "--to",
+            "platform.example.com/v1",
+        ],
+    );
+    let report = run(&a).await.expect("the run completes");
+    assert_eq!(report.errors.get("http_400"), Some(&10), "{report:?}");
+    assert!(
+        report.error_examples["http_400"].contains("unsupported review apiVersion"),
+        "{:?}",
+        report.error_examples
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_ca_fails_fast_with_the_cause() {
+    let (server, dir) = celhook_server().await;
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+    let wrong = dir.path().join("wrong.pem");
+    std::fs::write(&wrong, other.cert.pem()).expect("write");
+    let url = format!("{}/validate", server.base_url());
+    let a = Args::try_parse_from([
+        "celhook-loadtest",
+        "--url",
+        &url,
+        "--ca-file",
+        &wrong.display().to_string(),
+        "-q",
+        "admission",
+    ])
+    .expect("parses");
+    let err = run(&a).await.expect_err("untrusted certificate");
+    let text = format!("{err:#}");
+    assert!(text.contains("first request"), "{text}");
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_prints_json_and_exits_by_outcome() {
+    let (server, dir) = celhook_server().await;
+    let ca = dir.path().join("ca.pem").display().to_string();
+    let url = format!("{}/validate", server.base_url());
+    let exe = env!("CARGO_BIN_EXE_celhook-loadtest");
+    let run_bin = |review: String| {
+        let (url, ca, exe) = (url.clone(), ca.clone(), exe.to_owned());
+        tokio::task::spawn_blocking(move || {
+            Command::new(exe)
+                .args([
+                    "--url",
+                    &url,
+                    "--ca-file",
+                    &ca,
+                    "-n",
+                    "30",
+                    "--warmup",
+                    "0s",
+                ])
+                .args(["--format", "json", "admission", "--review", &review])
+                .output()
+                .expect("the binary runs")
+        })
+    };
+    let out = run_bin(path("review-create.json")).await.expect("joins");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["ok"], 30);
+    assert_eq!(report["mode"], "closed");
+    assert!(report["latency"]["p99_ms"].as_f64().is_some(), "{report}");
+
+    let out = run_bin(path("review-create-invalid.json"))
+        .await
+        .expect("joins");
+    assert_eq!(out.status.code(), Some(1), "failures exit 1");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["errors"]["unexpected_denial"], 30);
+}
+
+// === a conversion endpoint with client-certificate auth ===
+
+/// Converts by rewriting apiVersion, as a hub-less trivial conversion would;
+/// `?break=order` answers the objects reversed.
+async fn convert(query: web::Query<Vec<(String, String)>>, body: web::Json<Value>) -> HttpResponse {
+    let review = body.into_inner();
+    let desired = review["request"]["desiredAPIVersion"].clone();
+    let mut objects = review["request"]["objects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for o in &mut objects {
+        o["apiVersion"] = desired.clone();
+    }
+    if query.iter().any(|(k, v)| k == "break" && v == "order") {
+        objects.reverse();
+    }
+    HttpResponse::Ok().json(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {"uid": review["request"]["uid"], "result": {"status": "Success"},
+            "convertedObjects": objects},
+    }))
+}
+
+struct Pki {
+    dir: tempfile::TempDir,
+    server_config: rustls::ServerConfig,
+}
+
+/// A CA; a server certificate for 127.0.0.1 and a client certificate it
+/// signed; a rustls config that requires a client certificate of that CA.
+fn pki() -> Pki {
+    install_crypto();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("CA");
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let server_key = rcgen::KeyPair::generate().expect("key");
+    let server_cert = rcgen::CertificateParams::new(vec!["127.0.0.1".into()])
+        .expect("params")
+        .signed_by(&server_key, &issuer)
+        .expect("server cert");
+    let client_key = rcgen::KeyPair::generate().expect("key");
+    let client_cert = rcgen::CertificateParams::new(vec!["loadtest".into()])
+        .expect("params")
+        .signed_by(&client_key, &issuer)
+        .expect("client cert");
+    std::fs::write(dir.path().join("ca.pem"), ca.pem()).expect("write");
+    std::fs::write(dir.path().join("client.pem"), client_cert.pem()).expect("write");
+    std::fs::write(
+        dir.path().join("client-key.pem"),
+        client_key.serialize_pem(),
+    )
+    .expect("write");
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).expect("root");
+    let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        .build()
+        .expect("verifier");
+    let key = rustls::pki_types::PrivateKeyDer::try_from(server_key.serialize_der()).expect("key");
+    let mut server_config = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![server_cert.der().clone()], key)
+        .expect("server config");
+    server_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Pki { dir, server_config }
+}
+
+fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> Args {
+    let p = |name: &str| pki.dir.path().join(name).display().to_string();
+    let mut argv: Vec<String> = vec![
+        "celhook-loadtest".into(),
+        "--url".into(),
+        url.into(),
+        "--ca-file".into(),
+        p("ca.pem"),
+        "--client-cert".into(),
+        p("client.pem"),
+        "--client-key".into(),
+        p("client-key.pem"),
+        "-q".into(),
+        "--warmup".into(),
+        "0s".into(),
+    ];
+    argv.extend(rest.iter().map(|s| s.to_string()));
+    argv.push("conversion".into());
+    for o in objects {
+        argv.push("--object".into());
+        argv.push(o.display().to_string());
+    }
+    argv.extend([
+        "--to".into(),
+        "g.example.com/v3".into(),
+        "--batch".into(),
+        "1000".into(),
+    ]);
+    Args::try_parse_from(argv).expect("arguments parse")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
+    let pki = pki();
+    let server = HttpServer::new(|| {
+        App::new()
+            .app_data(web::JsonConfig::default().limit(64 << 20))
+            .route("/convert", web::post().to(convert))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind_rustls_0_23(("127.0.0.1", 0), pki.server_config.clone())
+    .expect("binds");
+    let addr = server.addrs()[0];
+    let server = server.run();
+    let handle = server.handle();
+    tokio::spawn(server);
+
+    let objects: Vec<PathBuf> = ["v1", "v2"]
+        .iter()
+        .map(|v| {
+            let p = pki.dir.path().join(format!("{v}.yaml"));
+            std::fs::write(
+                &p,
+                format!("apiVersion: g.example.com/{v}\nkind: Widget\nmetadata:\n  name: w\n  namespace: n\nspec:\n  size: 3\n"),
+            )
+            .expect("write");
+            p
+        })
+        .collect();
+
+    let url = format!("https://127.0.0.1:{}/convert", addr.port());
+    let report: Report = run(&conversion_args(
+        &pki,
+        &url,
+        &objects,
+        &["-n", "5", "-c", "2"],
+    ))
+    .await
+    .expect("the run completes");
+    assert_eq!(
+        (report.ok, report.failed),
+        (5, 0),
+        "{:?}",
+        report.error_examples
+    );
+    assert!(
+        report
+            .workload
+            .contains("g.example.com/v1, g.example.com/v2"),
+        "{}",
+        report.workload
+    );
+    assert!(
+        (report.objects_per_s - report.throughput_rps * 1000.0).abs() < 1e-6 * report.objects_per_s
+    );
+
+    let broken = format!("{url}?break=order");
+    let report = run(&conversion_args(&pki, &broken, &objects, &["-n", "3"]))
+        .await
+        .expect("the run completes");
+    assert_eq!(
+        report.errors.get("conversion_metadata"),
+        Some(&3),
+        "{report:?}"
+    );
+
+    // Without a client certificate the handshake is refused: a fast failure.
+    let a = Args::try_parse_from([
+        "celhook-loadtest",
+        "--url",
+        &url,
+        "--ca-file",
+        &pki.dir.path().join("ca.pem").display().to_string(),
+        "-q",
+        "--timeout",
+        "5s",
+        "conversion",
+        "--object",
+        &objects[0].display().to_string(),
+        "--to",
+        "g.example.com/v3",
+    ])
+    .expect("parses");
+    assert!(
+        run(&a).await.is_err(),
+        "no client certificate, no conversion"
+    );
+    handle.stop(false).await;
+}
