@@ -35,6 +35,9 @@ pub(crate) enum Ir {
     Cond(Box<Ir>, Box<Ir>, Box<Ir>),
     Bin(BinOp, Box<Ir>, Box<Ir>),
     List(Vec<Ir>, Vec<bool>),
+    /// A list literal of constants, built once: evaluating it allocates
+    /// nothing (`x in ['TCP', 'UDP']`).
+    ConstList(Vec<Const>),
     Map(Vec<(Ir, Ir, bool)>),
     Call(Func, Vec<Ir>),
     /// `matches` with a constant pattern, compiled at load.
@@ -47,7 +50,7 @@ pub(crate) enum Ir {
 
 /// Constants of the program.
 #[derive(Debug)]
-pub(crate) enum Const {
+pub enum Const {
     Null,
     Bool(bool),
     Int(i64),
@@ -395,10 +398,23 @@ impl<'s> Compiler<'_, 's> {
                     items.push(ir);
                 }
                 self.last_list_tys = elem_tys;
-                Ok((
-                    Ir::List(items, optional),
-                    Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))),
-                ))
+                // Only constants and no optional entries: keep them as such.
+                let ir = if optional.iter().all(|o| !o)
+                    && items.iter().all(|i| matches!(i, Ir::Const(_)))
+                {
+                    Ir::ConstList(
+                        items
+                            .into_iter()
+                            .filter_map(|i| match i {
+                                Ir::Const(c) => Some(c),
+                                _ => None,
+                            })
+                            .collect(),
+                    )
+                } else {
+                    Ir::List(items, optional)
+                };
+                Ok((ir, Ty::List(Box::new(elem.unwrap_or(Ty::Dyn)))))
             }
             Expr::Map(map) => {
                 let mut entries = Vec::with_capacity(map.entries.len());
@@ -754,7 +770,7 @@ impl<'s> Compiler<'_, 's> {
         // `'<literal>'.format([<literal list>])` is checked clause by clause.
         if let (
             Func::Lib(super::library::LibFunc::StringFormat),
-            [Ir::Const(Const::Str(fmt)), Ir::List(..)],
+            [Ir::Const(Const::Str(fmt)), Ir::List(..) | Ir::ConstList(..)],
             [list_arg],
         ) = (func, args.as_slice(), call.args.as_slice())
         {
@@ -1039,7 +1055,7 @@ fn line_col(source: &str, offset: usize) -> (isize, isize) {
 /// the result is not a scalar constant.
 fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalError> {
     let mut frame = super::eval::Frame {
-        vars: Vec::new(),
+        vars: super::eval::Vars::new(),
         cost: 0,
         limit: u64::MAX,
     };

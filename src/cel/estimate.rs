@@ -183,6 +183,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             };
             (ca + cb + own, Shape::sized(size))
         }
+        Ir::ConstList(items) => (0.0, Shape::sized(items.len() as f64)),
         Ir::List(items, _) => {
             let mut c = 0.0;
             for i in items {

@@ -12,9 +12,13 @@ use super::functions::{self, sort_values};
 use super::value::{compare, equals, List, Map, Str, Value};
 use crate::schema::ListType;
 
+/// Variable slots: `self`, `oldSelf` and the loop variables, few enough to
+/// live on the stack.
+pub(crate) type Vars<'a> = smallvec::SmallVec<[Value<'a>; 8]>;
+
 /// The state of one evaluation.
 pub(crate) struct Frame<'a> {
-    pub vars: Vec<Value<'a>>,
+    pub vars: Vars<'a>,
     /// Cost spent so far by this expression.
     pub cost: u64,
     /// Cost at which evaluation stops.
@@ -201,7 +205,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 }
                 BinOp::In => match (&y, &**b) {
                     // cel-go hashes a constant list once: the lookup is free.
-                    (_, list @ Ir::List(..)) if is_constant(list) => 0,
+                    (_, list @ (Ir::List(..) | Ir::ConstList(_))) if is_constant(list) => 0,
                     (Value::List(l), _) => l.len() as u64,
                     _ => 1,
                 },
@@ -210,6 +214,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             })?;
             binary(*op, x, y)
         }
+        Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
         Ir::List(items, optional) => {
             let mut out = Vec::with_capacity(items.len());
             for (item, opt) in items.iter().zip(optional) {
@@ -336,7 +341,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
 /// A literal made only of constants, which cel-go builds once.
 pub(crate) fn is_constant(ir: &Ir) -> bool {
     match ir {
-        Ir::Const(_) => true,
+        Ir::Const(_) | Ir::ConstList(_) => true,
         Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
         Ir::Map(entries) => entries
             .iter()
@@ -352,7 +357,7 @@ fn unwrap_optional<'a>(v: &Value<'a>) -> Value<'a> {
     }
 }
 
-fn constant(c: &Const) -> Value<'_> {
+pub(crate) fn constant(c: &Const) -> Value<'_> {
     match c {
         Const::Null => Value::Null,
         Const::Bool(b) => Value::Bool(*b),

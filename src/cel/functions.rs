@@ -876,7 +876,7 @@ fn zero_of<'a>(list: &List<'a>) -> Value<'a> {
             Some((Type::String, Format::Duration)) => Value::Duration(TimeDelta::zero()),
             _ => Value::Int(0),
         },
-        List::Owned(_) => Value::Int(0),
+        List::Owned(_) | List::Const(_) => Value::Int(0),
     }
 }
 

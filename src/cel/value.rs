@@ -41,6 +41,8 @@ pub enum List<'a> {
         schema: &'a Schema,
     },
     Owned(Rc<Vec<Value<'a>>>),
+    /// A literal list of constants of the program.
+    Const(&'a [super::compile::Const]),
 }
 
 /// A map or object: a JSON object typed by its schema node, or computed.
@@ -340,6 +342,7 @@ impl<'a> List<'a> {
         match self {
             List::Json { items, .. } => items.len(),
             List::Owned(v) => v.len(),
+            List::Const(c) => c.len(),
         }
     }
 
@@ -359,6 +362,7 @@ impl<'a> List<'a> {
                 })
             }
             List::Owned(v) => v.get(i).cloned(),
+            List::Const(c) => c.get(i).map(super::eval::constant),
         }
     }
 
@@ -371,7 +375,7 @@ impl<'a> List<'a> {
     pub fn list_type(&self) -> (ListType, &[String]) {
         match self {
             List::Json { schema, .. } => (schema.list_type, &schema.list_map_keys),
-            List::Owned(_) => (ListType::Atomic, &[]),
+            List::Owned(_) | List::Const(_) => (ListType::Atomic, &[]),
         }
     }
 }
