@@ -867,30 +867,23 @@ fn run_steps<'a>(
             }
         }
         match l.kind {
-            LoopKind::All => {
-                f.charge(3)?;
+            // `all` stops at the first false, `exists` at the first true;
+            // other errors wait in case a later element decides.
+            LoopKind::All | LoopKind::Exists => {
+                let (decide, step, condition) = if l.kind == LoopKind::All {
+                    (false, 3, 2)
+                } else {
+                    (true, 4, 3)
+                };
+                f.charge(step)?;
                 match as_bool(eval(&l.body, f)) {
-                    Ok(false) => {
+                    Ok(b) if b == decide => {
                         // cel-go checks the loop condition once more, and
                         // only if elements remain, before it stops.
-                        f.charge(if steps.peek().is_some() { 2 } else { 0 } + 1)?;
-                        return Ok(Value::Bool(false));
+                        f.charge(if steps.peek().is_some() { condition } else { 0 } + 1)?;
+                        return Ok(Value::Bool(decide));
                     }
-                    Ok(true) => {}
-                    Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
-            LoopKind::Exists => {
-                f.charge(4)?;
-                match as_bool(eval(&l.body, f)) {
-                    Ok(true) => {
-                        f.charge(if steps.peek().is_some() { 3 } else { 0 } + 1)?;
-                        return Ok(Value::Bool(true));
-                    }
-                    Ok(false) => {}
+                    Ok(_) => {}
                     Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
                     Err(e) => {
                         first_error.get_or_insert(e);
@@ -945,13 +938,9 @@ fn run_steps<'a>(
     }
     f.charge(if l.kind == LoopKind::ExistsOne { 2 } else { 1 })?;
     match l.kind {
-        LoopKind::All => match first_error {
+        LoopKind::All | LoopKind::Exists => match first_error {
             Some(e) => Err(e),
-            None => Ok(Value::Bool(true)),
-        },
-        LoopKind::Exists => match first_error {
-            Some(e) => Err(e),
-            None => Ok(Value::Bool(false)),
+            None => Ok(Value::Bool(l.kind == LoopKind::All)),
         },
         LoopKind::ExistsOne => Ok(Value::Bool(count == 1)),
         LoopKind::TransformMap | LoopKind::TransformMapEntry => {
