@@ -587,17 +587,7 @@ fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
             matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_))
         }
         BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
-        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => matches!(
-            left,
-            Value::Int(_)
-                | Value::Uint(_)
-                | Value::Double(_)
-                | Value::Str(_)
-                | Value::Bytes(_)
-                | Value::Bool(_)
-                | Value::Duration(_)
-                | Value::Timestamp(_)
-        ),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => left.is_orderable(),
         _ => false,
     };
     if has_trait {

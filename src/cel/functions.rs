@@ -846,18 +846,7 @@ pub(crate) fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
     let Some(first) = items.first() else {
         return Ok(());
     };
-    let orderable = matches!(
-        first,
-        Value::Int(_)
-            | Value::Uint(_)
-            | Value::Double(_)
-            | Value::Str(_)
-            | Value::Bytes(_)
-            | Value::Bool(_)
-            | Value::Timestamp(_)
-            | Value::Duration(_)
-    );
-    if !orderable {
+    if !first.is_orderable() {
         return Err(EvalError::new("list elements must be comparable"));
     }
     let ty = first.type_name();

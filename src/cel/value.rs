@@ -200,6 +200,21 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// Whether the value's type has an ordering (`<` and `sort()` accept it).
+    pub(crate) fn is_orderable(&self) -> bool {
+        matches!(
+            self,
+            Value::Int(_)
+                | Value::Uint(_)
+                | Value::Double(_)
+                | Value::Str(_)
+                | Value::Bytes(_)
+                | Value::Bool(_)
+                | Value::Duration(_)
+                | Value::Timestamp(_)
+        )
+    }
+
     /// The CEL type of the value.
     pub fn type_name(&self) -> TypeName {
         match self {
