@@ -285,6 +285,26 @@ struct ServeArgs {
     )]
     max_concurrent_requests: usize,
 
+    /// Bytes of review bodies held at once (reserved from Content-Length before reading); more wait until their deadline, then get 503 with Retry-After.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_IN_FLIGHT_BYTES",
+        value_name = "BYTES",
+        default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT_BYTES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
+    )]
+    max_in_flight_bytes: usize,
+
+    /// TLS handshakes in progress at once per worker thread; further new connections wait to be accepted.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONNECTION_RATE",
+        value_name = "N",
+        default_value_t = crate::server::DEFAULT_MAX_CONNECTION_RATE,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_connection_rate: usize,
+
     /// Longest time a review may take; the deadline when the caller sends no ?timeout=.
     #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
     request_timeout: std::time::Duration,
@@ -340,6 +360,8 @@ impl Cli {
                     shutdown_delay: args.shutdown_delay,
                     shutdown_timeout: args.shutdown_timeout,
                     max_concurrent_requests: args.max_concurrent_requests,
+                    max_in_flight_bytes: args.max_in_flight_bytes,
+                    max_connection_rate: args.max_connection_rate,
                     request_timeout: args.request_timeout,
                     keep_alive: args.keep_alive,
                     header_timeout: args.header_timeout,
@@ -588,8 +610,14 @@ mod tests {
             "90s",
             "--header-timeout",
             "3s",
+            "--max-in-flight-bytes",
+            "1048576",
+            "--max-connection-rate",
+            "16",
         ]);
         let s = std::time::Duration::from_secs;
+        assert_eq!(config.max_in_flight_bytes, 1 << 20);
+        assert_eq!(config.max_connection_rate, 16);
         assert_eq!(
             config.metrics_listen,
             Some("0.0.0.0:9090".parse().expect("addr"))

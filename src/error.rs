@@ -32,6 +32,16 @@ pub enum WebhookError {
     /// `--max-concurrent-requests` stayed full until the request's deadline (503).
     #[error("overloaded: too many requests in flight")]
     Overloaded,
+    /// `--max-in-flight-bytes` of bodies stayed held until the request's
+    /// deadline (503).
+    #[error("overloaded: too many request body bytes in flight")]
+    BodyBudgetExhausted,
+    /// The client did not send its whole body within the deadline (408).
+    #[error("request body not received within the deadline of {budget:?}")]
+    BodyTimeout {
+        /// The time the request had.
+        budget: std::time::Duration,
+    },
     /// The request was not answered within its deadline (504).
     #[error("request not answered within its deadline of {budget:?}")]
     DeadlineExceeded {
@@ -43,19 +53,6 @@ pub enum WebhookError {
     Internal(#[source] anyhow::Error),
 }
 
-impl WebhookError {
-    /// Classifies an error from actix's body extractor: an overflow of the
-    /// configured limit is a 413, anything else a 400.
-    pub fn from_body_error(err: &actix_web::Error, limit: usize) -> Self {
-        use actix_web::error::PayloadError;
-        match err.as_error::<PayloadError>() {
-            Some(PayloadError::Overflow) => WebhookError::PayloadTooLarge { limit },
-            Some(other) => WebhookError::Body(other.to_string()),
-            None => WebhookError::Body(err.to_string()),
-        }
-    }
-}
-
 impl ResponseError for WebhookError {
     fn status_code(&self) -> StatusCode {
         match self {
@@ -63,7 +60,10 @@ impl ResponseError for WebhookError {
                 StatusCode::BAD_REQUEST
             }
             WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            WebhookError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            WebhookError::Overloaded | WebhookError::BodyBudgetExhausted => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            WebhookError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             WebhookError::DeadlineExceeded { .. } => StatusCode::GATEWAY_TIMEOUT,
             WebhookError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -77,7 +77,10 @@ impl ResponseError for WebhookError {
                 tracing::error!(error = format!("{err:#}"), "internal error")
             }
             // Ours, but not a bug: capacity or a slow client.
-            WebhookError::Overloaded | WebhookError::DeadlineExceeded { .. } => {
+            WebhookError::Overloaded
+            | WebhookError::BodyBudgetExhausted
+            | WebhookError::BodyTimeout { .. }
+            | WebhookError::DeadlineExceeded { .. } => {
                 tracing::warn!(status = status.as_u16(), error = %self, "request refused")
             }
             // The caller's mistake: worth a line, not an alarm.
@@ -85,9 +88,17 @@ impl ResponseError for WebhookError {
         }
         let mut body = self.to_string();
         body.push('\n');
-        HttpResponse::build(status)
-            .content_type(ContentType::plaintext())
-            .body(body)
+        let mut res = HttpResponse::build(status);
+        res.content_type(ContentType::plaintext());
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // Capacity frees up as requests finish, within a second or so.
+            res.insert_header((actix_web::http::header::RETRY_AFTER, "1"));
+        }
+        if matches!(self, WebhookError::BodyTimeout { .. }) {
+            // The rest of the body may still be on its way: do not read it.
+            res.insert_header((actix_web::http::header::CONNECTION, "close"));
+        }
+        res.body(body)
     }
 }
 
@@ -111,15 +122,22 @@ mod tests {
     }
 
     #[test]
-    fn overflow_is_413_and_other_body_errors_400() {
-        let overflow = actix_web::Error::from(actix_web::error::PayloadError::Overflow);
-        let err = WebhookError::from_body_error(&overflow, 10);
-        assert_eq!(err.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
-        assert!(body_text(&err).contains("10 bytes"));
-
-        let unknown = actix_web::Error::from(actix_web::error::PayloadError::UnknownLength);
-        let err = WebhookError::from_body_error(&unknown, 10);
-        assert_eq!(err.status_code(), StatusCode::BAD_REQUEST);
+    fn capacity_refusals_say_when_to_retry_and_slow_bodies_close() {
+        let too_large = WebhookError::PayloadTooLarge { limit: 10 };
+        assert_eq!(too_large.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(body_text(&too_large).contains("10 bytes"));
+        for err in [WebhookError::Overloaded, WebhookError::BodyBudgetExhausted] {
+            let res = err.error_response();
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(res.headers().get("retry-after").unwrap(), "1");
+        }
+        let slow = WebhookError::BodyTimeout {
+            budget: std::time::Duration::from_secs(2),
+        };
+        let res = slow.error_response();
+        assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(res.headers().get("connection").unwrap(), "close");
+        assert!(res.headers().get("retry-after").is_none());
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod config;
 pub mod conversion;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod metrics;
 pub mod offline;
 pub mod review;

@@ -181,6 +181,7 @@ pub struct Metrics {
     conversion_objects: IntCounterVec,
     conversion_failures: IntCounterVec,
     config_generation: IntGauge,
+    body_bytes_in_flight: IntGauge,
     config_last_reload: Gauge,
     config_reload_failures: IntCounter,
     tls_cert_expiry: Gauge,
@@ -264,7 +265,7 @@ impl Metrics {
             overloaded: counter_vec(
                 &registry,
                 "celhook_requests_overloaded_total",
-                "Requests refused with 503 because --max-concurrent-requests were in flight until the deadline.",
+                "Requests refused with 503 because --max-concurrent-requests were in flight, or --max-in-flight-bytes of bodies were held, until the deadline.",
                 &["endpoint"],
             ),
             deadline_exceeded: counter_vec(
@@ -308,6 +309,14 @@ impl Metrics {
                 "celhook_conversion_failures_total",
                 "Failed conversion requests, by CRD and the API server's failure type.",
                 &["crd", "failure_type"],
+            ),
+            body_bytes_in_flight: reg(
+                &registry,
+                IntGauge::new(
+                    "celhook_request_body_bytes_in_flight",
+                    "Bytes of review bodies being read or held by requests in flight (bounded by --max-in-flight-bytes).",
+                )
+                .expect("valid"),
             ),
             config_generation: reg(
                 &registry,
@@ -353,6 +362,11 @@ impl Metrics {
         let mut out = Vec::with_capacity(16 * 1024);
         TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
         Ok(out)
+    }
+
+    /// The gauge of body bytes reserved by requests in flight.
+    pub fn body_bytes_in_flight(&self) -> &IntGauge {
+        &self.body_bytes_in_flight
     }
 
     /// Marks a request to `endpoint` as started: counts it in flight until

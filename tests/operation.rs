@@ -1,11 +1,9 @@
 //! Production operation, end to end over real TLS sockets: metrics, hot
-//! reload of certificate and config under load, mTLS, limits, and the
-//! graceful stop of the binary on SIGTERM under load.
+//! reload of certificate and config under load, mTLS, and the graceful stop of the binary on SIGTERM under load.
 #![cfg(unix)] // Secret-volume symlinks, `kill -TERM`
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,7 +12,9 @@ use std::time::{Duration, Instant};
 use celhook::certs::{Ca, Pair};
 use celhook::config::{self, ConfigSource};
 use celhook::server::{ClientAuth, RunningServer, ServeConfig, TlsSource};
-use common::{admission_review, crontab, fixture_path, start_with, CRONTAB, V1};
+use common::{
+    admission_review, crontab, fixture_path, metric, start_with, tls_connect, wait_for, CRONTAB, V1,
+};
 use reqwest::{Client, StatusCode};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -108,29 +108,6 @@ async fn served_leaf(server: &RunningServer, ca_pem: &str) -> Vec<u8> {
         .to_vec()
 }
 
-async fn tls_connect(
-    addr: std::net::SocketAddr,
-    ca_pem: &str,
-) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    common::install_crypto();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    connector.connect(name, tcp).await.expect("handshake")
-}
-
 fn der(pem: &str) -> Vec<u8> {
     CertificateDer::from_pem_slice(pem.as_bytes())
         .expect("pem")
@@ -139,30 +116,6 @@ fn der(pem: &str) -> Vec<u8> {
 }
 
 // === metrics text ===
-
-/// The sum of the samples of `name` whose labels include `labels`.
-fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let mut found = None;
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let (series, value) = line.rsplit_once(' ')?;
-        let (series_name, label_text) = match series.split_once('{') {
-            Some((n, rest)) => (n, rest.trim_end_matches('}')),
-            None => (series, ""),
-        };
-        if series_name != name {
-            continue;
-        }
-        let have: HashMap<&str, &str> = label_text
-            .split(',')
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k, v.trim_matches('"')))
-            .collect();
-        if labels.iter().all(|(k, v)| have.get(k) == Some(v)) {
-            *found.get_or_insert(0.0) += value.parse::<f64>().ok()?;
-        }
-    }
-    found
-}
 
 async fn metrics_text(client: &Client, url: &str) -> String {
     let resp = client.get(url).send().await.expect("GET /metrics");
@@ -176,14 +129,6 @@ async fn metrics_text(client: &Client, url: &str) -> String {
         "{content_type}"
     );
     resp.text().await.expect("body")
-}
-
-async fn wait_for<F: Fn() -> bool>(what: &str, f: F) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn review(replicas: i64) -> Vec<u8> {
@@ -603,131 +548,6 @@ async fn client_certificates_are_required_and_names_checked_at_the_handshake() {
         }
         server.stop().await.expect("stops");
     }
-}
-
-// === limits ===
-
-/// Sends the head of a POST and `partial` body bytes of a longer body, then
-/// waits for the answer's status line (or the connection's end).
-async fn stalled_post(server: &RunningServer, path: &str, partial: &[u8]) -> (Duration, String) {
-    let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        partial.len() + 1000
-    );
-    let started = Instant::now();
-    stream.write_all(head.as_bytes()).await.expect("write head");
-    stream.write_all(partial).await.expect("write body");
-    stream.flush().await.expect("flush");
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
-        .await
-        .expect("an answer within 10 s")
-        .unwrap_or(0);
-    (
-        started.elapsed(),
-        String::from_utf8_lossy(&buf[..n]).into_owned(),
-    )
-}
-
-#[tokio::test]
-async fn a_request_is_answered_before_the_callers_timeout() {
-    let server = start_with(ServeConfig::for_tests(), common::embedded_catalog()).await;
-    // The client stalls its body; the API server would give up at 1 s.
-    let (took, answer) = stalled_post(&server, "/validate?timeout=1s", b"{\"apiVersion\"").await;
-    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
-    // Nominally 900 ms (a tenth before the caller's 1 s); the upper bound
-    // leaves room for a loaded CI machine.
-    assert!(
-        took >= Duration::from_millis(850) && took < Duration::from_millis(1500),
-        "answered after {took:?}"
-    );
-    let text = String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8");
-    assert_eq!(
-        metric(
-            &text,
-            "celhook_requests_deadline_exceeded_total",
-            &[("endpoint", "validate")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        metric(
-            &text,
-            "celhook_requests_total",
-            &[("endpoint", "validate"), ("outcome", "error")]
-        ),
-        Some(1.0)
-    );
-}
-
-#[tokio::test]
-async fn over_the_concurrency_limit_a_request_gets_503_by_its_deadline() {
-    let config = ServeConfig {
-        max_concurrent_requests: 1,
-        request_timeout: Duration::from_secs(3),
-        ..ServeConfig::for_tests()
-    };
-    let server = Arc::new(start_with(config, common::embedded_catalog()).await);
-    // The only slot, held by a stalled upload for 3 s.
-    let holder = {
-        let server = server.clone();
-        tokio::spawn(async move { stalled_post(&server, "/validate", b"{").await })
-    };
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let client = common::client(&server, common::Http::H2);
-    let started = Instant::now();
-    let answer = common::post_raw(
-        &client,
-        &format!("{}/validate?timeout=1s", server.base_url()),
-        review(5),
-    )
-    .await;
-    assert_eq!(
-        answer.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{}",
-        answer.text
-    );
-    // Nominally 900 ms; room for a loaded CI machine.
-    assert!(started.elapsed() < Duration::from_millis(1500));
-    let (_, held) = holder.await.expect("holder");
-    assert!(held.starts_with("HTTP/1.1 504"), "{held}");
-    // The slot is free again.
-    let answer = common::post_raw(&client, &common::validate_url(&server), review(5)).await;
-    assert_eq!(answer.response()["allowed"], true);
-    let text = String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8");
-    assert_eq!(
-        metric(&text, "celhook_requests_overloaded_total", &[]),
-        Some(1.0)
-    );
-}
-
-#[tokio::test]
-async fn a_client_that_never_finishes_its_request_head_is_disconnected() {
-    let config = ServeConfig {
-        header_timeout: Duration::from_millis(500),
-        ..ServeConfig::for_tests()
-    };
-    let server = start_with(config, common::embedded_catalog()).await;
-    let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
-    let started = Instant::now();
-    stream
-        .write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\n")
-        .await
-        .expect("write");
-    stream.flush().await.expect("flush");
-    let mut buf = vec![0u8; 1024];
-    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
-        .await
-        .expect("disconnected within 5 s")
-        .unwrap_or(0);
-    let answer = String::from_utf8_lossy(&buf[..n]);
-    assert!(
-        n == 0 || answer.starts_with("HTTP/1.1 408"),
-        "unexpected answer: {answer}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 // === lifecycle: the binary under load through SIGTERM ===

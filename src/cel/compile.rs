@@ -161,8 +161,101 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
     })
 }
 
-/// Parses with optional syntax and the Kubernetes macro set.
+/// The deepest nesting an expression may have (brackets, a run of unary
+/// operators, or chained `?:`): the `cel` crate's own recursion limit,
+/// checked before its recursive-descent parser runs.
+pub const MAX_NESTING: usize = 96;
+
+/// Nesting above which parsing moves to a thread with [`DEEP_PARSE_STACK`]:
+/// the generated parser takes tens of KiB of stack per level, more than a
+/// worker thread's 2 MiB allows for a few dozen levels.
+const SHALLOW_NESTING: usize = 8;
+const DEEP_PARSE_STACK: usize = 256 * 1024 * 1024;
+
+/// How deeply `source` nests: the most open brackets at any point, the
+/// longest run of unary operators, or the number of `?` (ternaries nest
+/// without brackets), whichever is largest. String literals are skipped.
+/// Hand-written: it must run before, and instead of, the parser.
+pub fn nesting(source: &str) -> usize {
+    let b = source.as_bytes();
+    let (mut i, mut depth, mut max_depth, mut unary, mut max_unary, mut questions) =
+        (0, 0usize, 0usize, 0usize, 0usize, 0usize);
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' => {
+                let raw = i > 0 && matches!(b[i - 1], b'r' | b'R');
+                let triple = b[i..].starts_with(&[c, c, c]);
+                let quote_len = if triple { 3 } else { 1 };
+                i += quote_len;
+                while i < b.len() {
+                    if b[i] == b'\\' && !raw {
+                        i += 2;
+                        continue;
+                    }
+                    if b[i..].starts_with(&[c, c, c][..quote_len]) {
+                        i += quote_len;
+                        break;
+                    }
+                    i += 1;
+                }
+                unary = 0;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max_depth = max_depth.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'?' => questions += 1,
+            _ => {}
+        }
+        if matches!(c, b'!' | b'-') {
+            unary += 1;
+            max_unary = max_unary.max(unary);
+        } else if !c.is_ascii_whitespace() {
+            unary = 0;
+        }
+        i += 1;
+    }
+    max_depth.max(max_unary).max(questions)
+}
+
+/// Parses with optional syntax and the Kubernetes macro set, refusing
+/// expressions nested deeper than [`MAX_NESTING`].
 fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
+    let depth = nesting(source);
+    if depth > MAX_NESTING {
+        return Err(CompileError {
+            message: format_error(
+                source,
+                1,
+                0,
+                &format!(
+                    "expression recursion limit exceeded: {MAX_NESTING} (nested {depth} deep)"
+                ),
+            ),
+            instantiation: false,
+        });
+    }
+    if depth <= SHALLOW_NESTING {
+        return parse_here(source);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("celhook-parse".into())
+            .stack_size(DEEP_PARSE_STACK)
+            .spawn_scoped(scope, || parse_here(source))
+            .map_err(|e| CompileError {
+                message: format!("cannot start a thread to parse a deeply nested expression: {e}"),
+                instantiation: false,
+            })?
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn parse_here(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
     let env = environment();
     env.parser()
         .parse_with_source_info(source)

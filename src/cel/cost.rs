@@ -70,6 +70,21 @@ pub(crate) fn matches_cost(s: &Value<'_>, pattern_len: usize) -> u64 {
     scaled(1 + size(s), TRAVERSAL) * scaled(pattern_len as u64, 0.25)
 }
 
+/// The charge of a call when it is known before the call runs (it depends
+/// on the arguments only), for the calls whose work or result grows faster
+/// than their arguments: `lists.range(n)`, `distinct()`, `sort()`, the set
+/// functions. [`call_cost`] charges the same amount after the call.
+pub(crate) fn call_cost_before(f: Func, args: &[Value<'_>]) -> Option<u64> {
+    use Func::*;
+    match (f, args) {
+        (Range, [Value::Int(n)]) => Some((*n).max(0) as u64 + 11),
+        (Distinct | Sort | SetsContains | SetsEquivalent | SetsIntersects, _) => {
+            Some(call_cost(f, args, &Value::Null))
+        }
+        _ => None,
+    }
+}
+
 /// The runtime charge of a library call, from its arguments (target first)
 /// and its result.
 pub(crate) fn call_cost(f: Func, args: &[Value<'_>], result: &Value<'_>) -> u64 {
@@ -90,15 +105,15 @@ pub(crate) fn call_cost(f: Func, args: &[Value<'_>], result: &Value<'_>) -> u64 
         Replace | Split => scaled(arg(0), 0.2),
         Join => scaled(size(result), 0.2),
         IndexOf | LastIndexOf | IsSorted | Sum | Min | Max => args.first().map_or(1, traversal),
-        SetsContains | SetsEquivalent => 1 + arg(0) * arg(1),
-        SetsIntersects => 1 + arg(0) * arg(1) * 2,
+        SetsContains | SetsEquivalent => 1u64.saturating_add(arg(0).saturating_mul(arg(1))),
+        SetsIntersects => 1u64.saturating_add(arg(0).saturating_mul(arg(1)).saturating_mul(2)),
         Slice | Range | Reverse if matches!(result, Value::List(_)) => size(result) + 11,
         Flatten => {
             let depth = match args.get(1) {
                 Some(Value::Int(d)) => (*d).max(1) as u64,
                 _ => 1,
             };
-            arg(0) * depth + 11
+            arg(0).saturating_mul(depth).saturating_add(11)
         }
         Distinct | Sort => {
             let n = arg(0);

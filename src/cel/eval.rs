@@ -25,10 +25,15 @@ pub(crate) struct Frame<'a> {
     pub limit: u64,
 }
 
+/// True when charging `cost` would pass the frame's limit.
+fn exceeds(f: &Frame<'_>, cost: u64) -> bool {
+    f.cost.saturating_add(cost) > f.limit
+}
+
 impl Frame<'_> {
     #[inline]
     fn charge(&mut self, units: u64) -> Result<(), EvalError> {
-        self.cost += units;
+        self.cost = self.cost.saturating_add(units);
         if self.cost > self.limit {
             return Err(EvalError {
                 kind: ErrorKind::CostLimit,
@@ -36,6 +41,15 @@ impl Frame<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// Lifts a cost-limit error out of a result that an operator could
+/// otherwise absorb (`false && error` is `false`; `cost limit && ...` is not).
+fn stop_on_cost<T>(r: Result<T, EvalError>) -> Result<Result<T, EvalError>, EvalError> {
+    match r {
+        Err(e) if e.kind == ErrorKind::CostLimit => Err(e),
+        other => Ok(other),
     }
 }
 
@@ -143,12 +157,13 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         // Logical operators absorb an error when the other side decides.
+        // A spent cost budget is never absorbed: it stops the evaluation.
         Ir::And(a, b) => {
-            let x = as_bool(eval(a, f));
+            let x = stop_on_cost(as_bool(eval(a, f)))?;
             if let Ok(false) = x {
                 return Ok(Value::Bool(false));
             }
-            let y = as_bool(eval(b, f));
+            let y = stop_on_cost(as_bool(eval(b, f)))?;
             match (x, y) {
                 (_, Ok(false)) => Ok(Value::Bool(false)),
                 (Ok(true), Ok(true)) => Ok(Value::Bool(true)),
@@ -157,11 +172,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Or(a, b) => {
-            let x = as_bool(eval(a, f));
+            let x = stop_on_cost(as_bool(eval(a, f)))?;
             if let Ok(true) = x {
                 return Ok(Value::Bool(true));
             }
-            let y = as_bool(eval(b, f));
+            let y = stop_on_cost(as_bool(eval(b, f)))?;
             match (x, y) {
                 (_, Ok(true)) => Ok(Value::Bool(true)),
                 (Ok(false), Ok(false)) => Ok(Value::Bool(false)),
@@ -306,6 +321,14 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             if let Some(e) = failed {
                 f.charge(1)?;
                 return Err(e);
+            }
+            // A call whose charge is known from its arguments and would pass
+            // the limit stops before it runs: `lists.range(n)` must not
+            // allocate n elements, nor `distinct()` spend n² steps, first.
+            if let Some(cost) = cost::call_cost_before(*func, &vals) {
+                if self::exceeds(f, cost) {
+                    f.charge(cost)?;
+                }
             }
             let result = functions::call(*func, &vals)?;
             // Conversions of constants are folded by cel-go: free.

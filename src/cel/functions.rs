@@ -187,6 +187,10 @@ fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v List<'a>, EvalError> {
 /// Calls `f` with evaluated arguments (target first for member calls). A
 /// call no overload takes fails as cel-go words it: `no such overload:
 /// f(int, string)` with the runtime types, or the bare name for `size`.
+/// The largest string a single `replace()` may build (16 MiB): several
+/// times the API server's largest request, so no real rule meets it.
+pub const MAX_STRING_RESULT_BYTES: u64 = 16 * 1024 * 1024;
+
 pub(crate) fn call<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     call_inner(f, args).map_err(|e| {
         if e.kind != super::error::ErrorKind::NoSuchOverload || e.message != "no such overload" {
@@ -386,6 +390,31 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
                 Some(v) => int_arg(v)?,
                 None => -1,
             };
+            // The one string function whose result can dwarf its inputs
+            // (every match times the replacement), and whose cost (cel-go's:
+            // the input's length) does not grow with it: bounded here so that
+            // no rule and object can make one allocation of gigabytes.
+            let matches = if from.is_empty() {
+                s.chars().count() as u64 + 1
+            } else {
+                s.matches(from).count() as u64
+            };
+            let matches = if n < 0 {
+                matches
+            } else {
+                matches.min(n as u64)
+            };
+            let grown = (to.len() as u64).saturating_sub(from.len() as u64);
+            let result_len = (s.len() as u64).saturating_add(matches.saturating_mul(grown));
+            if result_len > MAX_STRING_RESULT_BYTES {
+                return Err(EvalError {
+                    kind: crate::cel::ErrorKind::CostLimit,
+                    message: format!(
+                        "operation cancelled: replace() would build a string of {result_len} bytes, over the limit of {MAX_STRING_RESULT_BYTES}"
+                    )
+                    .into(),
+                });
+            }
             Ok(Value::string(if n < 0 {
                 s.replace(from, to)
             } else {

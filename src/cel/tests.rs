@@ -485,3 +485,143 @@ fn values_print_and_fail_as_cel_go_does() {
         Ok(json!(true))
     );
 }
+
+/// Evaluates `expr` on `{}` with the given cost limit.
+fn eval_with_limit(expr: &str, limit: u64) -> (Result<serde_json::Value, EvalError>, u64) {
+    let s = crontab();
+    let p = Program::compile(expr, &s, Options::default()).unwrap();
+    let obj = json!({});
+    let (r, cost) = p.eval(Value::from_json(&obj, &s), None, limit);
+    (r.map(|v| to_json(&v)), cost)
+}
+
+#[test]
+fn a_spent_budget_is_not_absorbed_by_logical_operators() {
+    // Found by the cel_compile fuzz target: `||` used to swallow the
+    // cost-limit error of its left side and answer true.
+    for expr in [
+        "1/0 == 1 || true",
+        "true && (1/0 == 1 || true)",
+        "1/0 == 1 && false",
+    ] {
+        let (r, cost) = eval_with_limit(expr, 0);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit, "{expr}");
+        assert!(cost > 0, "{expr}");
+    }
+    // Within the limit the error is absorbed as cel-go absorbs it.
+    assert_eq!(
+        eval_with_limit("1/0 == 1 || true", 100).0.unwrap(),
+        json!(true)
+    );
+}
+
+#[test]
+fn huge_ranges_stop_before_they_allocate() {
+    // Found by the conversion_review fuzz target: a Pizza quantity of
+    // 5555555555555554 made `lists.range` allocate exabytes.
+    let (r, cost) = eval_with_limit(
+        "lists.range(5555555555555554).size() > 0",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    assert!(cost > PER_EXPRESSION_COST_LIMIT);
+    // The charge is the same whether the call runs or is refused first.
+    let (ok, cost) = eval_with_limit(
+        "lists.range(1000).size() == 1000",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(ok.unwrap(), json!(true));
+    let (r, over) = eval_with_limit("lists.range(1000).size() == 1000", cost - 2);
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    assert!(over > cost - 2);
+}
+
+#[test]
+fn quadratic_list_functions_are_charged_before_they_run() {
+    let (r, _) = eval_with_limit(
+        "lists.range(5000).distinct().size() > 0",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    let (r, _) = eval_with_limit(
+        "sets.contains(lists.range(2000), lists.range(2000))",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+}
+
+#[test]
+fn replace_cannot_build_a_giant_string() {
+    // 200 Ki matches, each replaced by 200 KiB: 40 GiB if it ran.
+    let expr = "cel.bind(a, 'aaaaaaaa'.replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa'), a.replace('a', a).size())";
+    let (r, _) = eval_with_limit(expr, PER_EXPRESSION_COST_LIMIT);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::CostLimit);
+    assert!(
+        e.message.contains("replace() would build a string"),
+        "{}",
+        e.message
+    );
+    // Ordinary replacements are untouched.
+    let (r, _) = eval_with_limit(
+        "'a-b-c'.replace('-', '--') == 'a--b--c'",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap(), json!(true));
+}
+
+#[test]
+fn timestamps_with_multibyte_characters_are_refused_not_split() {
+    // Found by the cel_compile fuzz target: a character spanning byte 19
+    // used to panic the parser.
+    for text in [
+        "1000-01-01T00:00:0\u{200a}text",
+        "2025-01-01T00:00:00+\u{e9}:00",
+        "2025-01-01T00:00:00.\u{2028}Z",
+    ] {
+        assert_eq!(value::parse_timestamp(text), None, "{text:?}");
+    }
+    assert!(value::parse_timestamp("2025-01-01T00:00:00+01:00").is_some());
+}
+
+#[test]
+fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
+    // Found while testing resource bounds: 30 nested parentheses overflowed
+    // a 2 MiB thread stack in the parser of a debug build. Deep expressions
+    // are now refused before parsing, and shallower ones that still need a
+    // deep parse run on a thread with a large stack.
+    let s = crontab();
+    for (open, close) in [
+        ("(", ")"),
+        ("[", "]"),
+        ("{1: ", "}"),
+        ("f(", ")"),
+        ("!", ""),
+        ("-", ""),
+    ] {
+        let deep = format!("{}1{}", open.repeat(5000), close.repeat(5000));
+        let err = Program::compile(&deep, &s, Options::default()).unwrap_err();
+        assert!(
+            err.message.contains("expression recursion limit exceeded"),
+            "{open}: {}",
+            err.message
+        );
+    }
+    let ternaries = format!("{}1", "true ? 1 : ".repeat(5000));
+    let err = Program::compile(&ternaries, &s, Options::default()).unwrap_err();
+    assert!(err.message.contains("recursion limit"), "{}", err.message);
+    // Within the limit, on this test's own small stack: compiles and runs.
+    let nested = format!("{}1{} == 1", "(".repeat(60), ")".repeat(60));
+    std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(move || {
+            let s = crontab();
+            assert_eq!(run(&nested, &s, &json!({})), Ok(json!(true)));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // Brackets inside string literals do not count.
+    let quoted = format!("'{}' != ''", "(".repeat(5000));
+    assert_eq!(run(&quoted, &s, &json!({})), Ok(json!(true)));
+}

@@ -276,6 +276,7 @@ pub fn parse_timestamp_unbounded(s: &str) -> Option<DateTime<FixedOffset>> {
     }
     let zone_ok = rest == "Z"
         || (rest.len() == 6
+            && rest.is_ascii()
             && matches!(rest.as_bytes()[0], b'+' | b'-')
             && rest.as_bytes()[3] == b':'
             && rest[1..3].bytes().all(|c| c.is_ascii_digit())
@@ -296,7 +297,9 @@ pub fn parse_timestamp_unbounded(s: &str) -> Option<DateTime<FixedOffset>> {
 
 /// `,5` as `.5`, and a fraction cut to nine digits.
 fn normalize_fraction(s: &str) -> Option<String> {
-    if s.len() < 20 {
+    // Byte 19 must start a character: `2025-01-01T00:00:0\u{200a}...` is
+    // not a timestamp (and must not be split inside a character).
+    if s.len() < 20 || !s.is_char_boundary(19) {
         return None;
     }
     let (head, rest) = s.split_at(19);

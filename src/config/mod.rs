@@ -14,7 +14,7 @@ use crate::conversion::{self, Conversion};
 use crate::schema::Schema;
 use crate::validation::Validator;
 
-mod embedded;
+pub mod embedded;
 
 /// Where the CRDs come from.
 #[derive(Debug, Clone)]
@@ -180,6 +180,21 @@ pub fn load(source: &ConfigSource) -> Loaded {
         }
     }
     // After every file: a conversion document may come before its CRD.
+    loader.conversions();
+    Loaded {
+        catalog: loader.catalog,
+        report: loader.report,
+    }
+}
+
+/// Loads and compiles the CRDs (and conversion documents) of in-memory
+/// files, each a `(name, text)` pair: the fuzz targets and tests load
+/// configs this way without a directory.
+pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
+    let mut loader = Loader::default();
+    for (name, text) in files {
+        loader.text(name.as_ref(), text);
+    }
     loader.conversions();
     Loaded {
         catalog: loader.catalog,

@@ -308,12 +308,15 @@ fn place(object: &mut Json, path: &[String], value: Option<Json>) -> Result<(), 
 }
 
 /// Drops what the API server would prune: fields an object schema does not
-/// declare (unless it preserves unknown fields). `metadata` of the root and
+/// declare (unless it preserves unknown fields), and `null` values of fields
+/// that are not `nullable` (the API server drops those before it stores an
+/// object, so a stored object never has them). `metadata` of the root and
 /// of embedded resources is the API server's business and left alone.
 pub fn prune(value: &mut Json, schema: &Schema, root: bool) {
     match value {
         Json::Object(map) => {
             if let Some(element) = schema.additional_properties.as_deref() {
+                map.retain(|_, v| !v.is_null() || element.nullable);
                 for v in map.values_mut() {
                     prune(v, element, false);
                 }
@@ -328,6 +331,7 @@ pub fn prune(value: &mut Json, schema: &Schema, root: bool) {
                     return true;
                 }
                 match schema.properties.get(key) {
+                    Some(child) if v.is_null() => child.nullable,
                     Some(child) => {
                         prune(v, child, false);
                         true

@@ -1,19 +1,41 @@
 //! Per-request guard of the review endpoints (`/validate`, `/convert`): counts
-//! the request in flight and times it, bounds how many run at once, and
-//! answers before the caller's deadline.
+//! the request in flight and times it, reads its body within a budget of
+//! bytes, bounds how many run at once, and answers before the caller's
+//! deadline.
 //!
 //! Wrap a review route with `.wrap(from_fn(limits::guard))`; the endpoint is
 //! found from the path ([`Endpoint::from_path`]), so `/convert` needs
-//! nothing more than the wrap. The handler still counts its own outcome
+//! nothing more than the wrap. The handler takes the body with the
+//! [`ReviewBody`] extractor and still counts its own outcome
 //! (`Metrics::observe_review`); this guard counts only the requests it
 //! refuses itself, so nothing is counted twice.
+//!
+//! The order matters under abuse:
+//! 1. the body's bytes are reserved from `--max-in-flight-bytes` before it
+//!    is read (its Content-Length, or the endpoint's limit when it has
+//!    none), so many large bodies at once wait or get 503 instead of
+//!    growing memory without bound;
+//! 2. the body is read within the deadline, holding no worker slot: a
+//!    client trickling or stalling its body costs a connection and its
+//!    reservation until the deadline, then gets 408, and never delays the
+//!    requests behind it;
+//! 3. only then does the request wait for one of `--max-concurrent-requests`
+//!    slots and run.
 
+use std::future::{poll_fn, ready, Ready};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::error::PayloadError;
+use actix_web::http::header;
 use actix_web::middleware::Next;
-use actix_web::web;
+use actix_web::web::{self, Bytes, BytesMut};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use futures_core::Stream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::AppState;
 use crate::error::WebhookError;
@@ -21,7 +43,7 @@ use crate::metrics::Endpoint;
 
 /// The guard (see the module docs).
 pub async fn guard(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let (Some(endpoint), Some(state)) = (
@@ -33,9 +55,48 @@ pub async fn guard(
     let _in_flight = state.metrics.start(endpoint);
     let budget = deadline(req.query_string(), state.limits.request_timeout);
     let deadline = tokio::time::Instant::now() + budget;
+    let limit = match endpoint {
+        Endpoint::Convert => state.max_convert_request_bytes,
+        _ => state.max_request_bytes,
+    };
 
-    // Waiting for a slot counts against the deadline: a request that
-    // cannot start in time is refused while the caller still listens.
+    // 1. Reserve the body's bytes; waiting counts against the deadline.
+    let declared = match content_length(&req) {
+        Ok(n) => n,
+        Err(err) => return Err(err.into()),
+    };
+    if declared.is_some_and(|n| n > limit) {
+        // Refused unread: nothing of it is buffered.
+        req.extensions_mut()
+            .insert(ReviewBody(Err(WebhookError::PayloadTooLarge { limit })));
+        return next.call(req).await;
+    }
+    let reserve = declared.unwrap_or(limit);
+    let Ok(reservation) =
+        tokio::time::timeout_at(deadline, state.limits.body_bytes.reserve(reserve)).await
+    else {
+        state.metrics.observe_overloaded(endpoint);
+        return Err(WebhookError::BodyBudgetExhausted.into());
+    };
+    let _reservation = BodyGauge::new(reservation, &state);
+
+    // 2. Read the body, holding no worker slot.
+    let mut payload = req.take_payload();
+    let body = match tokio::time::timeout_at(
+        deadline,
+        read_body(&mut payload, limit, declared.unwrap_or(0)),
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(_) => {
+            state.metrics.observe_deadline_exceeded(endpoint);
+            return Err(WebhookError::BodyTimeout { budget }.into());
+        }
+    };
+    req.extensions_mut().insert(ReviewBody(body));
+
+    // 3. Wait for a slot, then run.
     let Ok(permit) =
         tokio::time::timeout_at(deadline, state.limits.concurrency.clone().acquire_owned()).await
     else {
@@ -45,15 +106,130 @@ pub async fn guard(
     // `acquire_owned` fails only on a closed semaphore, which we never close.
     let _permit = permit.map_err(|_| WebhookError::Overloaded)?;
 
-    // The body is read inside `next.call`, so a client trickling its body
-    // also runs into this deadline. Rules themselves are bounded by their
-    // CEL cost limits.
+    // Rules themselves are bounded by their CEL cost limits; this catches
+    // anything else that would make the caller give up first.
     match tokio::time::timeout_at(deadline, next.call(req)).await {
         Ok(res) => res,
         Err(_) => {
             state.metrics.observe_deadline_exceeded(endpoint);
             Err(WebhookError::DeadlineExceeded { budget }.into())
         }
+    }
+}
+
+/// The request's Content-Length, if it sent one.
+fn content_length(req: &ServiceRequest) -> Result<Option<usize>, WebhookError> {
+    match req.headers().get(header::CONTENT_LENGTH) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map(Some)
+            .ok_or_else(|| WebhookError::Body("invalid Content-Length header".into())),
+    }
+}
+
+/// Reads the whole body, refusing it once it passes `limit`.
+async fn read_body(
+    payload: &mut Payload,
+    limit: usize,
+    declared: usize,
+) -> Result<Bytes, WebhookError> {
+    let mut buf = BytesMut::with_capacity(declared.min(limit));
+    while let Some(chunk) = poll_fn(|cx| Pin::new(&mut *payload).poll_next(cx)).await {
+        let chunk = chunk.map_err(|err| match err {
+            PayloadError::Overflow => WebhookError::PayloadTooLarge { limit },
+            other => WebhookError::Body(other.to_string()),
+        })?;
+        if buf.len() + chunk.len() > limit {
+            return Err(WebhookError::PayloadTooLarge { limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf.freeze())
+}
+
+/// The request body as the guard read it (or why it could not), for the
+/// review handlers. Handlers take the `Result` so that error.rs decides the
+/// answer to a broken or oversized body, and they count it as an outcome.
+#[derive(Debug)]
+pub struct ReviewBody(pub Result<Bytes, WebhookError>);
+
+impl FromRequest for ReviewBody {
+    type Error = WebhookError;
+    type Future = Ready<Result<Self, WebhookError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(req.extensions_mut().remove::<ReviewBody>().ok_or_else(|| {
+            WebhookError::Internal(anyhow::anyhow!(
+                "the review route is not wrapped in limits::guard"
+            ))
+        }))
+    }
+}
+
+/// The budget of body bytes held by requests in flight
+/// (`--max-in-flight-bytes`), in KiB permits.
+#[derive(Debug, Clone)]
+pub struct BodyBudget {
+    kib: Arc<Semaphore>,
+    total_kib: u32,
+}
+
+impl BodyBudget {
+    /// A budget of `bytes` (at least 1 KiB).
+    pub fn new(bytes: usize) -> Self {
+        let total_kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize) as u32);
+        Self {
+            kib: Arc::new(Semaphore::new(total_kib as usize)),
+            total_kib,
+        }
+    }
+
+    /// Waits until `bytes` can be held, then holds them until the permit
+    /// is dropped. A request larger than the whole budget waits for all of
+    /// it, so it still runs, alone.
+    pub async fn reserve(&self, bytes: usize) -> OwnedSemaphorePermit {
+        let kib = u32::try_from(bytes.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, self.total_kib);
+        // The semaphore is never closed.
+        #[allow(clippy::expect_used)]
+        self.kib
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .expect("the body budget is never closed")
+    }
+
+    /// KiB not reserved right now.
+    pub fn available_kib(&self) -> usize {
+        self.kib.available_permits()
+    }
+}
+
+/// A body reservation that shows in `celhook_request_body_bytes_in_flight`
+/// while held.
+struct BodyGauge {
+    permit: OwnedSemaphorePermit,
+    gauge: prometheus::IntGauge,
+}
+
+impl BodyGauge {
+    fn new(permit: OwnedSemaphorePermit, state: &AppState) -> Self {
+        let gauge = state.metrics.body_bytes_in_flight().clone();
+        gauge.add(i64::from(permit.num_permits() as u32) * 1024);
+        Self { permit, gauge }
+    }
+}
+
+impl Drop for BodyGauge {
+    fn drop(&mut self) {
+        self.gauge
+            .sub(i64::from(self.permit.num_permits() as u32) * 1024);
     }
 }
 

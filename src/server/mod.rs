@@ -32,6 +32,12 @@ pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 /// Default for `--max-convert-request-bytes`: 256 MiB (a ConversionReview
 /// carries whole lists: 10,000 objects of 4 KiB is 40 MiB).
 pub const DEFAULT_MAX_CONVERT_REQUEST_BYTES: usize = 256 * 1024 * 1024;
+/// Default for `--max-in-flight-bytes`: 512 MiB of request bodies held at
+/// once (two of the largest conversion requests). Peak memory is about 2.5x
+/// this (a body, its parsed objects and the answer) plus a few MiB.
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 512 * 1024 * 1024;
+/// Default for `--max-connection-rate`.
+pub const DEFAULT_MAX_CONNECTION_RATE: usize = 64;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
@@ -66,6 +72,13 @@ pub struct ServeConfig {
     /// Review requests served at once (over all workers); more wait for a
     /// slot until their deadline, then get 503.
     pub max_concurrent_requests: usize,
+    /// Bytes of review bodies held at once over all requests; more wait
+    /// for room until their deadline, then get 503.
+    pub max_in_flight_bytes: usize,
+    /// TLS handshakes in progress at once per worker; more connections
+    /// wait in the accept queue, so a flood of handshakes cannot take the
+    /// CPU from requests on established connections.
+    pub max_connection_rate: usize,
     /// The longest a review request may take (also the deadline when the
     /// caller sends no `?timeout=`).
     pub request_timeout: Duration,
@@ -96,6 +109,8 @@ impl ServeConfig {
             client_auth: None,
             reload_interval: reload::DEFAULT_INTERVAL,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
+            max_connection_rate: DEFAULT_MAX_CONNECTION_RATE,
             // The API server gives up on a conversion after 30 s: answer first.
             request_timeout: Duration::from_secs(25),
             // Longer than the API server's idle-connection timeout (90 s,
@@ -133,14 +148,22 @@ pub struct Limits {
     pub concurrency: Arc<tokio::sync::Semaphore>,
     /// The longest a review request may take.
     pub request_timeout: Duration,
+    /// Bytes of request bodies held at once.
+    pub body_bytes: limits::BodyBudget,
 }
 
 impl Limits {
-    /// Limits of `max_concurrent` requests, each at most `request_timeout`.
-    pub fn new(max_concurrent: usize, request_timeout: Duration) -> Self {
+    /// Limits of `max_concurrent` requests, each at most `request_timeout`,
+    /// holding at most `max_in_flight_bytes` of bodies.
+    pub fn new(
+        max_concurrent: usize,
+        request_timeout: Duration,
+        max_in_flight_bytes: usize,
+    ) -> Self {
         Self {
             concurrency: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
             request_timeout,
+            body_bytes: limits::BodyBudget::new(max_in_flight_bytes),
         }
     }
 }
@@ -169,7 +192,11 @@ impl AppState {
             catalog,
             max_request_bytes,
             Metrics::register(),
-            Limits::new(defaults.max_concurrent_requests, defaults.request_timeout),
+            Limits::new(
+                defaults.max_concurrent_requests,
+                defaults.request_timeout,
+                defaults.max_in_flight_bytes,
+            ),
         )
     }
 
@@ -256,7 +283,11 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
             catalog,
             config.max_request_bytes,
             metrics,
-            Limits::new(config.max_concurrent_requests, config.request_timeout),
+            Limits::new(
+                config.max_concurrent_requests,
+                config.request_timeout,
+                config.max_in_flight_bytes,
+            ),
         )
         .with_max_convert_request_bytes(config.max_convert_request_bytes),
     );
@@ -277,6 +308,7 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
     .tls_handshake_timeout(config.header_timeout)
     .client_request_timeout(config.header_timeout)
     .client_disconnect_timeout(Duration::from_secs(1))
+    .max_connection_rate(config.max_connection_rate)
     // actix counts whole seconds: round up so a short timeout is not zero.
     .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64);
     if let Some(workers) = config.workers {

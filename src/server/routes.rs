@@ -29,10 +29,8 @@ use crate::{review, validation};
 
 /// Registers the routes and the body limit on an actix app.
 pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
-    let limit = state.max_request_bytes;
-    let convert_limit = state.max_convert_request_bytes;
+    // Body limits are applied by `limits::guard`, which reads the body.
     cfg.app_data(state)
-        .app_data(web::PayloadConfig::new(limit))
         .service(
             web::resource("/validate")
                 .wrap(from_fn(limits::guard))
@@ -41,7 +39,6 @@ pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
         .service(
             web::resource("/convert")
                 .wrap(from_fn(limits::guard))
-                .app_data(web::PayloadConfig::new(convert_limit))
                 .route(web::post().to(convert::convert)),
         )
         .service(web::resource("/healthz").route(web::get().to(healthz)))
@@ -83,9 +80,10 @@ fn review_version_label(version: ReviewVersion) -> &'static str {
 )]
 pub async fn validate(
     state: web::Data<AppState>,
-    // Taking the extractor's Result lets error.rs decide the answer to an
-    // oversized or broken body, as for every other error.
-    body: Result<web::Bytes, actix_web::Error>,
+    // The guard read the body (or found why it could not): error.rs
+    // decides the answer to an oversized or broken body, as for every other
+    // error, and this handler counts it.
+    body: limits::ReviewBody,
 ) -> Result<HttpResponse, WebhookError> {
     let result = answer_admission(&state, body);
     if let Err(err) = &result {
@@ -107,9 +105,9 @@ pub async fn validate(
 
 fn answer_admission(
     state: &AppState,
-    body: Result<web::Bytes, actix_web::Error>,
+    body: limits::ReviewBody,
 ) -> Result<HttpResponse, WebhookError> {
-    let body = body.map_err(|err| WebhookError::from_body_error(&err, state.max_request_bytes))?;
+    let body = body.0?;
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(&body), "admission request body");
     }

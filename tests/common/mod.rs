@@ -5,12 +5,16 @@
 //! Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
 
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::server::{self, RunningServer, ServeConfig};
 use reqwest::{Client, StatusCode, Version};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 use serde_json::{json, Value};
 
 /// apiVersion of admission.k8s.io/v1 reviews.
@@ -200,6 +204,8 @@ pub struct Answer {
     pub version: Version,
     /// `Content-Type`, if any.
     pub content_type: Option<String>,
+    /// `Retry-After`, if any.
+    pub retry_after: Option<String>,
     /// The body as text.
     pub text: String,
 }
@@ -239,11 +245,17 @@ pub async fn post_raw(client: &Client, url: &str, body: impl Into<reqwest::Body>
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let text = resp.text().await.expect("reading the answer");
     Answer {
         status,
         version,
         content_type,
+        retry_after,
         text,
     }
 }
@@ -252,4 +264,62 @@ pub async fn post_raw(client: &Client, url: &str, body: impl Into<reqwest::Body>
 pub async fn post_review(client: &Client, url: &str, review: &Value) -> Answer {
     let body = serde_json::to_vec(review).expect("review serializes");
     post_raw(client, url, body).await
+}
+
+/// A raw TLS connection (HTTP/1.1 by ALPN) to the server, trusting `ca_pem`:
+/// for tests that write requests byte by byte.
+pub async fn tls_connect(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    install_crypto();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    connector.connect(name, tcp).await.expect("handshake")
+}
+
+/// The sum of the samples of `name` whose labels include `labels`.
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ')?;
+        let (series_name, label_text) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        if series_name != name {
+            continue;
+        }
+        let have: HashMap<&str, &str> = label_text
+            .split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k, v.trim_matches('"')))
+            .collect();
+        if labels.iter().all(|(k, v)| have.get(k) == Some(v)) {
+            *found.get_or_insert(0.0) += value.parse::<f64>().ok()?;
+        }
+    }
+    found
+}
+
+/// Polls `f` until it holds; fails the test after 10 s.
+pub async fn wait_for<F: Fn() -> bool>(what: &str, f: F) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

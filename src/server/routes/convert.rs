@@ -13,6 +13,7 @@ use tracing::field::Empty;
 
 use crate::error::WebhookError;
 use crate::metrics::{ConversionFailure, Endpoint, Outcome};
+use crate::server::limits::ReviewBody;
 use crate::server::AppState;
 use crate::{conversion, review};
 
@@ -26,10 +27,9 @@ use crate::{conversion, review};
 )]
 pub async fn convert(
     state: web::Data<AppState>,
-    body: Result<web::Bytes, actix_web::Error>,
+    body: ReviewBody,
 ) -> Result<HttpResponse, WebhookError> {
-    let limit = state.max_convert_request_bytes;
-    let body = body.map_err(|err| WebhookError::from_body_error(&err, limit))?;
+    let body = body.0?;
     let (version, req) = review::decode_conversion(&body)?;
 
     let span = tracing::Span::current();

@@ -1,0 +1,568 @@
+//! Entry points of the fuzz targets in `fuzz/`, shared with the corpus
+//! replay test (`tests/fuzz_corpus.rs`): every input the fuzzer kept, and
+//! every input that once crashed, runs again under `cargo test`.
+//!
+//! Each function takes the fuzzer's bytes, drives one entry point of the
+//! service with them exactly as the server does, and panics only when an
+//! invariant breaks: a panic inside celhook, an answer that is not what the
+//! API server can read, a cost limit that did not stop an evaluation, or a
+//! conversion that lost or changed data.
+
+use std::sync::OnceLock;
+
+use arbitrary::{Result as ArbResult, Unstructured};
+use serde_json::{Map, Value as Json};
+
+use crate::cel::{self, ErrorKind, Options, Program, Value};
+use crate::config::{self, Catalog};
+use crate::schema::{Format, Schema, Type};
+use crate::{conversion, review, validation};
+
+/// A fuzz entry point: the fuzzer's bytes in, a panic on a broken invariant.
+pub type Target = fn(&[u8]);
+
+/// Every target: its name (the `fuzz/fuzz_targets/<name>.rs` file and the
+/// `fuzz/corpus/<name>/` directory) and its entry point.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("admission_review", admission_review),
+    ("conversion_review", conversion_review),
+    ("config_load", config_load),
+    ("cel_compile", cel_compile),
+    ("cel_eval", cel_eval),
+    ("conversion", conversion),
+];
+
+/// The CRD whose schema and rules the CEL targets use.
+pub const WIDGET_CRD: &str = include_str!("../tests/fixtures/fuzz/widget.yaml");
+/// A valid Widget, the `self` of fuzzed rules.
+pub const WIDGET_SAMPLE: &str = include_str!("../tests/fixtures/fuzz/widget-sample.json");
+
+/// The stack of an actix worker thread (Rust's default for spawned
+/// threads): recursion that would overflow a worker must overflow here too,
+/// not pass on the fuzzer's 8 MiB main stack.
+const WORKER_STACK: usize = 2 * 1024 * 1024;
+
+/// The embedded example CRDs and conversions, plus the Widget CRD.
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let mut files: Vec<(String, &str)> = config::embedded::FILES
+            .iter()
+            .map(|(name, text)| (format!("embedded:{name}"), *text))
+            .collect();
+        files.push(("widget.yaml".into(), WIDGET_CRD));
+        let loaded = config::load_texts(&files);
+        assert!(
+            !loaded.report.has_errors(),
+            "the fuzz config must load: {:#?}",
+            loaded.report
+        );
+        loaded.catalog
+    })
+}
+
+fn widget() -> &'static config::CrdVersion {
+    catalog()
+        .lookup("fuzz.celhook.dev", "v1", "Widget")
+        .expect("the Widget CRD is loaded")
+}
+
+fn widget_sample() -> &'static Json {
+    static SAMPLE: OnceLock<Json> = OnceLock::new();
+    SAMPLE.get_or_init(|| serde_json::from_str(WIDGET_SAMPLE).expect("the sample is JSON"))
+}
+
+/// Runs `f` on a thread with a worker's stack and re-raises its panic.
+fn on_worker_stack(f: impl FnOnce() + Send) {
+    std::thread::scope(|scope| {
+        let handle = std::thread::Builder::new()
+            .stack_size(WORKER_STACK)
+            .spawn_scoped(scope, f)
+            .expect("spawning the fuzz thread");
+        if let Err(panic) = handle.join() {
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
+/// An AdmissionReview body, answered as `POST /validate` answers it.
+pub fn admission_review(data: &[u8]) {
+    on_worker_stack(|| {
+        let Ok((version, req)) = review::decode_admission(data) else {
+            return;
+        };
+        let res = validation::review(catalog(), &req);
+        assert_eq!(res.uid, req.uid, "the answer echoes the uid");
+        let out = review::encode_admission(version, &res).expect("the answer encodes");
+        let answer: Json = serde_json::from_slice(&out).expect("the answer is JSON");
+        assert_eq!(answer["apiVersion"], version.api_version());
+        assert_eq!(answer["response"]["uid"], req.uid.as_str());
+        assert_eq!(answer["response"]["allowed"], res.allowed);
+        if !res.allowed {
+            assert!(
+                answer["response"]["status"]["message"].is_string(),
+                "a denial says why: {answer}"
+            );
+        }
+    });
+}
+
+/// A ConversionReview body, answered as `POST /convert` answers it.
+pub fn conversion_review(data: &[u8]) {
+    on_worker_stack(|| {
+        let Ok((version, req)) = review::decode_conversion(data) else {
+            return;
+        };
+        let mut writer = review::SuccessWriter::new(version, &req.uid).expect("the answer starts");
+        let outcome = conversion::convert_each(
+            catalog(),
+            &req.desired_api_version,
+            req.parsed_objects(),
+            |object| {
+                writer.push(&object).expect("an object encodes");
+                Ok(())
+            },
+        );
+        let (answer, converted) = match outcome {
+            Ok(()) => {
+                let answer = writer.finish().concat();
+                let answer: Json = serde_json::from_slice(&answer).expect("the answer is JSON");
+                let converted = answer["response"]["convertedObjects"]
+                    .as_array()
+                    .expect("a Success lists the objects")
+                    .clone();
+                assert_eq!(answer["response"]["result"]["status"], "Success");
+                (answer, converted)
+            }
+            Err(err) => {
+                let message = err.to_string();
+                assert!(!message.is_empty(), "a Failure says why");
+                let answer = review::encode_conversion(version, &req.uid, Err(&message))
+                    .expect("the answer encodes");
+                let answer: Json = serde_json::from_slice(&answer).expect("the answer is JSON");
+                assert_eq!(answer["response"]["result"]["status"], "Failure");
+                assert_eq!(answer["response"]["result"]["message"], message.as_str());
+                assert!(
+                    answer["response"]["convertedObjects"]
+                        .as_array()
+                        .is_none_or(Vec::is_empty),
+                    "a Failure carries no objects"
+                );
+                return;
+            }
+        };
+        assert_eq!(answer["apiVersion"], version.api_version());
+        assert_eq!(answer["response"]["uid"], req.uid.as_str());
+        assert_eq!(converted.len(), req.objects.len(), "one answer per object");
+        for (object, raw) in converted.iter().zip(&req.objects) {
+            let input: Json = serde_json::from_str(raw.get()).expect("converted inputs parse");
+            assert_eq!(object["apiVersion"], req.desired_api_version.as_str());
+            assert_eq!(object["kind"], input["kind"], "kind kept");
+            for field in ["name", "namespace", "uid"] {
+                assert_eq!(
+                    object["metadata"][field], input["metadata"][field],
+                    "metadata.{field} kept, in order"
+                );
+            }
+        }
+    });
+}
+
+/// A config file (YAML or JSON, any number of documents), loaded as
+/// `celhook check` and `serve` load one: every problem is reported with its
+/// file and a reason, and nothing panics.
+pub fn config_load(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    on_worker_stack(|| {
+        let loaded = config::load_texts(&[("fuzz.yaml".to_owned(), text)]);
+        let problems = loaded
+            .report
+            .errors
+            .iter()
+            .chain(loaded.report.crds.iter().flat_map(|c| &c.errors));
+        for problem in problems {
+            assert_eq!(problem.file, "fuzz.yaml");
+            assert!(
+                !problem.reason.is_empty(),
+                "a refusal says why: {problem:?}"
+            );
+        }
+        // A CRD that loaded answers for a Widget-shaped object without panicking.
+        for version in loaded.catalog.versions() {
+            let _ = version.validator.validate(widget_sample(), None);
+        }
+    });
+}
+
+/// Rule text compiled against a Widget schema node, and when it compiles,
+/// evaluated on the sample: the runtime cost limit must stop it.
+///
+/// The first byte picks the node and whether `oldSelf` is optional; the
+/// rest is the rule.
+pub fn cel_compile(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(source) = std::str::from_utf8(rest) else {
+        return;
+    };
+    on_worker_stack(|| {
+        let root = &widget().validator.schema;
+        let sample = widget_sample();
+        let (schema, value) = match selector % 4 {
+            0 => (root, sample),
+            1 => (&root.properties["spec"], &sample["spec"]),
+            2 => (
+                root.properties["spec"].properties["ports"]
+                    .items
+                    .as_deref()
+                    .expect("ports has items"),
+                &sample["spec"]["ports"][0],
+            ),
+            _ => (
+                &root.properties["spec"].properties["tags"],
+                &sample["spec"]["tags"],
+            ),
+        };
+        let opts = Options {
+            old_self: true,
+            optional_old_self: selector & 4 != 0,
+        };
+        let Ok(program) = Program::compile(source, schema, opts) else {
+            return;
+        };
+        let estimate = program.estimated_cost();
+        assert!(estimate >= 0.0, "estimated cost {estimate} for {source:?}");
+        let old = if program.uses_old_self() {
+            let old = Value::from_json(value, schema);
+            Some(if opts.optional_old_self {
+                Value::Optional(Some(std::rc::Rc::new(old)))
+            } else {
+                old
+            })
+        } else {
+            None
+        };
+        // A low limit as well as the API server's: the stop must hold at
+        // any point of an evaluation.
+        for limit in [cel::PER_EXPRESSION_COST_LIMIT, u64::from(selector) * 7] {
+            let (result, cost) = program.eval(Value::from_json(value, schema), old.clone(), limit);
+            check_cost(source, &result, cost, limit);
+        }
+    });
+}
+
+/// The cost counted by an evaluation agrees with its outcome: a finished
+/// evaluation stayed within the limit, and a stopped one passed it.
+fn check_cost(source: &str, result: &Result<Value<'_>, cel::EvalError>, cost: u64, limit: u64) {
+    match result {
+        Ok(_) => assert!(
+            cost <= limit,
+            "{source:?} finished at cost {cost} over the limit {limit}"
+        ),
+        Err(e) if e.kind == ErrorKind::CostLimit => assert!(
+            cost > limit,
+            "{source:?} stopped at cost {cost}, within the limit {limit}"
+        ),
+        Err(_) => {}
+    }
+}
+
+/// A generated Widget (mostly shaped by its schema, sometimes not) and an
+/// old Widget, validated on CREATE and UPDATE against every Widget rule.
+pub fn cel_eval(data: &[u8]) {
+    on_worker_stack(|| {
+        let mut u = Unstructured::new(data);
+        let validator = &widget().validator;
+        let Ok(object) = generate(&mut u, &validator.schema, 0) else {
+            return;
+        };
+        let old = match u.int_in_range(0..=2u8) {
+            Ok(0) | Err(_) => None,
+            Ok(1) => Some(widget_sample().clone()),
+            Ok(_) => generate(&mut u, &validator.schema, 0).ok(),
+        };
+        for old in [None, old.as_ref(), Some(&object)] {
+            let outcome = validator.validate(&object, old);
+            for error in &outcome.errors {
+                assert!(
+                    !error.body().is_empty(),
+                    "every field error has a message: {error:?}"
+                );
+            }
+            let status =
+                validation::invalid_status("fuzz.celhook.dev", "Widget", "fuzz", &outcome.errors);
+            serde_json::to_vec(&status).expect("the denial encodes");
+        }
+    });
+}
+
+/// A batch of generated custom resources of the embedded multi-version
+/// CRDs, in mixed versions, converted to every version and back: each step
+/// either fails cleanly or keeps order and count, and the round trip gives
+/// every object back unchanged.
+pub fn conversion(data: &[u8]) {
+    on_worker_stack(|| {
+        let mut u = Unstructured::new(data);
+        let _ = conversion_round_trips(&mut u);
+    });
+}
+
+fn conversion_round_trips(u: &mut Unstructured<'_>) -> ArbResult<()> {
+    let catalog = catalog();
+    let mut kinds: Vec<(&str, &str, &conversion::Conversion)> = catalog
+        .versions()
+        .filter_map(|v| {
+            let c = catalog.conversion(&v.group, &v.kind)?;
+            Some((v.group.as_str(), v.kind.as_str(), c))
+        })
+        .collect();
+    kinds.sort_by_key(|(g, k, _)| (*g, *k));
+    kinds.dedup_by_key(|(g, k, _)| (*g, *k));
+    let (group, kind, conv) = *u.choose(&kinds)?;
+    let versions = conv.versions();
+
+    let count = u.int_in_range(1..=6usize)?;
+    let mut batch = Vec::with_capacity(count);
+    for i in 0..count {
+        let version = u.choose(versions)?;
+        let schema = &catalog
+            .lookup(group, version, kind)
+            .expect("a conversion's versions are loaded")
+            .validator
+            .schema;
+        let mut object = generate(u, schema, 0)?;
+        // What the API server stores and sends: pruned to the schema,
+        // with apiVersion, kind and identifying metadata set.
+        conversion::prune(&mut object, schema, true);
+        let Json::Object(fields) = &mut object else {
+            return Ok(());
+        };
+        fields.insert("apiVersion".into(), format!("{group}/{version}").into());
+        fields.insert("kind".into(), kind.into());
+        let metadata = fields
+            .entry("metadata")
+            .or_insert_with(|| Json::Object(Map::new()));
+        if !metadata.is_object() {
+            *metadata = Json::Object(Map::new());
+        }
+        metadata["name"] = format!("obj-{i}").into();
+        metadata["namespace"] = "default".into();
+        metadata["uid"] = format!("00000000-0000-0000-0000-{i:012}").into();
+        batch.push(object);
+    }
+
+    for target in versions {
+        let desired = format!("{group}/{target}");
+        let Ok(converted) = conversion::convert_all(catalog, &desired, batch.clone()) else {
+            continue;
+        };
+        assert_eq!(converted.len(), batch.len(), "one answer per object");
+        for (original, object) in batch.iter().zip(&converted) {
+            assert_eq!(object["apiVersion"], desired.as_str());
+            assert_eq!(object["metadata"]["name"], original["metadata"]["name"]);
+            assert_eq!(object["metadata"]["uid"], original["metadata"]["uid"]);
+            let back_to = original["apiVersion"].as_str().expect("set above");
+            let back = conversion::convert_one(catalog, back_to, object.clone())
+                .unwrap_or_else(|e| panic!("converting back to {back_to} failed: {e}"));
+            assert_eq!(
+                &back, original,
+                "the round trip through {desired} changed the object"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Strings the rules and conversions care about, for generated values.
+const STRINGS: &[&str] = &[
+    "",
+    "a",
+    "primary",
+    "x-internal",
+    "forbidden",
+    "none",
+    "TCP",
+    "web",
+    "10.0.0.7",
+    "::1",
+    "10.0.0.0/8",
+    "fd00::/64",
+    "https://example.com:8443/p?q=1",
+    "1.4.0",
+    "v1.2",
+    "512Mi",
+    "1e3",
+    "64Gi",
+    "50%",
+    "90s",
+    "-1h",
+    "2026-01-01T00:00:00Z",
+    "2026-11-22",
+    "aGVsbG8=",
+    "host:8080",
+    ":",
+    "* * * * */5",
+    "pepperoni",
+    "Ünïcødé",
+    "%s %d",
+];
+
+const KEYS: &[&str] = &[
+    "spec", "metadata", "name", "tags", "ports", "port", "labels", "replicas", "hostPort", "host",
+    "image", "toppings",
+];
+
+/// A value for `schema`: of its type most of the time, sometimes any JSON
+/// (a webhook must survive objects that contradict their schema).
+fn generate(u: &mut Unstructured<'_>, schema: &Schema, depth: u32) -> ArbResult<Json> {
+    if depth > 8 || u.ratio(1, 24)? {
+        return any_json(u, depth);
+    }
+    if schema.int_or_string {
+        return Ok(if u.arbitrary()? {
+            Json::from(small_int(u)?)
+        } else {
+            Json::from(string(u)?)
+        });
+    }
+    Ok(match schema.ty {
+        Type::Object => {
+            let mut map = Map::new();
+            for (name, field) in &schema.properties {
+                if schema.required.contains(name) || u.arbitrary()? {
+                    map.insert(name.clone(), generate(u, field, depth + 1)?);
+                }
+            }
+            if let Some(values) = &schema.additional_properties {
+                for _ in 0..u.int_in_range(0..=4u8)? {
+                    map.insert(string(u)?, generate(u, values, depth + 1)?);
+                }
+            }
+            if schema.preserve_unknown_fields && u.arbitrary()? {
+                map.insert(string(u)?, any_json(u, depth + 1)?);
+            }
+            Json::Object(map)
+        }
+        Type::Array => {
+            let items = schema.items.as_deref().cloned().unwrap_or_default();
+            let n = u.int_in_range(0..=6u8)?;
+            let mut list = Vec::with_capacity(usize::from(n));
+            for _ in 0..n {
+                list.push(generate(u, &items, depth + 1)?);
+            }
+            Json::Array(list)
+        }
+        Type::String => Json::from(match schema.format {
+            Format::Date => format!(
+                "{:04}-{:02}-{:02}",
+                u.int_in_range(0..=9999u16)?,
+                u.int_in_range(0..=13u8)?,
+                u.int_in_range(0..=32u8)?
+            ),
+            Format::DateTime => format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                u.int_in_range(0..=9999u16)?,
+                u.int_in_range(1..=12u8)?,
+                u.int_in_range(1..=28u8)?,
+                u.int_in_range(0..=24u8)?,
+                u.int_in_range(0..=59u8)?,
+                u.int_in_range(0..=60u8)?
+            ),
+            Format::Duration => format!("{}s", small_int(u)?),
+            _ => string(u)?,
+        }),
+        Type::Integer => Json::from(small_int(u)?),
+        Type::Number => match u.int_in_range(0..=2u8)? {
+            0 => Json::from(small_int(u)?),
+            _ => serde_json::Number::from_f64(u.arbitrary()?).map_or(Json::Null, Json::Number),
+        },
+        Type::Boolean => Json::Bool(u.arbitrary()?),
+        Type::Any => any_json(u, depth)?,
+    })
+}
+
+/// Any JSON value, keys and strings mostly from the known ones.
+fn any_json(u: &mut Unstructured<'_>, depth: u32) -> ArbResult<Json> {
+    let pick = if depth > 8 { 4 } else { 6 };
+    Ok(match u.int_in_range(0..=pick)? {
+        0 => Json::Null,
+        1 => Json::Bool(u.arbitrary()?),
+        2 => Json::from(small_int(u)?),
+        3 => serde_json::Number::from_f64(u.arbitrary()?).map_or(Json::Null, Json::Number),
+        4 => Json::from(string(u)?),
+        5 => {
+            let mut list = Vec::new();
+            for _ in 0..u.int_in_range(0..=4u8)? {
+                list.push(any_json(u, depth + 1)?);
+            }
+            Json::Array(list)
+        }
+        _ => {
+            let mut map = Map::new();
+            for _ in 0..u.int_in_range(0..=4u8)? {
+                let key = if u.arbitrary()? {
+                    (*u.choose(KEYS)?).to_owned()
+                } else {
+                    string(u)?
+                };
+                map.insert(key, any_json(u, depth + 1)?);
+            }
+            Json::Object(map)
+        }
+    })
+}
+
+fn string(u: &mut Unstructured<'_>) -> ArbResult<String> {
+    Ok(if u.ratio(3, 4)? {
+        (*u.choose(STRINGS)?).to_owned()
+    } else {
+        u.arbitrary()?
+    })
+}
+
+fn small_int(u: &mut Unstructured<'_>) -> ArbResult<i64> {
+    Ok(match u.int_in_range(0..=3u8)? {
+        0 => u.int_in_range(-2..=10)?,
+        1 => u.int_in_range(0..=1000)?,
+        2 => *u.choose(&[i64::MIN, i64::MAX, 65535, 65536, -1, 1 << 53])?,
+        _ => u.arbitrary()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fuzz_config_loads_and_the_sample_passes() {
+        let outcome = widget().validator.validate(widget_sample(), None);
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+        let outcome = widget()
+            .validator
+            .validate(widget_sample(), Some(widget_sample()));
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    }
+
+    #[test]
+    fn the_cost_check_catches_an_evaluation_past_its_limit() {
+        let err = cel::EvalError::new("x");
+        // A finished evaluation over its limit is a broken limit.
+        let broken = std::panic::catch_unwind(|| check_cost("r", &Ok(Value::Bool(true)), 11, 10));
+        assert!(broken.is_err());
+        check_cost("r", &Ok(Value::Bool(true)), 10, 10);
+        check_cost("r", &Err(err), 0, 10);
+    }
+
+    #[test]
+    fn every_target_survives_empty_and_trivial_inputs() {
+        for (name, target) in TARGETS {
+            for input in [&b""[..], b"{}", b"\x00", b"[]", b"\xff\xff\xff\xff"] {
+                let result = std::panic::catch_unwind(|| target(input));
+                assert!(result.is_ok(), "{name} panicked on {input:?}");
+            }
+        }
+    }
+}
