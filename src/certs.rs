@@ -27,6 +27,8 @@ pub struct CertsArgs {
     pub service: String,
     /// Validity in days.
     pub days: u32,
+    /// More SANs for the serving certificate (DNS names or IP addresses).
+    pub extra_names: Vec<String>,
 }
 
 /// A certificate and its key, as PEM.
@@ -147,8 +149,10 @@ pub fn service_names(service: &str, namespace: &str) -> Vec<String> {
 /// certificate PEM, base64-encoded, as webhook configurations take it.
 pub fn generate(args: &CertsArgs) -> anyhow::Result<String> {
     let ca = Ca::new("celhook development CA", args.days).context("generating the CA")?;
+    let mut names = service_names(&args.service, &args.namespace);
+    names.extend(args.extra_names.iter().cloned());
     let serving = ca
-        .serving(&service_names(&args.service, &args.namespace), args.days)
+        .serving(&names, args.days)
         .context("generating the serving certificate")?;
     std::fs::create_dir_all(&args.out_dir)
         .with_context(|| format!("creating {}", args.out_dir.display()))?;
@@ -186,6 +190,7 @@ mod tests {
             namespace: "webhooks".into(),
             service: "celhook".into(),
             days: 30,
+            extra_names: vec!["localhost".into(), "127.0.0.1".into()],
         };
         let bundle = generate(&args).expect("generated");
         let ca_pem = std::fs::read_to_string(dir.path().join("ca.crt")).expect("ca.crt");
@@ -213,11 +218,14 @@ mod tests {
         )
         .build()
         .expect("verifier");
-        let name = rustls::pki_types::ServerName::try_from("celhook.webhooks.svc").expect("name");
         use rustls::client::danger::ServerCertVerifier;
-        verifier
-            .verify_server_cert(&leaf, &[], &name, &[], rustls::pki_types::UnixTime::now())
-            .expect("the serving certificate verifies against the CA");
+        // The Service's name, and the extra names (a DNS name and an IP).
+        for host in ["celhook.webhooks.svc", "localhost", "127.0.0.1"] {
+            let name = rustls::pki_types::ServerName::try_from(host).expect("name");
+            verifier
+                .verify_server_cert(&leaf, &[], &name, &[], rustls::pki_types::UnixTime::now())
+                .unwrap_or_else(|e| panic!("the serving certificate verifies for {host}: {e}"));
+        }
 
         #[cfg(unix)]
         {

@@ -186,6 +186,10 @@ struct CertsCliArgs {
     /// Validity of the certificates, in days.
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
     days: u32,
+
+    /// More names for the serving certificate, DNS names or IP addresses (comma-separated), e.g. localhost,127.0.0.1 for a port-forward.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    extra_names: Vec<String>,
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -404,6 +408,7 @@ impl Cli {
                 namespace: args.namespace,
                 service: args.service,
                 days: args.days,
+                extra_names: args.extra_names,
             }),
         }
     }

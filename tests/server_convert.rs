@@ -553,6 +553,28 @@ async fn ten_thousand_objects_of_4_kib_convert_in_one_review() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_late_in_a_large_review_sends_no_partial_list() {
+    // 1,499 objects convert (and are written into the streamed answer)
+    // before object 1,499 fails: the answer is a Failure with no objects.
+    let server = common::start().await;
+    let url = common::url(&server, "/convert");
+    let client = client(&server, Http::H2);
+    let mut objects: Vec<Value> = (0..2_000).map(big_crontab).collect();
+    objects[1_499]["apiVersion"] = json!("example.com/v9");
+    let request = review(REVIEW_V1, "late", "example.com/v1", objects);
+    let message = convert_failure(&client, &url, &request).await;
+    assert!(
+        message.starts_with("object 1499 (default/crontab-1499): "),
+        "{message}"
+    );
+    // The next review on the same connection is whole.
+    let objects: Vec<Value> = (0..3).map(big_crontab).collect();
+    let request = review(REVIEW_V1, "after", "example.com/v1", objects);
+    assert_eq!(convert_ok(&client, &url, &request).await.len(), 3);
+    server.stop().await.expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversions_are_counted_in_the_metrics() {
     let server = common::start().await;
     let client = client(&server, Http::H2);

@@ -139,8 +139,42 @@ pub(crate) struct Compiled {
     pub result_type: String,
 }
 
-/// Parses and compiles `source`.
+/// Parses and compiles `source`, refusing expressions nested deeper than
+/// [`MAX_NESTING`]. Deeply nested ones are parsed and compiled on a thread
+/// with [`DEEP_PARSE_STACK`], so that no caller's stack size matters.
 pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileError> {
+    let depth = nesting(source);
+    if depth > MAX_NESTING {
+        return Err(CompileError {
+            message: format_error(
+                source,
+                1,
+                0,
+                &format!("expression recursion limit exceeded: {MAX_NESTING} (nested {depth} deep)"),
+            ),
+            instantiation: false,
+        });
+    }
+    // Brackets inside what looks like a string literal count here: a
+    // literal the scanner misreads must not put a deep parse on a small stack.
+    if raw_nesting(source) <= SHALLOW_NESTING {
+        return compile_here(source, decls);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("celhook-compile".into())
+            .stack_size(DEEP_PARSE_STACK)
+            .spawn_scoped(scope, || compile_here(source, decls))
+            .map_err(|e| CompileError {
+                message: format!("cannot start a thread to compile a deeply nested expression: {e}"),
+                instantiation: false,
+            })?
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn compile_here(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileError> {
     let (expr, info) = parse(source)?;
     let mut c = Compiler {
         decls,
@@ -189,6 +223,10 @@ pub fn nesting(source: &str) -> usize {
                 let quote_len = if triple { 3 } else { 1 };
                 i += quote_len;
                 while i < b.len() {
+                    // A one-quote literal cannot span lines (the lexer stops there).
+                    if !triple && b[i] == b'\n' {
+                        break;
+                    }
                     if b[i] == b'\\' && !raw {
                         i += 2;
                         continue;
@@ -221,41 +259,31 @@ pub fn nesting(source: &str) -> usize {
     max_depth.max(max_unary).max(questions)
 }
 
-/// Parses with optional syntax and the Kubernetes macro set, refusing
-/// expressions nested deeper than [`MAX_NESTING`].
-fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
-    let depth = nesting(source);
-    if depth > MAX_NESTING {
-        return Err(CompileError {
-            message: format_error(
-                source,
-                1,
-                0,
-                &format!(
-                    "expression recursion limit exceeded: {MAX_NESTING} (nested {depth} deep)"
-                ),
-            ),
-            instantiation: false,
-        });
+/// The deepest bracket nesting of `source`, string literals included.
+fn raw_nesting(source: &str) -> usize {
+    let (mut depth, mut max, mut unary, mut questions) = (0usize, 0usize, 0usize, 0usize);
+    for c in source.bytes() {
+        match c {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'?' => questions += 1,
+            _ => {}
+        }
+        if matches!(c, b'!' | b'-') {
+            unary += 1;
+            max = max.max(unary);
+        } else if !c.is_ascii_whitespace() {
+            unary = 0;
+        }
     }
-    if depth <= SHALLOW_NESTING {
-        return parse_here(source);
-    }
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("celhook-parse".into())
-            .stack_size(DEEP_PARSE_STACK)
-            .spawn_scoped(scope, || parse_here(source))
-            .map_err(|e| CompileError {
-                message: format!("cannot start a thread to parse a deeply nested expression: {e}"),
-                instantiation: false,
-            })?
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
+    max.max(questions)
 }
 
-fn parse_here(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
+/// Parses with optional syntax and the Kubernetes macro set.
+fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
     let env = environment();
     env.parser()
         .parse_with_source_info(source)
