@@ -150,7 +150,9 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
                 source,
                 1,
                 0,
-                &format!("expression recursion limit exceeded: {MAX_NESTING} (nested {depth} deep)"),
+                &format!(
+                    "expression recursion limit exceeded: {MAX_NESTING} (nested {depth} deep)"
+                ),
             ),
             instantiation: false,
         });
@@ -166,7 +168,9 @@ pub(crate) fn compile(source: &str, decls: &Decls<'_>) -> Result<Compiled, Compi
             .stack_size(DEEP_PARSE_STACK)
             .spawn_scoped(scope, || compile_here(source, decls))
             .map_err(|e| CompileError {
-                message: format!("cannot start a thread to compile a deeply nested expression: {e}"),
+                message: format!(
+                    "cannot start a thread to compile a deeply nested expression: {e}"
+                ),
                 instantiation: false,
             })?
             .join()

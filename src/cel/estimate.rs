@@ -76,8 +76,11 @@ pub(crate) fn min_serialized_size(s: &Schema) -> f64 {
 /// The largest size (characters, items, entries) a value of `s` can have.
 pub(crate) fn max_size(s: &Schema) -> f64 {
     match s.ty {
+        // In bytes, as the API server sizes strings: maxLength counts code
+        // points, each up to 4 bytes; an enum bounds by its longest value.
         Type::String => match (&s.format, s.max_length) {
-            (_, Some(n)) => n as f64,
+            _ if s.max_enum_bytes.is_some() => s.max_enum_bytes.unwrap_or_default() as f64,
+            (_, Some(n)) => n as f64 * 4.0,
             (Format::Date, _) => 10.0,
             (Format::DateTime, _) => 64.0,
             (Format::Duration, _) => 64.0,

@@ -625,3 +625,20 @@ fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
     let quoted = format!("'{}' != ''", "(".repeat(5000));
     assert_eq!(run(&quoted, &s, &json!({})), Ok(json!(true)));
 }
+
+#[test]
+fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
+    // The API server sizes a string of maxLength n as 4n bytes (a code
+    // point takes up to 4), and an enum string by its longest value.
+    let cost = |s: serde_json::Value| {
+        Program::compile("self.contains('x')", &schema(s), Options::default())
+            .unwrap()
+            .estimated_cost()
+    };
+    let bounded = cost(json!({"type": "string", "maxLength": 1000}));
+    let by_enum = cost(json!({"type": "string", "enum": ["short", "a-longer-value"]}));
+    let unbounded = cost(json!({"type": "string"}));
+    assert!((400.0..1000.0).contains(&bounded), "{bounded}");
+    assert!(by_enum < 10.0, "{by_enum}");
+    assert!(unbounded > 100_000.0, "{unbounded}");
+}

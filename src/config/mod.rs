@@ -412,26 +412,16 @@ impl Loader {
                 compiled.push((v.name.clone(), Validator::compile(Schema::default()).ok()));
                 continue;
             };
-            let schema = match Schema::from_openapi(props) {
-                Ok(s) => s,
-                Err(e) => {
-                    report.errors.push(problem(
-                        Some(&v.name),
-                        Some(format!("{prefix}.{}", e.path)),
-                        None,
-                        e.reason,
-                    ));
-                    continue;
-                }
-            };
-            match Validator::compile(schema) {
+            match Validator::from_openapi(props) {
                 Ok(val) => compiled.push((v.name.clone(), Some(val))),
                 Err(problems) => {
                     for p in problems {
+                        // Structural problems of the schema carry no rule.
+                        let rule = Some(p.rule).filter(|r| !r.is_empty());
                         report.errors.push(problem(
                             Some(&v.name),
                             Some(format!("{prefix}.{}", p.path)),
-                            Some(p.rule),
+                            rule,
                             p.reason,
                         ));
                     }

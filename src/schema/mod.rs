@@ -83,6 +83,9 @@ pub struct Schema {
     pub required: Vec<String>,
     pub max_items: Option<i64>,
     pub max_length: Option<i64>,
+    /// The length in bytes of the longest `enum` string, when the node
+    /// lists its values (the cost estimate's size bound).
+    pub max_enum_bytes: Option<usize>,
     pub max_properties: Option<i64>,
     pub list_type: ListType,
     pub list_map_keys: Vec<String>,
@@ -107,6 +110,7 @@ impl Schema {
             required: Vec::new(),
             max_items: None,
             max_length: None,
+            max_enum_bytes: None,
             max_properties: None,
             list_type: ListType::Atomic,
             list_map_keys: Vec::new(),
@@ -126,6 +130,16 @@ impl Default for Schema {
 
 /// A schema the model cannot represent, with its path
 /// (`properties[spec].items`, relative to `openAPIV3Schema`).
+/// A structural part of a schema that is not structural as a whole.
+#[derive(Debug, Clone)]
+pub struct PartialSubtree {
+    /// Its path, e.g. `openAPIV3Schema.properties[a]`.
+    pub path: String,
+    pub schema: Schema,
+    /// The ancestor below which old and new values cannot be paired, if any.
+    pub uncorrelatable: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{path}: {reason}")]
 pub struct SchemaError {
@@ -144,6 +158,68 @@ impl Schema {
         }
         root.add_object_meta();
         Ok(root)
+    }
+
+    /// For a schema [`Schema::from_openapi`] refuses: every structural
+    /// problem, each at the deepest node it belongs to, and the largest
+    /// subtrees that are structural and carry rules, by path. The API
+    /// server checks the rules of such subtrees (and reports theirs
+    /// problems too), but skips the rules of every node with a structural
+    /// problem at or below it.
+    pub fn partial(props: &JSONSchemaProps) -> (Vec<SchemaError>, Vec<PartialSubtree>) {
+        let mut errors = Vec::new();
+        let mut subtrees = Vec::new();
+        Self::partial_at(props, "openAPIV3Schema", None, &mut errors, &mut subtrees);
+        (errors, subtrees)
+    }
+
+    /// True when the subtree at `path` is structural.
+    fn partial_at(
+        p: &JSONSchemaProps,
+        path: &str,
+        uncorrelatable: Option<&str>,
+        errors: &mut Vec<SchemaError>,
+        subtrees: &mut Vec<PartialSubtree>,
+    ) -> bool {
+        let local = match Self::build(p, path) {
+            Ok(schema) => {
+                if schema.has_rules_below() {
+                    subtrees.push(PartialSubtree {
+                        path: path.to_owned(),
+                        schema,
+                        uncorrelatable: uncorrelatable.map(str::to_owned),
+                    });
+                }
+                return true;
+            }
+            Err(e) => e,
+        };
+        // Below a map of a type the API server does not know, old and new
+        // values cannot be paired: transition rules there are refused.
+        let unknown_map_type = local.path == format!("{path}.x-kubernetes-map-type");
+        let below = if unknown_map_type && uncorrelatable.is_none() {
+            Some(path)
+        } else {
+            uncorrelatable
+        };
+        let mut children_structural = true;
+        for (name, child) in p.properties.iter().flatten() {
+            let child_path = format!("{path}.properties[{name}]");
+            children_structural &= Self::partial_at(child, &child_path, below, errors, subtrees);
+        }
+        if let Some(JSONSchemaPropsOrBool::Schema(s)) = &p.additional_properties {
+            let child_path = format!("{path}.additionalProperties");
+            children_structural &= Self::partial_at(s, &child_path, below, errors, subtrees);
+        }
+        if let Some(JSONSchemaPropsOrArray::Schema(s)) = &p.items {
+            let child_path = format!("{path}.items");
+            children_structural &= Self::partial_at(s, &child_path, below, errors, subtrees);
+        }
+        // Every child is fine: the problem is this node's own.
+        if children_structural {
+            errors.push(local);
+        }
+        false
     }
 
     fn build(p: &JSONSchemaProps, path: &str) -> Result<Schema, SchemaError> {
@@ -232,6 +308,13 @@ impl Schema {
             required: p.required.clone().unwrap_or_default(),
             max_items: p.max_items,
             max_length: p.max_length,
+            max_enum_bytes: p.enum_.as_ref().and_then(|values| {
+                values
+                    .iter()
+                    .map(|v| v.0.as_str().map(str::len))
+                    .collect::<Option<Vec<_>>>()
+                    .and_then(|lens| lens.into_iter().max())
+            }),
             max_properties: p.max_properties,
             list_type,
             list_map_keys: p.x_kubernetes_list_map_keys.clone().unwrap_or_default(),

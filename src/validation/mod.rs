@@ -93,6 +93,48 @@ impl Validator {
         }
     }
 
+    /// Builds the schema of a version's `openAPIV3Schema` and compiles its
+    /// rules. A schema that is not structural is refused with every
+    /// structural problem and the problems of the rules in its structural
+    /// parts, as the API server reports them (`Schema::partial`).
+    pub fn from_openapi(
+        props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
+    ) -> Result<Validator, Vec<RuleProblem>> {
+        match Schema::from_openapi(props) {
+            Ok(schema) => Validator::compile(schema),
+            Err(_) => {
+                let (errors, subtrees) = Schema::partial(props);
+                let mut problems: Vec<RuleProblem> = errors
+                    .into_iter()
+                    .map(|e| RuleProblem {
+                        path: e.path,
+                        rule: String::new(),
+                        reason: e.reason,
+                    })
+                    .collect();
+                for subtree in subtrees {
+                    problems.extend(Validator::check_subtree(&subtree));
+                }
+                Err(problems)
+            }
+        }
+    }
+
+    /// Checks the rules of one structural subtree of a schema that is not
+    /// structural as a whole (see `Schema::partial`), at `path`. Costs are
+    /// estimated as if the subtree ran once.
+    fn check_subtree(subtree: &crate::schema::PartialSubtree) -> Vec<RuleProblem> {
+        let mut cx = Compilation::default();
+        compile_node(
+            &subtree.schema,
+            &subtree.path,
+            subtree.uncorrelatable.as_deref(),
+            Some(1.0),
+            &mut cx,
+        );
+        cx.problems
+    }
+
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
     pub fn validate(&self, object: &Json, old: Option<&Json>) -> Outcome {
