@@ -101,7 +101,24 @@ impl Validator {
         props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
     ) -> Result<Validator, Vec<RuleProblem>> {
         match Schema::from_openapi(props) {
-            Ok(schema) => Validator::compile(schema),
+            Ok(schema) => {
+                let validator = Validator::compile(schema)?;
+                // Defaults must pass the rules of their node, as the API
+                // server checks when the CRD is written.
+                let mut problems = Vec::new();
+                validator.check_defaults(
+                    props,
+                    &validator.schema,
+                    Some(&validator.root),
+                    "openAPIV3Schema",
+                    &mut problems,
+                );
+                if problems.is_empty() {
+                    Ok(validator)
+                } else {
+                    Err(problems)
+                }
+            }
             Err(_) => {
                 let (errors, subtrees) = Schema::partial(props);
                 let mut problems: Vec<RuleProblem> = errors
@@ -117,6 +134,75 @@ impl Validator {
                 }
                 Err(problems)
             }
+        }
+    }
+
+    /// Runs the rules at and below every node that has a `default` on that
+    /// default, reporting failures at `<node>.default`.
+    fn check_defaults(
+        &self,
+        props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
+        schema: &Schema,
+        node: Option<&Node>,
+        path: &str,
+        problems: &mut Vec<RuleProblem>,
+    ) {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+            JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+        };
+        let Some(node) = node else {
+            return;
+        };
+        if let Some(default) = &props.default {
+            let mut w = Walk {
+                errors: Vec::new(),
+                warnings: Vec::new(),
+                budget: cel::PER_OBJECT_COST_BUDGET,
+                stopped: false,
+            };
+            let mut at = String::new();
+            w.node(node, schema, &default.0, None, false, false, &mut at);
+            for e in w.errors {
+                problems.push(RuleProblem {
+                    path: format!("{path}.default"),
+                    rule: String::new(),
+                    reason: e.body(),
+                });
+            }
+        }
+        for (name, child_node) in &node.properties {
+            if let (Some(child_props), Some(child_schema)) = (
+                props.properties.as_ref().and_then(|p| p.get(name)),
+                schema.properties.get(name),
+            ) {
+                let child_path = format!("{path}.properties[{name}]");
+                self.check_defaults(
+                    child_props,
+                    child_schema,
+                    Some(child_node),
+                    &child_path,
+                    problems,
+                );
+            }
+        }
+        let element_props = match (&props.items, &props.additional_properties) {
+            (Some(JSONSchemaPropsOrArray::Schema(s)), _) => Some((s.as_ref(), "items")),
+            (_, Some(JSONSchemaPropsOrBool::Schema(s))) => {
+                Some((s.as_ref(), "additionalProperties"))
+            }
+            _ => None,
+        };
+        if let (Some((element_props, key)), Some(element_schema)) =
+            (element_props, schema.element())
+        {
+            let child_path = format!("{path}.{key}");
+            self.check_defaults(
+                element_props,
+                element_schema,
+                node.element.as_deref(),
+                &child_path,
+                problems,
+            );
         }
     }
 
