@@ -215,59 +215,25 @@ const DEEP_PARSE_STACK: usize = 256 * 1024 * 1024;
 /// without brackets), whichever is largest. String literals are skipped.
 /// Hand-written: it must run before, and instead of, the parser.
 pub fn nesting(source: &str) -> usize {
+    scan_nesting(source, true)
+}
+
+/// [`nesting`] with brackets inside string literals counted too.
+fn raw_nesting(source: &str) -> usize {
+    scan_nesting(source, false)
+}
+
+fn scan_nesting(source: &str, skip_literals: bool) -> usize {
     let b = source.as_bytes();
-    let (mut i, mut depth, mut max_depth, mut unary, mut max_unary, mut questions) =
-        (0, 0usize, 0usize, 0usize, 0usize, 0usize);
+    let (mut i, mut depth, mut max, mut unary, mut questions) = (0, 0usize, 0usize, 0usize, 0usize);
     while i < b.len() {
         let c = b[i];
         match c {
-            b'\'' | b'"' => {
-                let raw = i > 0 && matches!(b[i - 1], b'r' | b'R');
-                let triple = b[i..].starts_with(&[c, c, c]);
-                let quote_len = if triple { 3 } else { 1 };
-                i += quote_len;
-                while i < b.len() {
-                    // A one-quote literal cannot span lines (the lexer stops there).
-                    if !triple && b[i] == b'\n' {
-                        break;
-                    }
-                    if b[i] == b'\\' && !raw {
-                        i += 2;
-                        continue;
-                    }
-                    if b[i..].starts_with(&[c, c, c][..quote_len]) {
-                        i += quote_len;
-                        break;
-                    }
-                    i += 1;
-                }
+            b'\'' | b'"' if skip_literals => {
+                i = skip_literal(b, i);
                 unary = 0;
                 continue;
             }
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'?' => questions += 1,
-            _ => {}
-        }
-        if matches!(c, b'!' | b'-') {
-            unary += 1;
-            max_unary = max_unary.max(unary);
-        } else if !c.is_ascii_whitespace() {
-            unary = 0;
-        }
-        i += 1;
-    }
-    max_depth.max(max_unary).max(questions)
-}
-
-/// The deepest bracket nesting of `source`, string literals included.
-fn raw_nesting(source: &str) -> usize {
-    let (mut depth, mut max, mut unary, mut questions) = (0usize, 0usize, 0usize, 0usize);
-    for c in source.bytes() {
-        match c {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 max = max.max(depth);
@@ -282,8 +248,33 @@ fn raw_nesting(source: &str) -> usize {
         } else if !c.is_ascii_whitespace() {
             unary = 0;
         }
+        i += 1;
     }
     max.max(questions)
+}
+
+/// The index just past the string literal whose quote is at `start`.
+fn skip_literal(b: &[u8], start: usize) -> usize {
+    let c = b[start];
+    let raw = start > 0 && matches!(b[start - 1], b'r' | b'R');
+    let triple = b[start..].starts_with(&[c, c, c]);
+    let quote_len = if triple { 3 } else { 1 };
+    let mut i = start + quote_len;
+    while i < b.len() {
+        // A one-quote literal cannot span lines (the lexer stops there).
+        if !triple && b[i] == b'\n' {
+            return i;
+        }
+        if b[i] == b'\\' && !raw {
+            i += 2;
+            continue;
+        }
+        if b[i..].starts_with(&[c, c, c][..quote_len]) {
+            return i + quote_len;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// Parses with optional syntax and the Kubernetes macro set.
