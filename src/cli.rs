@@ -289,7 +289,7 @@ struct ServeArgs {
     )]
     max_concurrent_requests: usize,
 
-    /// Bytes of review bodies held at once (reserved from Content-Length before reading); more wait until their deadline, then get 503 with Retry-After.
+    /// Bytes of review bodies held at once (reserved from Content-Length before reading); a body that does not fit gets 503 with Retry-After.
     #[arg(
         long,
         env = "CELHOOK_MAX_IN_FLIGHT_BYTES",

@@ -32,8 +32,7 @@ pub enum WebhookError {
     /// `--max-concurrent-requests` stayed full until the request's deadline (503).
     #[error("overloaded: too many requests in flight")]
     Overloaded,
-    /// `--max-in-flight-bytes` of bodies stayed held until the request's
-    /// deadline (503).
+    /// The body does not fit in what `--max-in-flight-bytes` has left (503).
     #[error("overloaded: too many request body bytes in flight")]
     BodyBudgetExhausted,
     /// The client did not send its whole body within the deadline (408).

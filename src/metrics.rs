@@ -265,7 +265,7 @@ impl Metrics {
             overloaded: counter_vec(
                 &registry,
                 "celhook_requests_overloaded_total",
-                "Requests refused with 503 because --max-concurrent-requests were in flight, or --max-in-flight-bytes of bodies were held, until the deadline.",
+                "Requests refused with 503: --max-concurrent-requests stayed in flight until the deadline, or the body did not fit in --max-in-flight-bytes.",
                 &["endpoint"],
             ),
             deadline_exceeded: counter_vec(

@@ -72,8 +72,8 @@ pub struct ServeConfig {
     /// Review requests served at once (over all workers); more wait for a
     /// slot until their deadline, then get 503.
     pub max_concurrent_requests: usize,
-    /// Bytes of review bodies held at once over all requests; more wait
-    /// for room until their deadline, then get 503.
+    /// Bytes of review bodies held at once over all requests; a body that
+    /// does not fit gets 503 with `Retry-After`.
     pub max_in_flight_bytes: usize,
     /// TLS handshakes in progress at once per worker; more connections
     /// wait in the accept queue, so a flood of handshakes cannot take the
