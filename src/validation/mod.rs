@@ -154,12 +154,7 @@ impl Validator {
             return;
         };
         if let Some(default) = &props.default {
-            let mut w = Walk {
-                errors: Vec::new(),
-                warnings: Vec::new(),
-                budget: cel::PER_OBJECT_COST_BUDGET,
-                stopped: false,
-            };
+            let mut w = Walk::new();
             let mut at = String::new();
             w.node(node, schema, &default.0, None, false, false, &mut at);
             for e in w.errors {
@@ -224,12 +219,7 @@ impl Validator {
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
     pub fn validate(&self, object: &Json, old: Option<&Json>) -> Outcome {
-        let mut w = Walk {
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            budget: cel::PER_OBJECT_COST_BUDGET,
-            stopped: false,
-        };
+        let mut w = Walk::new();
         let mut path = String::new();
         w.node(
             &self.root,
@@ -539,6 +529,18 @@ struct Walk {
     budget: u64,
     /// A cost limit was reached: no further rules run anywhere.
     stopped: bool,
+}
+
+impl Walk {
+    /// A walk of one object, with the object's whole cost budget.
+    fn new() -> Self {
+        Walk {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            budget: cel::PER_OBJECT_COST_BUDGET,
+            stopped: false,
+        }
+    }
 }
 
 fn push_child(path: &mut String, name: &str) -> usize {
