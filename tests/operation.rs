@@ -12,13 +12,11 @@ use std::time::{Duration, Instant};
 use celhook::certs::{Ca, Pair};
 use celhook::config::{self, ConfigSource};
 use celhook::server::{ClientAuth, RunningServer, ServeConfig, TlsSource};
-use common::{
-    admission_review, crontab, fixture_path, metric, start_with, tls_connect, wait_for, CRONTAB, V1,
-};
+use common::{crontab_review, fixture_path, metric, start_with, tls_connect, wait_for};
 use reqwest::{Client, StatusCode};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CRD: &str = "crontabs.stable.example.com";
@@ -131,14 +129,6 @@ async fn metrics_text(client: &Client, url: &str) -> String {
     resp.text().await.expect("body")
 }
 
-fn review(replicas: i64) -> Vec<u8> {
-    let object = crontab(
-        "load",
-        json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10}),
-    );
-    serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
-}
-
 fn crd_dir() -> ConfigSource {
     ConfigSource::Dir(fixture_path("crds/valid"))
 }
@@ -238,9 +228,9 @@ async fn metrics_count_reviews_rules_and_config_over_tls_and_plain_http() {
     let server = start_with(config, config::load(&crd_dir()).catalog).await;
     let client = common::client(&server, common::Http::H2);
     let url = common::validate_url(&server);
-    let ok = common::post_raw(&client, &url, review(5)).await;
+    let ok = common::post_raw(&client, &url, crontab_review(5)).await;
     assert_eq!(ok.response()["allowed"], true);
-    let denied = common::post_raw(&client, &url, review(20)).await;
+    let denied = common::post_raw(&client, &url, crontab_review(20)).await;
     assert_eq!(denied.response()["allowed"], false);
     let broken = common::post_raw(&client, &url, "{not json").await;
     assert_eq!(broken.status, StatusCode::BAD_REQUEST);
@@ -355,7 +345,7 @@ async fn certificate_rotation_under_load_drops_nothing() {
         ca_client(&ca_pem, None, true),
         ca_client(&ca_pem, None, true),
     ];
-    let load = Load::start(clients, url, review(5));
+    let load = Load::start(clients, url, crontab_review(5));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(served_leaf(&server, &ca_pem).await, der(&first.cert_pem));
 
@@ -447,7 +437,7 @@ async fn config_change_under_load_drops_nothing_and_keeps_the_last_good_config()
         .map(|_| common::client(&server, common::Http::H2))
         .collect();
     // replicas 5: allowed by the original rules.
-    let load = Load::start(clients, url.clone(), review(5));
+    let load = Load::start(clients, url.clone(), crontab_review(5));
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // A new rule that denies replicas above 3.
@@ -455,7 +445,7 @@ async fn config_change_under_load_drops_nothing_and_keeps_the_last_good_config()
     let metrics = &server.state().metrics;
     wait_for("generation 2", || metrics.config_generation() == 2).await;
     let client = common::client(&server, common::Http::H2);
-    let answer = common::post_raw(&client, &url, review(5)).await;
+    let answer = common::post_raw(&client, &url, crontab_review(5)).await;
     assert_eq!(answer.response()["allowed"], false, "{}", answer.text);
     assert!(answer.text.contains("extra rule"), "{}", answer.text);
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -471,7 +461,7 @@ async fn config_change_under_load_drops_nothing_and_keeps_the_last_good_config()
     })
     .await;
     assert_eq!(metrics.config_generation(), 2);
-    let answer = common::post_raw(&client, &url, review(5)).await;
+    let answer = common::post_raw(&client, &url, crontab_review(5)).await;
     assert_eq!(answer.response()["allowed"], false, "{}", answer.text);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -621,7 +611,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
     let denied = common::post_raw(
         &client,
         &format!("https://{addr}/validate?timeout=10s"),
-        review(20),
+        crontab_review(20),
     )
     .await;
     assert_eq!(denied.response()["allowed"], false);
@@ -660,7 +650,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
         ca_client(&ca.pair.cert_pem, None, true),
         ca_client(&ca.pair.cert_pem, None, true),
     ];
-    let load = Load::start(clients, url, review(5));
+    let load = Load::start(clients, url, crontab_review(5));
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let plain = Client::new();
@@ -712,7 +702,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
 #[tokio::test]
 async fn a_request_in_flight_at_the_stop_is_answered() {
     let server = start_with(ServeConfig::for_tests(), common::embedded_catalog()).await;
-    let body = review(5);
+    let body = crontab_review(5);
     let (first, rest) = body.split_at(10);
     let mut stream = tls_connect(server.local_addr(), server.cert_pem()).await;
     let head = format!(
@@ -809,7 +799,7 @@ async fn prometheus_scrapes_celhook_over_tls_and_promtool_accepts_the_output() {
         let answer = common::post_raw(
             &client,
             &format!("{base}/validate?timeout=10s"),
-            review(replicas),
+            crontab_review(replicas),
         )
         .await;
         assert_eq!(answer.status, StatusCode::OK);

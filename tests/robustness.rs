@@ -13,20 +13,12 @@ use std::time::{Duration, Instant};
 use celhook::config;
 use celhook::server::{RunningServer, ServeConfig};
 use common::{
-    admission_review, client, crontab, embedded_catalog, fixture_path, metric, post_raw,
-    start_with, tls_connect, validate_url, Http, CRONTAB, V1,
+    admission_review, client, crontab, crontab_review, embedded_catalog, fixture_path, metric,
+    post_raw, start_with, tls_connect, validate_url, Http, CRONTAB, V1,
 };
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn review(replicas: i64) -> Vec<u8> {
-    let object = crontab(
-        "load",
-        json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10}),
-    );
-    serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
-}
 
 fn metrics_text(server: &RunningServer) -> String {
     String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8")
@@ -126,7 +118,7 @@ async fn a_stalled_body_holds_no_worker_slot() {
     .await;
     let client = client(&server, Http::H2);
     for replicas in [1, 2, 3] {
-        let answer = post_raw(&client, &validate_url(&server), review(replicas)).await;
+        let answer = post_raw(&client, &validate_url(&server), crontab_review(replicas)).await;
         assert_eq!(answer.response()["allowed"], true);
     }
     assert!(
@@ -204,7 +196,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
     // and without reading it.
     let client = client(&server, Http::H2);
     let filler = " ".repeat(500 * 1024);
-    let mut body = review(1);
+    let mut body = crontab_review(1);
     body.extend_from_slice(filler.as_bytes());
     let started = Instant::now();
     let answer = post_raw(&client, &validate_url(&server), body.clone()).await;
@@ -228,7 +220,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
 
     // A small review fits beside the reservation and is served, on the same
     // HTTP/2 connection as the refused one.
-    let answer = post_raw(&client, &validate_url(&server), review(2)).await;
+    let answer = post_raw(&client, &validate_url(&server), crontab_review(2)).await;
     assert_eq!(answer.response()["allowed"], true);
 
     let (_, answer, _) = stalled.await.expect("stalled task");
@@ -277,7 +269,7 @@ async fn many_large_bodies_at_once_stay_within_the_byte_budget_and_all_get_throu
     let mut tasks = Vec::new();
     for i in 0..24 {
         let (client, url, refused) = (client.clone(), validate_url(&server), refused.clone());
-        let mut body = review(i % 10);
+        let mut body = crontab_review(i % 10);
         body.extend_from_slice(filler.as_bytes());
         tasks.push(tokio::spawn(async move {
             loop {
@@ -372,7 +364,7 @@ async fn deeply_nested_json_is_refused_not_a_stack_overflow() {
     let message = result["message"].as_str().expect("message");
     assert!(message.contains("recursion limit exceeded"), "{message}");
     // The worker survived and answers the next review.
-    let answer = post_raw(&client, &validate_url(&server), review(3)).await;
+    let answer = post_raw(&client, &validate_url(&server), crontab_review(3)).await;
     assert_eq!(answer.response()["allowed"], true);
 }
 
@@ -486,7 +478,7 @@ async fn a_flood_of_tls_handshakes_does_not_starve_an_established_connection() {
     let server = Arc::new(start_with(config, embedded_catalog()).await);
     // The API server's connection, established before the flood.
     let client = client(&server, Http::H2);
-    let answer = post_raw(&client, &validate_url(&server), review(1)).await;
+    let answer = post_raw(&client, &validate_url(&server), crontab_review(1)).await;
     assert_eq!(answer.response()["allowed"], true);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -524,7 +516,12 @@ async fn a_flood_of_tls_handshakes_does_not_starve_an_established_connection() {
     let until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < until {
         let started = Instant::now();
-        let answer = post_raw(&client, &validate_url(&server), review(answered % 10)).await;
+        let answer = post_raw(
+            &client,
+            &validate_url(&server),
+            crontab_review(answered % 10),
+        )
+        .await;
         assert_eq!(answer.response()["allowed"], true);
         slowest = slowest.max(started.elapsed());
         answered += 1;

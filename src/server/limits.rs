@@ -134,24 +134,38 @@ fn content_length(req: &ServiceRequest) -> Result<Option<usize>, WebhookError> {
     }
 }
 
-/// Reads the whole body, refusing it once it passes `limit`.
+/// Reads the whole body, refusing it once it passes `limit`. A body that
+/// arrives in one chunk (a small review in one HTTP/2 DATA frame, say) is
+/// kept as it is; only a body in several chunks is copied into one buffer.
 async fn read_body(
     payload: &mut Payload,
     limit: usize,
     declared: usize,
 ) -> Result<Bytes, WebhookError> {
-    let mut buf = BytesMut::with_capacity(declared.min(limit));
+    let mut first: Option<Bytes> = None;
+    let mut buf = BytesMut::new();
+    let mut len = 0usize;
     while let Some(chunk) = poll_fn(|cx| Pin::new(&mut *payload).poll_next(cx)).await {
         let chunk = chunk.map_err(|err| match err {
             PayloadError::Overflow => WebhookError::PayloadTooLarge { limit },
             other => WebhookError::Body(other.to_string()),
         })?;
-        if buf.len() + chunk.len() > limit {
+        len += chunk.len();
+        if len > limit {
             return Err(WebhookError::PayloadTooLarge { limit });
         }
-        buf.extend_from_slice(&chunk);
+        match first.take() {
+            None if buf.is_empty() => first = Some(chunk),
+            earlier => {
+                if let Some(earlier) = earlier {
+                    buf.reserve(declared.min(limit).max(len));
+                    buf.extend_from_slice(&earlier);
+                }
+                buf.extend_from_slice(&chunk);
+            }
+        }
     }
-    Ok(buf.freeze())
+    Ok(first.unwrap_or_else(|| buf.freeze()))
 }
 
 /// The request body as the guard read it (or why it could not), for the

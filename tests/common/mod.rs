@@ -323,3 +323,13 @@ pub async fn wait_for<F: Fn() -> bool>(what: &str, f: F) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The body of a CronTab CREATE review, valid (allowed) for `replicas` up
+/// to 10: the load and limit tests' request.
+pub fn crontab_review(replicas: i64) -> Vec<u8> {
+    let object = crontab(
+        "load",
+        json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10}),
+    );
+    serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
+}
