@@ -33,6 +33,10 @@ use celhook::validation;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::{json, Value};
 
+/// The allocator the server runs with, so that measurements match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const GROUP: &str = "platform.example.com";
 const VERSION: &str = "v1alpha1";
 const KIND: &str = "AppDeployment";

@@ -18,6 +18,10 @@ use celhook::config::{self, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
 use celhook::validation;
 
+/// The allocator the server runs with, so that measurements match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().unwrap_or_else(|| "core".into());

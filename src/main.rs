@@ -10,6 +10,10 @@ use celhook::offline;
 use celhook::server::{self, ServeConfig, TlsError};
 use celhook::telemetry::{self, LogFormat};
 
+/// mimalloc: the parsed JSON of every review is many small allocations.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const EXIT_FAILURE: u8 = 1;
 const EXIT_USAGE: u8 = 64;
 

@@ -22,6 +22,9 @@ pub(crate) enum Ir {
         operand: Box<Ir>,
         field: Box<str>,
         test: bool,
+        /// Where the checker found `field` among the properties of the
+        /// operand's schema node: the evaluator tries that position first.
+        position: Option<u32>,
     },
     OptSelect {
         operand: Box<Ir>,
@@ -479,11 +482,19 @@ impl<'s> Compiler<'_, 's> {
                 }
                 let (operand, ty) = self.expr(&sel.operand)?;
                 let (field, fty) = self.field(e.id, &ty, &sel.field, sel.test)?;
+                let position = match &ty {
+                    Ty::Object(s) => s
+                        .properties
+                        .position(&field)
+                        .and_then(|p| u32::try_from(p).ok()),
+                    _ => None,
+                };
                 Ok((
                     Ir::Select {
                         operand: Box::new(operand),
                         field,
                         test: sel.test,
+                        position,
                     },
                     if sel.test { Ty::Bool } else { fty },
                 ))

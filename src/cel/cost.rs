@@ -51,6 +51,14 @@ fn traversal(v: &Value<'_>) -> u64 {
 /// The runtime charge of `==`/`!=` and of ordering comparisons of strings
 /// and bytes: a tenth of the shorter operand.
 pub(crate) fn compare_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    // Short strings (names, keys, enum values) need no character count: a
+    // string of 1 to 10 bytes has 1 to 10 characters, which costs 1.
+    if let (Value::Str(x), Value::Str(y)) = (a, b) {
+        let bytes = x.len().min(y.len());
+        if bytes <= 10 {
+            return u64::from(bytes > 0);
+        }
+    }
     scaled(size(a).min(size(b)), TRAVERSAL)
 }
 
@@ -146,5 +154,30 @@ mod tests {
         );
         assert_eq!(matches_cost(&s, 20), 30);
         assert_eq!(compare_cost(&Value::Int(1), &Value::Int(1)), 1);
+    }
+
+    #[test]
+    fn short_string_comparisons_cost_what_the_formula_gives() {
+        // The shortcut for strings of up to 10 bytes must agree with
+        // ceil(min(characters) * 0.1) everywhere around its edge.
+        let samples = [
+            "",
+            "a",
+            "é",
+            "ab",
+            "abcdefghij",
+            "abcdefghijk",
+            "ééééé",
+            "éééééé",
+            "€€€€",
+        ];
+        for x in samples {
+            for y in samples {
+                let (a, b) = (Value::string(x.to_owned()), Value::string(y.to_owned()));
+                let chars = x.chars().count().min(y.chars().count());
+                let want = (chars as f64 * TRAVERSAL).ceil() as u64;
+                assert_eq!(compare_cost(&a, &b), want, "{x:?} vs {y:?}");
+            }
+        }
     }
 }

@@ -136,6 +136,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             operand,
             field,
             test,
+            ..
         } => {
             let (c, shape) = walk(operand, env);
             let child = match shape.schema {

@@ -35,12 +35,17 @@ impl Frame<'_> {
     fn charge(&mut self, units: u64) -> Result<(), EvalError> {
         self.cost = self.cost.saturating_add(units);
         if self.cost > self.limit {
-            return Err(EvalError {
-                kind: ErrorKind::CostLimit,
-                message: "operation cancelled: actual cost limit exceeded".into(),
-            });
+            return Err(cost_limit_error());
         }
         Ok(())
+    }
+}
+
+#[cold]
+fn cost_limit_error() -> EvalError {
+    EvalError {
+        kind: ErrorKind::CostLimit,
+        message: "operation cancelled: actual cost limit exceeded".into(),
     }
 }
 
@@ -74,19 +79,22 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             operand,
             field,
             test,
+            position,
         } => {
+            // `x.f` on a variable (most selections: `self.f`, `p.name` in a
+            // loop) reads the slot in place instead of cloning its value.
+            if let Ir::Var(slot) = **operand {
+                let v = &f.vars[slot];
+                let charged = select_charged(v, field, *test);
+                let result = select(v, field, *test, *position);
+                f.charge(1 + u64::from(charged))?;
+                return result;
+            }
             let v = eval(operand, f)?;
-            let charged = match &v {
-                Value::Optional(None) => false,
-                Value::Optional(Some(inner)) => {
-                    matches!(&**inner, Value::Map(m) if m.get_str(field).is_some())
-                }
-                _ => !*test,
-            };
-            if charged {
+            if select_charged(&v, field, *test) {
                 f.charge(1)?;
             }
-            select(&v, field, *test)
+            select(&v, field, *test, *position)
         }
         Ir::OptSelect { operand, field } => {
             // cel-go charges the selection, and one more when the field is
@@ -393,7 +401,24 @@ pub(crate) fn constant(c: &Const) -> Value<'_> {
     }
 }
 
-fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalError> {
+/// Whether cel-go charges a selection of `field` on `v`: always but for a
+/// presence test, and on an optional only when the field is there.
+fn select_charged(v: &Value<'_>, field: &str, test: bool) -> bool {
+    match v {
+        Value::Optional(None) => false,
+        Value::Optional(Some(inner)) => {
+            matches!(&**inner, Value::Map(m) if m.get_str(field).is_some())
+        }
+        _ => !test,
+    }
+}
+
+fn select<'a>(
+    v: &Value<'a>,
+    field: &str,
+    test: bool,
+    position: Option<u32>,
+) -> Result<Value<'a>, EvalError> {
     match v {
         // Optional chaining: `opt.f` is optional, empty when `f` is missing.
         Value::Optional(None) => Ok(Value::Optional(None)),
@@ -402,7 +427,7 @@ fn select<'a>(v: &Value<'a>, field: &str, test: bool) -> Result<Value<'a>, EvalE
             _ => Ok(Value::Optional(None)),
         },
         Value::Map(m) => {
-            let got = m.get_str(field);
+            let got = m.get_field(field, position);
             if test {
                 Ok(Value::Bool(got.is_some()))
             } else {
@@ -847,9 +872,65 @@ fn one_var_list<'a>(
     list: List<'a>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    // The quantifiers are most rules' loops: a plain indexed loop with no
+    // step pairs, no element copy and no result list.
+    if l.filter.is_none() {
+        match l.kind {
+            LoopKind::All | LoopKind::Exists => return quantify(l, &list, f),
+            LoopKind::ExistsOne => return exists_one(l, &list, f),
+            _ => {}
+        }
+    }
     let n = list.len();
     let iter = (0..n).filter_map(move |i| list.get(i).map(|v| (v, Value::Null)));
     run_steps(l, iter, f)
+}
+
+/// `all` or `exists` over a list, charged as [`run_steps`] charges them.
+fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let (decide, step, condition) = if l.kind == LoopKind::All {
+        (false, 3, 2)
+    } else {
+        (true, 4, 3)
+    };
+    let n = list.len();
+    let mut first_error: Option<EvalError> = None;
+    for i in 0..n {
+        let Some(v) = list.get(i) else { break };
+        f.vars[l.var] = v;
+        f.charge(step)?;
+        match as_bool(eval(&l.body, f)) {
+            Ok(b) if b == decide => {
+                f.charge(if i + 1 < n { condition } else { 0 } + 1)?;
+                return Ok(Value::Bool(decide));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind == ErrorKind::CostLimit => return Err(e),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    f.charge(1)?;
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(Value::Bool(!decide)),
+    }
+}
+
+/// `exists_one` over a list, charged as [`run_steps`] charges it.
+fn exists_one<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let mut count = 0i64;
+    for i in 0..list.len() {
+        let Some(v) = list.get(i) else { break };
+        f.vars[l.var] = v;
+        if as_bool(eval(&l.body, f))? {
+            count += 1;
+            f.charge(2)?;
+        }
+    }
+    f.charge(2)?;
+    Ok(Value::Bool(count == 1))
 }
 
 fn run_steps<'a>(

@@ -407,6 +407,24 @@ impl<'a> Map<'a> {
     /// Looks a string key up: a map key, or an object field (by its JSON
     /// name). Null fields of objects count as absent, and object fields the
     /// schema does not declare are out of reach.
+    /// [`Map::get_str`] for a field the checker found at `position` of
+    /// the schema's properties: the schema is not searched when the name
+    /// is there.
+    #[inline]
+    pub fn get_field(&self, key: &str, position: Option<u32>) -> Option<Value<'a>> {
+        if let (Map::Json { obj, schema }, Some(p)) = (self, position) {
+            if schema.additional_properties.is_none() {
+                if let Some(child) = schema.properties.get_at(p as usize, key) {
+                    return match obj.get(key)? {
+                        Json::Null => None,
+                        v => Some(Value::from_json(v, child)),
+                    };
+                }
+            }
+        }
+        self.get_str(key)
+    }
+
     pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
         match self {
             Map::Json { obj, schema } => {

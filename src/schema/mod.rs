@@ -4,14 +4,14 @@
 //! `JSONSchemaProps`, plus the CEL property-name escaping rules.
 
 mod escape;
-
-use std::collections::BTreeMap;
+mod properties;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, ValidationRule,
 };
 
 pub use escape::{escape_property, unescape_property};
+pub use properties::Properties;
 
 /// The `type` of a schema node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub struct Schema {
     pub format: Format,
     pub nullable: bool,
     /// `properties`, by their JSON names.
-    pub properties: BTreeMap<String, Schema>,
+    pub properties: Properties,
     /// `additionalProperties` as a schema: the node is a CEL map.
     pub additional_properties: Option<Box<Schema>>,
     /// `items` of an array.
@@ -104,7 +104,7 @@ impl Schema {
             ty: Type::Any,
             format: Format::None,
             nullable: false,
-            properties: BTreeMap::new(),
+            properties: Properties::new(),
             additional_properties: None,
             items: None,
             required: Vec::new(),
@@ -245,7 +245,7 @@ impl Schema {
             Some("duration") => Format::Duration,
             Some(other) => Format::Other(other.to_owned()),
         };
-        let mut properties = BTreeMap::new();
+        let mut properties = Properties::new();
         for (name, child) in p.properties.iter().flatten() {
             let child_path = format!("{path}.properties[{name}]");
             properties.insert(name.clone(), Self::build(child, &child_path)?);
@@ -341,10 +341,8 @@ impl Schema {
             ty: Type::String,
             ..Schema::default()
         };
-        self.properties
-            .entry("apiVersion".into())
-            .or_insert_with(string);
-        self.properties.entry("kind".into()).or_insert_with(string);
+        self.properties.get_or_insert_with("apiVersion", string);
+        self.properties.get_or_insert_with("kind", string);
         let mut meta = self.properties.remove("metadata").unwrap_or_default();
         meta.ty = Type::Object;
         meta.additional_properties = None;
@@ -361,10 +359,12 @@ impl Schema {
         };
         let name = bounded(keep("name"), 253);
         let generate_name = bounded(keep("generateName"), 252);
-        meta.properties = BTreeMap::from([
+        meta.properties = [
             ("name".to_owned(), name),
             ("generateName".to_owned(), generate_name),
-        ]);
+        ]
+        .into_iter()
+        .collect();
         self.properties.insert("metadata".into(), meta);
     }
 
