@@ -513,8 +513,13 @@ async fn a_flood_of_tls_handshakes_does_not_starve_an_established_connection() {
     // Meanwhile, reviews on the established connection keep their pace.
     let mut slowest = Duration::ZERO;
     let mut answered = 0;
+    // At least 3 s, and on a loaded machine (debug TLS is slow) until the
+    // flood has made 20 handshakes, within 20 s.
     let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until
+        || (handshakes.load(Ordering::Relaxed) < 20 && Instant::now() < deadline)
+    {
         let started = Instant::now();
         let answer = post_raw(
             &client,
@@ -535,7 +540,7 @@ async fn a_flood_of_tls_handshakes_does_not_starve_an_established_connection() {
         handshakes >= 20,
         "the flood was real: {handshakes} handshakes"
     );
-    assert!(answered >= 10, "only {answered} reviews answered in 3 s");
+    assert!(answered >= 10, "only {answered} reviews answered");
     // The API server's default webhook timeout is 10 s; a starved
     // connection would wait for the flood to end.
     assert!(

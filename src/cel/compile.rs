@@ -49,6 +49,13 @@ pub(crate) enum Ir {
     /// compiled at load; see `functions::constant_regex_arg`.
     RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
     Loop(Box<Loop>),
+    /// A chain of selections on variable `var` kept in memo `cell` until
+    /// the variable is bound again (see `memo`).
+    Memo {
+        cell: usize,
+        var: usize,
+        inner: Box<Ir>,
+    },
 }
 
 /// Constants of the program.
@@ -1181,11 +1188,7 @@ fn line_col(source: &str, offset: usize) -> (isize, isize) {
 /// Evaluates a call of constant arguments at compile time; `Ok(None)` when
 /// the result is not a scalar constant.
 fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalError> {
-    let mut frame = super::eval::Frame {
-        vars: super::eval::Vars::new(),
-        cost: 0,
-        limit: u64::MAX,
-    };
+    let mut frame = super::eval::Frame::new(super::eval::Vars::new(), 0, u64::MAX);
     let mut vals = Vec::with_capacity(args.len());
     for a in args {
         vals.push(super::eval::eval(a, &mut frame)?);

@@ -18,11 +18,43 @@ pub(crate) type Vars<'a> = smallvec::SmallVec<[Value<'a>; 8]>;
 
 /// The state of one evaluation.
 pub(crate) struct Frame<'a> {
-    pub vars: Vars<'a>,
+    vars: Vars<'a>,
+    /// How many times each variable slot was bound: a memo is good while
+    /// its variable's count is the one it was filled under.
+    bound: smallvec::SmallVec<[u64; 8]>,
+    memos: smallvec::SmallVec<[Option<MemoCell<'a>>; 8]>,
     /// Cost spent so far by this expression.
     pub cost: u64,
     /// Cost at which evaluation stops.
     pub limit: u64,
+}
+
+/// A kept field read (see `memo`): its value, the cost its evaluation was
+/// charged, and the binding of its variable it was read under.
+#[derive(Clone)]
+pub(crate) struct MemoCell<'a> {
+    bound: u64,
+    cost: u64,
+    value: Value<'a>,
+}
+
+impl<'a> Frame<'a> {
+    pub(crate) fn new(vars: Vars<'a>, memos: usize, limit: u64) -> Self {
+        Frame {
+            bound: smallvec::smallvec![0; vars.len()],
+            vars,
+            memos: smallvec::smallvec![None; memos],
+            cost: 0,
+            limit,
+        }
+    }
+
+    /// Binds a variable; memos of the previous value are stale from now on.
+    #[inline]
+    fn bind(&mut self, slot: usize, v: Value<'a>) {
+        self.vars[slot] = v;
+        self.bound[slot] += 1;
+    }
 }
 
 /// True when charging `cost` would pass the frame's limit.
@@ -37,6 +69,27 @@ impl Frame<'_> {
         if self.cost > self.limit {
             return Err(cost_limit_error());
         }
+        Ok(())
+    }
+}
+
+impl Frame<'_> {
+    /// `units` charges of 1, as a kept field read charges what its chain
+    /// of unit steps did: the first step past the limit stops the count
+    /// (at limit + 1, or one more when the limit was already passed).
+    #[inline]
+    fn charge_units(&mut self, units: u64) -> Result<(), EvalError> {
+        if units == 0 {
+            return Ok(());
+        }
+        if self.cost.saturating_add(units) > self.limit {
+            self.cost = self
+                .cost
+                .saturating_add(1)
+                .max(self.limit.saturating_add(1));
+            return Err(cost_limit_error());
+        }
+        self.cost += units;
         Ok(())
     }
 }
@@ -87,7 +140,12 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 let v = &f.vars[slot];
                 let charged = select_charged(v, field, *test);
                 let result = select(v, field, *test, *position);
-                f.charge(1 + u64::from(charged))?;
+                // Two charges, not one of 2: where a spent limit stops
+                // counting is part of the cost reported.
+                f.charge(1)?;
+                if charged {
+                    f.charge(1)?;
+                }
                 return result;
             }
             let v = eval(operand, f)?;
@@ -96,6 +154,142 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             select(&v, field, *test, *position)
         }
+        // Logical operators absorb an error when the other side decides.
+        // A spent cost budget is never absorbed: it stops the evaluation.
+        Ir::And(a, b) => {
+            let x = stop_on_cost(as_bool(eval(a, f)))?;
+            if let Ok(false) = x {
+                return Ok(Value::Bool(false));
+            }
+            let y = stop_on_cost(as_bool(eval(b, f)))?;
+            match (x, y) {
+                (_, Ok(false)) => Ok(Value::Bool(false)),
+                (Ok(true), Ok(true)) => Ok(Value::Bool(true)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                _ => Ok(Value::Bool(false)),
+            }
+        }
+        Ir::Or(a, b) => {
+            let x = stop_on_cost(as_bool(eval(a, f)))?;
+            if let Ok(true) = x {
+                return Ok(Value::Bool(true));
+            }
+            let y = stop_on_cost(as_bool(eval(b, f)))?;
+            match (x, y) {
+                (_, Ok(true)) => Ok(Value::Bool(true)),
+                (Ok(false), Ok(false)) => Ok(Value::Bool(false)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                _ => Ok(Value::Bool(true)),
+            }
+        }
+        Ir::Not(a) => {
+            let v = as_bool(eval(a, f))?;
+            f.charge(1)?;
+            Ok(Value::Bool(!v))
+        }
+        Ir::Cond(c, t, e) => {
+            if as_bool(eval(c, f))? {
+                eval(t, f)
+            } else {
+                eval(e, f)
+            }
+        }
+        Ir::Bin(op, a, b) => {
+            // Arguments are evaluated before an error in either stops the
+            // call, and cel-go charges the call all the same.
+            let (x, y) = match (eval(a, f), eval(b, f)) {
+                (Ok(x), Ok(y)) => (x, y),
+                (Err(e), _) | (_, Err(e)) => {
+                    if e.kind != ErrorKind::CostLimit {
+                        f.charge(1)?;
+                    }
+                    return Err(e);
+                }
+            };
+            // Comparisons of two strings or two ints, most of what rules
+            // compare, skip the generic dispatch.
+            match (op, &x, &y) {
+                (BinOp::Eq | BinOp::Ne, Value::Str(s), Value::Str(t)) => {
+                    f.charge(cost::compare_cost(&x, &y))?;
+                    return Ok(Value::Bool((**s == **t) == (*op == BinOp::Eq)));
+                }
+                (_, Value::Int(i), Value::Int(j)) => {
+                    let r = match op {
+                        BinOp::Eq => i == j,
+                        BinOp::Ne => i != j,
+                        BinOp::Lt => i < j,
+                        BinOp::Le => i <= j,
+                        BinOp::Gt => i > j,
+                        BinOp::Ge => i >= j,
+                        _ => return int_arith(*op, *i, *j, f),
+                    };
+                    f.charge(1)?;
+                    return Ok(Value::Bool(r));
+                }
+                _ => {}
+            }
+            f.charge(match op {
+                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+                    if matches!(
+                        (&x, &y),
+                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
+                    ) =>
+                {
+                    cost::compare_cost(&x, &y)
+                }
+                BinOp::In => match (&y, &**b) {
+                    // cel-go hashes a constant list once: the lookup is free.
+                    (_, list @ (Ir::List(..) | Ir::ConstList(_))) if is_constant(list) => 0,
+                    (Value::List(l), _) => l.len() as u64,
+                    _ => 1,
+                },
+                BinOp::Add => cost::concat_cost(&x, &y),
+                _ => 1,
+            })?;
+            binary(*op, x, y)
+        }
+        Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
+        Ir::Matches(target, re) => {
+            let v = eval(target, f)?;
+            match &v {
+                Value::Str(s) => {
+                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
+                    Ok(Value::Bool(re.is_match(s)))
+                }
+                _ => Err(EvalError::no_overload()),
+            }
+        }
+        Ir::Loop(l) => eval_loop(l, f),
+        Ir::Memo { cell, var, inner } => {
+            let bound = f.bound[*var];
+            if let Some(m) = &f.memos[*cell] {
+                if m.bound == bound {
+                    let (cost, value) = (m.cost, m.value.clone());
+                    f.charge_units(cost)?;
+                    return Ok(value);
+                }
+            }
+            let before = f.cost;
+            // An error is not kept: a later read evaluates it again.
+            let value = eval(inner, f)?;
+            f.memos[*cell] = Some(MemoCell {
+                bound,
+                cost: f.cost - before,
+                value: value.clone(),
+            });
+            Ok(value)
+        }
+        // The rarer forms live in a function of their own, which keeps this
+        // one's stack frame small: it runs for every node.
+        _ => eval_other(ir, f),
+    }
+}
+
+/// The forms of [`eval`] that are not on every rule's path.
+#[inline(never)]
+fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    match ir {
         Ir::OptSelect { operand, field } => {
             // cel-go charges the selection, and one more when the field is
             // there, but not the variable it starts from.
@@ -164,80 +358,6 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                 Err(e) => Err(e),
             }
         }
-        // Logical operators absorb an error when the other side decides.
-        // A spent cost budget is never absorbed: it stops the evaluation.
-        Ir::And(a, b) => {
-            let x = stop_on_cost(as_bool(eval(a, f)))?;
-            if let Ok(false) = x {
-                return Ok(Value::Bool(false));
-            }
-            let y = stop_on_cost(as_bool(eval(b, f)))?;
-            match (x, y) {
-                (_, Ok(false)) => Ok(Value::Bool(false)),
-                (Ok(true), Ok(true)) => Ok(Value::Bool(true)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-                _ => Ok(Value::Bool(false)),
-            }
-        }
-        Ir::Or(a, b) => {
-            let x = stop_on_cost(as_bool(eval(a, f)))?;
-            if let Ok(true) = x {
-                return Ok(Value::Bool(true));
-            }
-            let y = stop_on_cost(as_bool(eval(b, f)))?;
-            match (x, y) {
-                (_, Ok(true)) => Ok(Value::Bool(true)),
-                (Ok(false), Ok(false)) => Ok(Value::Bool(false)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-                _ => Ok(Value::Bool(true)),
-            }
-        }
-        Ir::Not(a) => {
-            let v = as_bool(eval(a, f))?;
-            f.charge(1)?;
-            Ok(Value::Bool(!v))
-        }
-        Ir::Cond(c, t, e) => {
-            if as_bool(eval(c, f))? {
-                eval(t, f)
-            } else {
-                eval(e, f)
-            }
-        }
-        Ir::Bin(op, a, b) => {
-            // Arguments are evaluated before an error in either stops the
-            // call, and cel-go charges the call all the same.
-            let (x, y) = match (eval(a, f), eval(b, f)) {
-                (Ok(x), Ok(y)) => (x, y),
-                (Err(e), _) | (_, Err(e)) => {
-                    if e.kind != ErrorKind::CostLimit {
-                        f.charge(1)?;
-                    }
-                    return Err(e);
-                }
-            };
-            f.charge(match op {
-                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
-                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
-                    if matches!(
-                        (&x, &y),
-                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
-                    ) =>
-                {
-                    cost::compare_cost(&x, &y)
-                }
-                BinOp::In => match (&y, &**b) {
-                    // cel-go hashes a constant list once: the lookup is free.
-                    (_, list @ (Ir::List(..) | Ir::ConstList(_))) if is_constant(list) => 0,
-                    (Value::List(l), _) => l.len() as u64,
-                    _ => 1,
-                },
-                BinOp::Add => cost::concat_cost(&x, &y),
-                _ => 1,
-            })?;
-            binary(*op, x, y)
-        }
-        Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
         Ir::List(items, optional) => {
             let mut out = Vec::with_capacity(items.len());
             for (item, opt) in items.iter().zip(optional) {
@@ -355,18 +475,16 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             f.charge(cost::call_cost(*func, &vals, &result))?;
             Ok(result)
         }
-        Ir::Matches(target, re) => {
-            let v = eval(target, f)?;
-            match &v {
-                Value::Str(s) => {
-                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
-                    Ok(Value::Bool(re.is_match(s)))
-                }
-                _ => Err(EvalError::no_overload()),
-            }
-        }
-        Ir::Loop(l) => eval_loop(l, f),
+        _ => eval(ir, f),
     }
+}
+
+/// `+ - * / %` and `in` on two ints, through the generic path (overflow
+/// and division errors live there).
+#[inline(never)]
+fn int_arith<'a>(op: BinOp, i: i64, j: i64, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    f.charge(1)?;
+    binary(op, Value::Int(i), Value::Int(j))
 }
 
 /// A literal made only of constants, which cel-go builds once.
@@ -813,7 +931,7 @@ fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
     match l.kind {
         LoopKind::Bind => {
             let v = eval(&l.range, f)?;
-            f.vars[l.var] = v;
+            f.bind(l.var, v);
             return eval(&l.body, f);
         }
         LoopKind::OptMap | LoopKind::OptFlatMap => {
@@ -829,7 +947,7 @@ fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
                     )))
                 }
             };
-            f.vars[l.var] = inner;
+            f.bind(l.var, inner);
             let out = eval(&l.body, f)?;
             return if l.kind == LoopKind::OptMap {
                 Ok(Value::Optional(Some(Rc::new(out))))
@@ -897,7 +1015,7 @@ fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value
     let mut first_error: Option<EvalError> = None;
     for i in 0..n {
         let Some(v) = list.get(i) else { break };
-        f.vars[l.var] = v;
+        f.bind(l.var, v);
         f.charge(step)?;
         match as_bool(eval(&l.body, f)) {
             Ok(b) if b == decide => {
@@ -923,7 +1041,7 @@ fn exists_one<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Val
     let mut count = 0i64;
     for i in 0..list.len() {
         let Some(v) = list.get(i) else { break };
-        f.vars[l.var] = v;
+        f.bind(l.var, v);
         if as_bool(eval(&l.body, f))? {
             count += 1;
             f.charge(2)?;
@@ -949,9 +1067,9 @@ fn run_steps<'a>(
     // the result read at the end.
     while let Some((a, b)) = steps.next() {
         let elem = a.clone();
-        f.vars[l.var] = a;
+        f.bind(l.var, a);
         if let Some(v2) = l.var2 {
-            f.vars[v2] = b;
+            f.bind(v2, b);
         }
         // A false filter picks the bare accumulator, whose read cel-go
         // does not charge.

@@ -10,6 +10,7 @@ mod estimate;
 mod eval;
 mod functions;
 mod library;
+mod memo;
 mod types;
 mod value;
 
@@ -45,6 +46,8 @@ pub struct Options {
 pub struct Program {
     ir: compile::Ir,
     slots: usize,
+    /// Memo cells the evaluation needs (`memo`).
+    memos: usize,
     uses_old_self: bool,
     result_type: String,
     estimated_cost: f64,
@@ -57,17 +60,30 @@ impl Program {
         self_schema: &Schema,
         opts: Options,
     ) -> Result<Program, CompileError> {
+        Self::compile_planned(source, self_schema, opts, true)
+    }
+
+    /// [`Program::compile`], with or without the memo pass (tests compare
+    /// the two).
+    fn compile_planned(
+        source: &str,
+        self_schema: &Schema,
+        opts: Options,
+        plan_memos: bool,
+    ) -> Result<Program, CompileError> {
         let decls = compile::Decls {
             self_schema,
             old_self: opts.old_self,
             optional_old_self: opts.optional_old_self,
         };
-        let c = compile::compile(source, &decls)?;
+        let mut c = compile::compile(source, &decls)?;
         let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
+        let memos = if plan_memos { memo::plan(&mut c.ir) } else { 0 };
         Ok(Program {
             estimated_cost,
             ir: c.ir,
             slots: c.slots,
+            memos,
             uses_old_self: c.uses_old_self,
             result_type: c.result_type,
         })
@@ -102,11 +118,7 @@ impl Program {
         if let Some(old) = old_self {
             vars[compile::OLD_SELF_SLOT] = old;
         }
-        let mut frame = eval::Frame {
-            vars,
-            cost: 0,
-            limit,
-        };
+        let mut frame = eval::Frame::new(vars, self.memos, limit);
         let result = eval::eval(&self.ir, &mut frame);
         (result, frame.cost)
     }

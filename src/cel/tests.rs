@@ -642,3 +642,80 @@ fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
     assert!(by_enum < 10.0, "{by_enum}");
     assert!(unbounded > 100_000.0, "{unbounded}");
 }
+
+/// The memo pass (`memo`) must not change any result or any charge: each
+/// expression runs with and without it, on objects that have, lack or
+/// mistype the fields read, with no limit and with every limit that stops
+/// it part-way.
+#[test]
+fn kept_field_reads_change_no_result_and_no_cost() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "min": {"type": "integer"},
+                "max": {"type": "integer"},
+                "opt": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "ports": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"},
+                    "alias": {"type": "string"}
+                }}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            }}
+        }
+    }));
+    let exprs = [
+        "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name))",
+        "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
+        "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
+        "self.spec.ports.exists(p, p.alias == self.spec.name) || self.spec.name == 'x'",
+        "self.spec.ports.map(p, p.name + self.spec.name).size() > 0",
+        "self.spec.ports.filter(p, p.port > self.spec.min).all(p, p.port < self.spec.max)",
+        "cel.bind(n, self.spec.name, self.spec.ports.all(p, p.name != n || n == self.spec.name))",
+        "self.spec.labels.all(k, self.spec.labels[k] != self.spec.name)",
+        "has(self.spec.opt) && self.spec.opt.a == self.spec.opt.a",
+        "self.spec.?opt.a.orValue('') == self.spec.?opt.a.orValue('-')",
+        "self.spec.ports.all(p, p.alias == p.alias)",
+        "self.spec.ports.sortBy(p, p.port).map(p, p.name) == self.spec.ports.map(p, p.name)",
+    ];
+    let objects = [
+        json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
+            "labels": {"a": "b", "c": "web"},
+            "ports": [{"name": "web", "port": 80, "alias": "web"}, {"name": "m", "port": 9}]}}),
+        json!({"spec": {"name": "a", "min": 5, "max": 1,
+            "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 3}]}}),
+        json!({"spec": {"ports": [{"port": 1}, {"name": "x"}]}}),
+        json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "ports": [{"name": 1, "port": "x"}]}}),
+        json!({"spec": {}}),
+    ];
+    let opts = Options {
+        old_self: true,
+        optional_old_self: false,
+    };
+    let mut planned_any = false;
+    for expr in exprs {
+        let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
+        let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
+        planned_any |= with.memos > 0;
+        for obj in &objects {
+            let (_, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
+            // Every limit that stops it, and none.
+            for limit in (0..=full).chain([u64::MAX]) {
+                let run = |p: &Program| {
+                    let (r, cost) = p.eval(Value::from_json(obj, &s), None, limit);
+                    (
+                        r.map(|v| to_json(&v)).map_err(|e| e.message.to_string()),
+                        cost,
+                    )
+                };
+                assert_eq!(
+                    run(&with),
+                    run(&without),
+                    "{expr} on {obj} at limit {limit}"
+                );
+            }
+        }
+    }
+    assert!(planned_any, "the memo pass kept no field read");
+}

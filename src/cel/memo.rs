@@ -1,0 +1,174 @@
+//! Field reads evaluated once per value of their variable: a chain of
+//! selections on a variable (`self.spec.replicas`, `p.name`) that a program
+//! reads more than once, or that sits in a loop over another variable
+//! (`p.name` in `self.ports.all(p, self.ports.exists_one(q, q.name ==
+//! p.name))`), is wrapped in [`Ir::Memo`]. The evaluator keeps its value
+//! until the variable is bound again, and charges each later read the cost
+//! the first one was charged (in unit steps, so a limit stops the count
+//! where it would have), so cost accounting is unchanged. Only plain
+//! selections are kept: they are pure and cheap to hold, and their errors
+//! (a missing key) are evaluated again rather than stored.
+
+use std::collections::HashMap;
+
+use super::compile::{Ir, LoopKind};
+
+/// The identity of a chain: its variable and the fields selected, in order.
+type Chain = (usize, Vec<Box<str>>);
+
+/// Wraps the chains worth keeping in `ir`; returns the number of memo
+/// cells the evaluator needs.
+pub(crate) fn plan(ir: &mut Ir) -> usize {
+    let mut seen: HashMap<Chain, Use> = HashMap::new();
+    count(ir, &mut Vec::new(), &mut seen);
+    let mut cells: HashMap<Chain, usize> = HashMap::new();
+    for (chain, u) in seen {
+        if u.count > 1 || u.repeated {
+            let next = cells.len();
+            cells.insert(chain, next);
+        }
+    }
+    if !cells.is_empty() {
+        wrap(ir, &cells);
+    }
+    cells.len()
+}
+
+#[derive(Default)]
+struct Use {
+    count: usize,
+    /// Some occurrence is inside a loop that does not bind the chain's
+    /// variable: it is read again on every step.
+    repeated: bool,
+}
+
+/// The chain `ir` reads, if it is selections (not presence tests) on a
+/// variable, looking through chains already wrapped.
+fn chain_of(ir: &Ir) -> Option<Chain> {
+    let mut fields = Vec::new();
+    let mut at = ir;
+    loop {
+        match at {
+            Ir::Select {
+                operand,
+                field,
+                test: false,
+                ..
+            } => {
+                fields.push(field.clone());
+                at = operand;
+            }
+            Ir::Memo { inner, .. } => at = inner,
+            Ir::Var(slot) if !fields.is_empty() => {
+                fields.reverse();
+                return Some((*slot, fields));
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// `loops` holds, for each enclosing loop from the outside in, the slots
+/// it binds and whether its body runs more than once.
+fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut HashMap<Chain, Use>) {
+    if let Some(chain) = chain_of(ir) {
+        let var = chain.0;
+        // Loops inside the one that binds the variable (or all loops, for
+        // `self` and `oldSelf`, which nothing binds).
+        let inner_from = loops
+            .iter()
+            .rposition(|(a, b, _)| *a == var || *b == Some(var))
+            .map_or(0, |i| i + 1);
+        let repeated = loops[inner_from..].iter().any(|(_, _, repeats)| *repeats);
+        let u = seen.entry(chain).or_default();
+        u.count += 1;
+        u.repeated |= repeated;
+    }
+    match ir {
+        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => count(operand, loops, seen),
+        Ir::Memo { inner, .. } => count(inner, loops, seen),
+        Ir::Not(a) | Ir::Matches(a, _) => count(a, loops, seen),
+        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+            count(a, loops, seen);
+            count(b, loops, seen);
+        }
+        Ir::Cond(a, b, c) => {
+            count(a, loops, seen);
+            count(b, loops, seen);
+            count(c, loops, seen);
+        }
+        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
+            for i in items {
+                count(i, loops, seen);
+            }
+        }
+        Ir::Map(entries) => {
+            for (k, v, _) in entries {
+                count(k, loops, seen);
+                count(v, loops, seen);
+            }
+        }
+        Ir::Loop(l) => {
+            count(&l.range, loops, seen);
+            let repeats = !matches!(
+                l.kind,
+                LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
+            );
+            loops.push((l.var, l.var2, repeats));
+            if let Some(filter) = &l.filter {
+                count(filter, loops, seen);
+            }
+            count(&l.body, loops, seen);
+            loops.pop();
+        }
+    }
+}
+
+fn wrap(ir: &mut Ir, cells: &HashMap<Chain, usize>) {
+    match ir {
+        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => wrap(operand, cells),
+        Ir::Memo { inner, .. } => wrap(inner, cells),
+        Ir::Not(a) | Ir::Matches(a, _) => wrap(a, cells),
+        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+            wrap(a, cells);
+            wrap(b, cells);
+        }
+        Ir::Cond(a, b, c) => {
+            wrap(a, cells);
+            wrap(b, cells);
+            wrap(c, cells);
+        }
+        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
+            for i in items {
+                wrap(i, cells);
+            }
+        }
+        Ir::Map(entries) => {
+            for (k, v, _) in entries {
+                wrap(k, cells);
+                wrap(v, cells);
+            }
+        }
+        Ir::Loop(l) => {
+            wrap(&mut l.range, cells);
+            if let Some(filter) = &mut l.filter {
+                wrap(filter, cells);
+            }
+            wrap(&mut l.body, cells);
+        }
+    }
+    // Inner chains first (above), then this one around them.
+    if let Some(chain) = chain_of(ir) {
+        if let Some(&cell) = cells.get(&chain) {
+            let var = chain.0;
+            let inner = std::mem::replace(ir, Ir::Const(super::compile::Const::Null));
+            *ir = Ir::Memo {
+                cell,
+                var,
+                inner: Box::new(inner),
+            };
+        }
+    }
+}
