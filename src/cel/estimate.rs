@@ -6,6 +6,7 @@
 
 use super::compile::{BinOp, Const, Ir, LoopKind};
 use super::functions::Func;
+use super::value::TypeName;
 use crate::schema::{Format, Schema, Type};
 
 /// The API server's largest request body: every size bound derives from it.
@@ -33,6 +34,13 @@ impl<'s> Shape<'s> {
 
     fn unknown() -> Self {
         Shape::sized(MAX_REQUEST_BYTES)
+    }
+
+    /// The result of a call cel-go gives no size to (a string or list it
+    /// cannot bound from the arguments): its largest unsigned integer, so
+    /// that concatenating it prices beyond any limit, as there.
+    fn unbounded() -> Self {
+        Shape::sized(u64::MAX as f64)
     }
 
     /// The shape of elements (list items, map keys for iteration).
@@ -221,7 +229,12 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 c += ca;
                 shapes.push(sa);
             }
-            let (own, shape) = call(*func, &shapes);
+            let (own, mut shape) = call(*func, &shapes);
+            // `string(x)` has a size only from bytes (cel-go sizes that
+            // overload alone); of anything else it is unbounded.
+            if *func == Func::ToString && !args.first().is_some_and(|a| is_bytes(a, &shapes[0])) {
+                shape = Shape::unbounded();
+            }
             (c + own, shape)
         }
         Ir::Loop(l) => {
@@ -265,6 +278,15 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
     }
 }
 
+/// True when `ir` (of shape `shape`) is bytes: a literal, a `bytes()`
+/// call or a `format: byte` field.
+fn is_bytes(ir: &Ir, shape: &Shape<'_>) -> bool {
+    matches!(ir, Ir::Const(Const::Bytes(_)) | Ir::Call(Func::ToBytes, _))
+        || shape
+            .schema
+            .is_some_and(|s| s.ty == Type::String && s.format == Format::Byte)
+}
+
 /// Cost of a call from its argument shapes, as the runtime charges it.
 fn call<'s>(f: Func, args: &[Shape<'s>]) -> (f64, Shape<'s>) {
     use Func::*;
@@ -273,8 +295,16 @@ fn call<'s>(f: Func, args: &[Shape<'s>]) -> (f64, Shape<'s>) {
     match f {
         Lib(l) => {
             let sizes: Vec<f64> = args.iter().map(|s| s.size).collect();
-            (super::library::estimate_cost(l, &sizes), one)
+            // The Kubernetes estimator sizes none of the strings and maps
+            // its functions return (`format`, the url accessors).
+            let result = match l.result_ty() {
+                Some(TypeName::String | TypeName::Map) => Shape::unbounded(),
+                _ => one,
+            };
+            (super::library::estimate_cost(l, &sizes), result)
         }
+        // cel-go sizes no `charAt` result.
+        CharAt => (1.0, Shape::unbounded()),
         Find | FindAll => (
             ceil((1.0 + size(0)) * 0.1) * ceil(size(1) * 0.25),
             Shape::sized(size(0)),

@@ -258,7 +258,18 @@ impl Schema {
             Some(JSONSchemaPropsOrBool::Bool(true)) => Some(Box::default()),
             Some(JSONSchemaPropsOrBool::Bool(false)) | None => None,
         };
-        if additional_properties.is_some() && !properties.is_empty() {
+        // `additionalProperties: false` or a schema excludes `properties`;
+        // `true` beside them only keeps unknown fields, as
+        // x-kubernetes-preserve-unknown-fields does (the node stays an object).
+        let exclusive = matches!(
+            p.additional_properties,
+            Some(JSONSchemaPropsOrBool::Schema(_) | JSONSchemaPropsOrBool::Bool(false))
+        );
+        let (additional_properties, keeps_unknown) = match additional_properties {
+            Some(_) if !exclusive && !properties.is_empty() => (None, true),
+            other => (other, false),
+        };
+        if exclusive && !properties.is_empty() {
             return Err(SchemaError {
                 path: format!("{path}.additionalProperties"),
                 reason: "Forbidden: additionalProperties and properties are mutual exclusive"
@@ -318,7 +329,8 @@ impl Schema {
             max_properties: p.max_properties,
             list_type,
             list_map_keys: p.x_kubernetes_list_map_keys.clone().unwrap_or_default(),
-            preserve_unknown_fields: p.x_kubernetes_preserve_unknown_fields.unwrap_or(false),
+            preserve_unknown_fields: keeps_unknown
+                || p.x_kubernetes_preserve_unknown_fields.unwrap_or(false),
             embedded_resource: p.x_kubernetes_embedded_resource.unwrap_or(false),
             int_or_string: p.x_kubernetes_int_or_string.unwrap_or(false),
             validations: p.x_kubernetes_validations.clone().unwrap_or_default(),

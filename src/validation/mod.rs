@@ -100,9 +100,24 @@ impl Validator {
     pub fn from_openapi(
         props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
     ) -> Result<Validator, Vec<RuleProblem>> {
+        // A structural schema has no additionalProperties at its root (a
+        // resource is an object, not a map); the rules are still checked.
+        let root_map = props.additional_properties.is_some().then(|| RuleProblem {
+            path: "openAPIV3Schema.additionalProperties".into(),
+            rule: String::new(),
+            reason: "Forbidden: must not be used at the root".into(),
+        });
         match Schema::from_openapi(props) {
             Ok(schema) => {
-                let validator = Validator::compile(schema)?;
+                let validator = match (Validator::compile(schema), root_map) {
+                    (Ok(v), None) => v,
+                    (Ok(_), Some(root)) => return Err(vec![root]),
+                    (Err(mut problems), Some(root)) => {
+                        problems.insert(0, root);
+                        return Err(problems);
+                    }
+                    (Err(problems), None) => return Err(problems),
+                };
                 // Defaults must pass the rules of their node, as the API
                 // server checks when the CRD is written.
                 let mut problems = Vec::new();
@@ -129,6 +144,7 @@ impl Validator {
                         reason: e.reason,
                     })
                     .collect();
+                problems.extend(root_map);
                 for subtree in subtrees {
                     problems.extend(Validator::check_subtree(&subtree));
                 }
@@ -439,22 +455,24 @@ fn compile_node(
                     optional_old_self: false,
                 };
                 match Program::compile(m, schema, opts) {
-                    Ok(p) if p.estimated_cost() > cel::STATIC_RULE_COST_LIMIT => {
-                        problem(
-                            "messageExpression",
-                            format!(
-                                "Forbidden: estimated messageExpression cost exceeds budget by factor of {} {COST_HINT}",
-                                cel::factor_text(p.estimated_cost(), cel::STATIC_RULE_COST_LIMIT)
-                            ),
-                        );
-                        continue;
-                    }
                     Ok(p) if p.result_type() == "string" => {
+                        // Counted in the CRD's total even when over its own
+                        // limit, as the API server counts it.
                         costs.push((
                             format!("{rule_path}.messageExpression"),
                             v.rule.clone(),
                             p.estimated_cost(),
                         ));
+                        if p.estimated_cost() > cel::STATIC_RULE_COST_LIMIT {
+                            problem(
+                                "messageExpression",
+                                format!(
+                                    "Forbidden: estimated messageExpression cost exceeds budget by factor of {} {COST_HINT}",
+                                    cel::factor_text(p.estimated_cost(), cel::STATIC_RULE_COST_LIMIT)
+                                ),
+                            );
+                            continue;
+                        }
                         Some(p)
                     }
                     Ok(_) => {

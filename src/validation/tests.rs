@@ -114,7 +114,7 @@ fn message_expression_falls_back_to_message() {
     let v = compile(rules_on_int(json!([
         {"rule": "self > 1", "message": "static", "messageExpression": "'' "},
         {"rule": "self > 2", "messageExpression": "'a\\nb'"},
-        {"rule": "self > 3", "messageExpression": "'n is ' + string(self)"}
+        {"rule": "self > 3", "messageExpression": "'n is %d'.format([self])"}
     ])))
     .unwrap();
     let out = v.validate(&json!({"n": 0}), None);
