@@ -20,7 +20,14 @@
 //! - `size/`: object size 1, 4, 16, 64 KiB with the rule work held fixed.
 //! - `list/`: ports list length 4, 16, 64 (the rules iterate over it).
 //! - `catalog/`: 1, 100 and 1,000 CRDs loaded: lookup alone and the hot path.
-//! - `conversion/`: see the marked place at the end (pending /convert).
+//! - `conversion/`: target 4, a 10,000-object ConversionReview of 4 KiB
+//!   objects (benches/common/conversion_review.rs) as `routes::convert`
+//!   runs it (`convert_10000`), and serde_json parsing the same body into a
+//!   `Value` and serializing it (`serde_json_roundtrip_10000`). Its peak
+//!   memory is measured by examples/convert_peak_memory.rs.
+
+#[path = "common/conversion_review.rs"]
+mod conversion_review;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -30,7 +37,9 @@ use arc_swap::ArcSwap;
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
 use celhook::validation;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
 use serde_json::{json, Value};
 
 /// The allocator the server runs with, so that measurements match it.
@@ -349,13 +358,41 @@ fn catalog(c: &mut Criterion) {
     g.finish();
 }
 
-// === conversion (pending) ===
-// Target 4 of the issue: a 10,000-object ConversionReview of 4 KiB objects
-// against serde_json parse + serialise of the same bytes. Add
-// `fn conversion(c: &mut Criterion)` here once /convert and its core
-// (`conversion::convert`) are merged, and list it in `criterion_group!`
-// below; scripts/bench-ratios.sh prints "pending" until
-// `criterion/conversion/` exists.
+// === conversion ===
+
+/// Target 4: the 10,000-object ConversionReview of 4 KiB Pizzas through the
+/// /convert path, against serde_json parsing the same bytes into a `Value`
+/// and serializing it again. One iteration takes about a second, so the
+/// group has its own short configuration.
+fn conversion(c: &mut Criterion) {
+    let loaded = config::load(&ConfigSource::Embedded);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = loaded.catalog;
+    let body = conversion_review::body(conversion_review::OBJECTS);
+    conversion_review::check_answer(
+        &conversion_review::convert(&catalog, &body),
+        conversion_review::OBJECTS,
+    );
+
+    let mut g = c.benchmark_group("conversion");
+    // Flat sampling: one iteration per sample, not criterion's 1..=10
+    // ramp, which would take 55 iterations per benchmark.
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("convert_10000", |b| {
+        b.iter(|| conversion_review::convert(&catalog, black_box(&body)))
+    });
+    g.bench_function("serde_json_roundtrip_10000", |b| {
+        b.iter(|| {
+            let v: Value = serde_json::from_slice(black_box(&body)).expect("JSON");
+            serde_json::to_vec(&v).expect("serializes")
+        })
+    });
+    g.finish();
+}
 
 criterion_group! {
     name = benches;
@@ -365,6 +402,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(40);
-    targets = target1, per_rule, size, list, catalog
+    targets = target1, per_rule, size, list, catalog, conversion
 }
 criterion_main!(benches);
