@@ -23,8 +23,9 @@
 //! - `conversion/`: target 4, a 10,000-object ConversionReview of 4 KiB
 //!   objects (benches/common/conversion_review.rs) as `routes::convert`
 //!   runs it (`convert_10000`), and serde_json parsing the same body into a
-//!   `Value` and serializing it (`serde_json_roundtrip_10000`). Its peak
-//!   memory is measured by examples/convert_peak_memory.rs.
+//!   `Value` and serializing it (`serde_json_roundtrip_10000`); the same for
+//!   10,000 CronTabs with a one-split conversion (`*_crontab_10000`). The
+//!   peak memory is measured by examples/convert_peak_memory.rs.
 
 #[path = "common/conversion_review.rs"]
 mod conversion_review;
@@ -360,10 +361,18 @@ fn catalog(c: &mut Criterion) {
 
 // === conversion ===
 
+/// The floor of target 4: parse into a `Value`, serialize it again.
+fn serde_json_roundtrip(body: &[u8]) -> Vec<u8> {
+    let v: Value = serde_json::from_slice(body).expect("JSON");
+    serde_json::to_vec(&v).expect("serializes")
+}
+
 /// Target 4: the 10,000-object ConversionReview of 4 KiB Pizzas through the
 /// /convert path, against serde_json parsing the same bytes into a `Value`
-/// and serializing it again. One iteration takes about a second, so the
-/// group has its own short configuration.
+/// and serializing it again; then the same for 10,000 CronTabs, whose
+/// conversion is one string split (the path's cost besides the
+/// expressions). One iteration takes about a second, so the group has its
+/// own short configuration.
 fn conversion(c: &mut Criterion) {
     let loaded = config::load(&ConfigSource::Embedded);
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
@@ -386,10 +395,20 @@ fn conversion(c: &mut Criterion) {
         b.iter(|| conversion_review::convert(&catalog, black_box(&body)))
     });
     g.bench_function("serde_json_roundtrip_10000", |b| {
-        b.iter(|| {
-            let v: Value = serde_json::from_slice(black_box(&body)).expect("JSON");
-            serde_json::to_vec(&v).expect("serializes")
-        })
+        b.iter(|| serde_json_roundtrip(black_box(&body)))
+    });
+
+    let crontabs = conversion_review::crontab_body(conversion_review::OBJECTS);
+    conversion_review::check_crontab_answer(
+        &conversion_review::convert(&catalog, &crontabs),
+        conversion_review::OBJECTS,
+    );
+    g.throughput(Throughput::Bytes(crontabs.len() as u64));
+    g.bench_function("convert_crontab_10000", |b| {
+        b.iter(|| conversion_review::convert(&catalog, black_box(&crontabs)))
+    });
+    g.bench_function("serde_json_roundtrip_crontab_10000", |b| {
+        b.iter(|| serde_json_roundtrip(black_box(&crontabs)))
     });
     g.finish();
 }

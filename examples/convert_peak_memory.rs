@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example convert_peak_memory                 # JSON on stdout
-//! cargo run --release --example convert_peak_memory -- dhat-heap.json  # and the heap profile
+//! cargo run --release --example convert_peak_memory -- dhat-heap.json  # and the Pizza heap profile
 //! ```
 //!
 //! The body is built first and held throughout, as the server holds the
@@ -73,33 +73,51 @@ fn report(body: usize, run: &Run) -> Value {
     })
 }
 
-fn main() {
-    let profile = std::env::args().nth(1);
-    let loaded = config::load(&ConfigSource::Embedded);
-    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    let catalog = loaded.catalog;
-    let mut body = conversion_review::body(conversion_review::OBJECTS);
+/// Measures one request on `body` (checked with `check`) and the
+/// serde_json round trip of the same bytes.
+fn measure_review(
+    catalog: &celhook::config::Catalog,
+    mut body: Vec<u8>,
+    check: fn(&[Vec<u8>], usize),
+    profile: Option<&str>,
+) -> Value {
     // The server holds exactly the body's bytes.
     body.shrink_to_fit();
-
-    let (convert, answer) = measure(profile.as_deref(), || {
-        conversion_review::convert(&catalog, std::hint::black_box(&body))
+    let (convert, answer) = measure(profile, || {
+        conversion_review::convert(catalog, std::hint::black_box(&body))
     });
     let answer_bytes: usize = answer.iter().map(Vec::len).sum();
-    conversion_review::check_answer(&answer, conversion_review::OBJECTS);
+    check(&answer, conversion_review::OBJECTS);
     drop(answer);
-
     let (roundtrip, _) = measure(None, || {
         let v: Value = serde_json::from_slice(std::hint::black_box(&body)).expect("JSON");
         serde_json::to_vec(&v).expect("serializes")
     });
-
-    let out = json!({
+    json!({
         "objects": conversion_review::OBJECTS,
         "body_bytes": body.len(),
         "answer_bytes": answer_bytes,
         "convert": report(body.len(), &convert),
         "serde_json_roundtrip": report(body.len(), &roundtrip),
-    });
-    println!("{out:#}");
+    })
+}
+
+fn main() {
+    let profile = std::env::args().nth(1);
+    let loaded = config::load(&ConfigSource::Embedded);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let n = conversion_review::OBJECTS;
+    let pizza = measure_review(
+        &loaded.catalog,
+        conversion_review::body(n),
+        conversion_review::check_answer,
+        profile.as_deref(),
+    );
+    let crontab = measure_review(
+        &loaded.catalog,
+        conversion_review::crontab_body(n),
+        conversion_review::check_crontab_answer,
+        None,
+    );
+    println!("{:#}", json!({"pizza": pizza, "crontab": crontab}));
 }

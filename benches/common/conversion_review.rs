@@ -11,6 +11,11 @@
 //! lossless stash checks), one in four already is at v1beta1 and comes back
 //! as it is: the mixed versions a list read after a storage-version change
 //! brings.
+//!
+//! The CronTabs of the docs' webhook-conversion example (`hostPort` split
+//! into `host` and `port`, one string expression each way, as in
+//! tests/server_convert.rs) give the same measure where the conversion's
+//! own work is small: how much the path costs besides the expressions.
 
 use celhook::config::Catalog;
 use celhook::conversion;
@@ -127,6 +132,42 @@ pub fn body(n: usize) -> Vec<u8> {
     serde_json::to_vec(&review).expect("the review serializes")
 }
 
+/// CronTab `i` at example.com/v1beta1, about [`OBJECT_BYTES`]: most of it
+/// kubectl's last-applied annotation, as on real objects.
+pub fn crontab(i: usize) -> Value {
+    let mut object = json!({
+        "apiVersion": "example.com/v1beta1", "kind": "CronTab",
+        "metadata": {"name": format!("crontab-{i:05}"), "namespace": "default",
+                     "uid": format!("0d9e8f7a-6b5c-4d3e-8f2a-{i:012}"), "resourceVersion": format!("{}", 90_000 + i),
+                     "labels": {"app": "cron"}, "annotations": {}},
+        "hostPort": format!("host-{i}.example.com:{}", 1000 + i % 60_000)
+    });
+    let with_pad = |object: &mut Value, xs: usize| {
+        let applied = format!(
+            "{{\"apiVersion\":\"example.com/v1beta1\",\"kind\":\"CronTab\",\"pad\":\"{}\"}}",
+            "x".repeat(xs)
+        );
+        object["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+            json!(applied);
+        serde_json::to_vec(object).map_or(0, |v| v.len())
+    };
+    // The x's need no escaping: one correction makes the size exact.
+    let size = with_pad(&mut object, 0);
+    with_pad(&mut object, OBJECT_BYTES.saturating_sub(size));
+    object
+}
+
+/// `n` CronTabs at v1beta1 to be converted to example.com/v1.
+pub fn crontab_body(n: usize) -> Vec<u8> {
+    let review = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b", "desiredAPIVersion": "example.com/v1",
+                    "objects": (0..n).map(crontab).collect::<Vec<_>>()}
+    });
+    serde_json::to_vec(&review).expect("the review serializes")
+}
+
 /// What `routes::convert` does between the body and the answer's bytes
 /// (less its metrics and tracing): decode the review, parse and convert
 /// each object in turn, write it into the streamed answer and free it.
@@ -146,20 +187,35 @@ pub fn convert(catalog: &Catalog, body: &[u8]) -> Vec<Vec<u8>> {
     writer.finish()
 }
 
-/// Checks one answer, outside any timing: every object converted, in order,
-/// with the toppings of v1beta1. A bench of a path that fails early would
-/// measure nothing.
-pub fn check_answer(chunks: &[Vec<u8>], n: usize) {
-    let answer: Value = serde_json::from_slice(&chunks.concat()).expect("the answer is JSON");
+/// The converted objects of a Success answer, checked to be `n`.
+fn converted(chunks: &[Vec<u8>], n: usize) -> Vec<Value> {
+    let mut answer: Value = serde_json::from_slice(&chunks.concat()).expect("the answer is JSON");
     assert_eq!(answer["response"]["result"]["status"], "Success");
-    let out = answer["response"]["convertedObjects"]
-        .as_array()
-        .expect("convertedObjects");
+    let out = answer["response"]["convertedObjects"].take();
+    let Value::Array(out) = out else {
+        panic!("convertedObjects is not a list: {out}");
+    };
     assert_eq!(out.len(), n);
-    for (i, o) in out.iter().enumerate() {
+    out
+}
+
+/// Checks one answer of [`body`], outside any timing: every object
+/// converted, in order, with the toppings of v1beta1. A bench of a path
+/// that fails early would measure nothing.
+pub fn check_answer(chunks: &[Vec<u8>], n: usize) {
+    for (i, o) in converted(chunks, n).iter().enumerate() {
         assert_eq!(o["apiVersion"], DESIRED, "object {i}");
         assert_eq!(o["metadata"]["name"], format!("pizza-{i:05}"));
         let want = pizza(i, "v1beta1");
         assert_eq!(o["spec"], want["spec"], "object {i}");
+    }
+}
+
+/// Checks one answer of [`crontab_body`]: host and port split, in order.
+pub fn check_crontab_answer(chunks: &[Vec<u8>], n: usize) {
+    for (i, o) in converted(chunks, n).iter().enumerate() {
+        assert_eq!(o["apiVersion"], "example.com/v1", "object {i}");
+        assert_eq!(o["host"], format!("host-{i}.example.com"), "object {i}");
+        assert_eq!(o["port"], format!("{}", 1000 + i % 60_000), "object {i}");
     }
 }

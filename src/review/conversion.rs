@@ -267,7 +267,12 @@ impl SuccessWriter {
         serde_json::to_writer(&mut self.current, object)?;
         self.count += 1;
         if self.current.len() >= CHUNK_BYTES {
-            let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
+            let mut full =
+                std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
+            // The unused tail (up to 4 KiB a chunk, a tenth of the body over
+            // a whole answer) goes back to the allocator while the answer is
+            // held; shrinking a block in place copies nothing.
+            full.shrink_to_fit();
             self.chunks.push(full);
         }
         Ok(())
