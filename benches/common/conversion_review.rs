@@ -188,7 +188,7 @@ pub fn convert(catalog: &Catalog, body: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// The converted objects of a Success answer, checked to be `n`.
-fn converted(chunks: &[Vec<u8>], n: usize) -> Vec<Value> {
+fn answer_objects(chunks: &[Vec<u8>], n: usize) -> Vec<Value> {
     let mut answer: Value = serde_json::from_slice(&chunks.concat()).expect("the answer is JSON");
     assert_eq!(answer["response"]["result"]["status"], "Success");
     let out = answer["response"]["convertedObjects"].take();
@@ -203,7 +203,7 @@ fn converted(chunks: &[Vec<u8>], n: usize) -> Vec<Value> {
 /// converted, in order, with the toppings of v1beta1. A bench of a path
 /// that fails early would measure nothing.
 pub fn check_answer(chunks: &[Vec<u8>], n: usize) {
-    for (i, o) in converted(chunks, n).iter().enumerate() {
+    for (i, o) in answer_objects(chunks, n).iter().enumerate() {
         assert_eq!(o["apiVersion"], DESIRED, "object {i}");
         assert_eq!(o["metadata"]["name"], format!("pizza-{i:05}"));
         let want = pizza(i, "v1beta1");
@@ -213,7 +213,7 @@ pub fn check_answer(chunks: &[Vec<u8>], n: usize) {
 
 /// Checks one answer of [`crontab_body`]: host and port split, in order.
 pub fn check_crontab_answer(chunks: &[Vec<u8>], n: usize) {
-    for (i, o) in converted(chunks, n).iter().enumerate() {
+    for (i, o) in answer_objects(chunks, n).iter().enumerate() {
         assert_eq!(o["apiVersion"], "example.com/v1", "object {i}");
         assert_eq!(o["host"], format!("host-{i}.example.com"), "object {i}");
         assert_eq!(o["port"], format!("{}", 1000 + i % 60_000), "object {i}");
