@@ -19,6 +19,8 @@
 //! held the bytes at the peak) is written there for the DHAT viewer
 //! (`dh_view.html` of valgrind).
 //!
+//! The figures are the bytes the code asks for, whatever the allocator: the
+//! server's (mimalloc) rounds each block up to its size class on top.
 //! dhat rather than a hand-written counting allocator: a `GlobalAlloc`
 //! needs `unsafe impl`, and the workspace forbids unsafe code.
 

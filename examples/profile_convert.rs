@@ -20,6 +20,10 @@ mod conversion_review;
 
 use celhook::config::{self, ConfigSource};
 
+/// The allocator the server runs with, so that measurements match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Not inlined, so that callgrind can collect it alone
 /// (`--toggle-collect='*serde_json_roundtrip*'`).
 #[inline(never)]

@@ -267,12 +267,7 @@ impl SuccessWriter {
         serde_json::to_writer(&mut self.current, object)?;
         self.count += 1;
         if self.current.len() >= CHUNK_BYTES {
-            let mut full =
-                std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
-            // The unused tail (up to 4 KiB a chunk, a tenth of the body over
-            // a whole answer) goes back to the allocator while the answer is
-            // held; shrinking a block in place copies nothing.
-            full.shrink_to_fit();
+            let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
             self.chunks.push(full);
         }
         Ok(())
