@@ -2,9 +2,9 @@
 # Runs the peer CEL engines (a writable copy of ../shared/peer-bench), celhook's
 # criterion benchmark (then the conversion's peak-memory count,
 # examples/convert_peak_memory.rs) and the server load tests back to back,
-# then prints the five targets of issue 6 with measured values and ratios. The machine is
-# shared and noisy: only the ratios within one run mean anything, and the
-# load average is printed next to each phase.
+# then prints the five targets of issue 6 with measured values and ratios. The
+# machine is shared and noisy: only the ratios within one run mean anything,
+# and the load average is printed next to each phase.
 #
 #   scripts/bench-ratios.sh                 everything (about 10 minutes)
 #   SKIP_PEERS=1 scripts/bench-ratios.sh    reuse the last peer results
