@@ -3,7 +3,7 @@
 //! so that the figures line up with the peer CEL engines'.
 //!
 //! ```text
-//! cargo bench --bench hot_path                 # everything (about 4 minutes)
+//! cargo bench --bench hot_path                 # everything (about 5 minutes)
 //! cargo bench --bench hot_path -- target1/     # one group; criterion filters by name
 //! ```
 //!
@@ -384,8 +384,8 @@ fn conversion(c: &mut Criterion) {
     );
 
     let mut g = c.benchmark_group("conversion");
-    // Flat sampling: one iteration per sample, not criterion's 1..=10
-    // ramp, which would take 55 iterations per benchmark.
+    // Flat sampling: the same iteration count in every sample (one, for a
+    // run of about a second), not criterion's 1..=10 ramp of 55 iterations.
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
