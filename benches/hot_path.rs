@@ -3,7 +3,7 @@
 //! so that the figures line up with the peer CEL engines'.
 //!
 //! ```text
-//! cargo bench --bench hot_path                 # everything (about 4 minutes)
+//! cargo bench --bench hot_path                 # everything (about 5 minutes)
 //! cargo bench --bench hot_path -- target1/     # one group; criterion filters by name
 //! ```
 //!
@@ -20,7 +20,15 @@
 //! - `size/`: object size 1, 4, 16, 64 KiB with the rule work held fixed.
 //! - `list/`: ports list length 4, 16, 64 (the rules iterate over it).
 //! - `catalog/`: 1, 100 and 1,000 CRDs loaded: lookup alone and the hot path.
-//! - `conversion/`: see the marked place at the end (pending /convert).
+//! - `conversion/`: target 4, a 10,000-object ConversionReview of 4 KiB
+//!   objects (benches/common/conversion_review.rs) as `routes::convert`
+//!   runs it (`convert_10000`), and serde_json parsing the same body into a
+//!   `Value` and serializing it (`serde_json_roundtrip_10000`); the same for
+//!   10,000 CronTabs with a one-split conversion (`*_crontab_10000`). The
+//!   peak memory is measured by examples/convert_peak_memory.rs.
+
+#[path = "common/conversion_review.rs"]
+mod conversion_review;
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -30,7 +38,9 @@ use arc_swap::ArcSwap;
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
 use celhook::validation;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
 use serde_json::{json, Value};
 
 /// The allocator the server runs with, so that measurements match it.
@@ -349,13 +359,59 @@ fn catalog(c: &mut Criterion) {
     g.finish();
 }
 
-// === conversion (pending) ===
-// Target 4 of the issue: a 10,000-object ConversionReview of 4 KiB objects
-// against serde_json parse + serialise of the same bytes. Add
-// `fn conversion(c: &mut Criterion)` here once /convert and its core
-// (`conversion::convert`) are merged, and list it in `criterion_group!`
-// below; scripts/bench-ratios.sh prints "pending" until
-// `criterion/conversion/` exists.
+// === conversion ===
+
+/// The floor of target 4: parse into a `Value`, serialize it again.
+fn serde_json_roundtrip(body: &[u8]) -> Vec<u8> {
+    let v: Value = serde_json::from_slice(body).expect("JSON");
+    serde_json::to_vec(&v).expect("serializes")
+}
+
+/// Target 4: the 10,000-object ConversionReview of 4 KiB Pizzas through the
+/// /convert path, against serde_json parsing the same bytes into a `Value`
+/// and serializing it again; then the same for 10,000 CronTabs, whose
+/// conversion is one string split (the path's cost besides the
+/// expressions). One iteration takes about a second, so the group has its
+/// own short configuration.
+fn conversion(c: &mut Criterion) {
+    let loaded = config::load(&ConfigSource::Embedded);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = loaded.catalog;
+    let body = conversion_review::body(conversion_review::OBJECTS);
+    conversion_review::check_answer(
+        &conversion_review::convert(&catalog, &body),
+        conversion_review::OBJECTS,
+    );
+
+    let mut g = c.benchmark_group("conversion");
+    // Flat sampling: the same iteration count in every sample (one, for a
+    // run of about a second), not criterion's 1..=10 ramp of 55 iterations.
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("convert_10000", |b| {
+        b.iter(|| conversion_review::convert(&catalog, black_box(&body)))
+    });
+    g.bench_function("serde_json_roundtrip_10000", |b| {
+        b.iter(|| serde_json_roundtrip(black_box(&body)))
+    });
+
+    let crontabs = conversion_review::crontab_body(conversion_review::OBJECTS);
+    conversion_review::check_crontab_answer(
+        &conversion_review::convert(&catalog, &crontabs),
+        conversion_review::OBJECTS,
+    );
+    g.throughput(Throughput::Bytes(crontabs.len() as u64));
+    g.bench_function("convert_crontab_10000", |b| {
+        b.iter(|| conversion_review::convert(&catalog, black_box(&crontabs)))
+    });
+    g.bench_function("serde_json_roundtrip_crontab_10000", |b| {
+        b.iter(|| serde_json_roundtrip(black_box(&crontabs)))
+    });
+    g.finish();
+}
 
 criterion_group! {
     name = benches;
@@ -365,6 +421,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .sample_size(40);
-    targets = target1, per_rule, size, list, catalog
+    targets = target1, per_rule, size, list, catalog, conversion
 }
 criterion_main!(benches);

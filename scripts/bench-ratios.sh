@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the peer CEL engines (a writable copy of ../shared/peer-bench), celhook's
-# criterion benchmark and the server load tests back to back, then prints the
-# five targets of issue 6 with measured values and ratios. The machine is
-# shared and noisy: only the ratios within one run mean anything, and the
-# load average is printed next to each phase.
+# criterion benchmark (then the conversion's peak-memory count,
+# examples/convert_peak_memory.rs) and the server load tests back to back,
+# then prints the five targets of issue 6 with measured values and ratios. The
+# machine is shared and noisy: only the ratios within one run mean anything,
+# and the load average is printed next to each phase.
 #
 #   scripts/bench-ratios.sh                 everything (about 10 minutes)
 #   SKIP_PEERS=1 scripts/bench-ratios.sh    reuse the last peer results
@@ -50,6 +51,9 @@ if [[ -z ${SKIP_BENCH:-} ]]; then
   load "bench start"
   (cd "$ROOT" && cargo bench --bench hot_path -- --noplot > "$WORK/criterion.txt" 2>&1)
   load "bench end"
+  # Target 4's peak memory: counted bytes (dhat), not a timing.
+  (cd "$ROOT" && cargo run --release --quiet --example convert_peak_memory > "$WORK/convert-memory.json")
+  load "conversion memory end"
 fi
 
 # --- 3. the server over HTTPS/HTTP2 -------------------------------------------
@@ -178,10 +182,25 @@ if tail:
 else:
     print("- no tail results")
 
-print("\n## 4. Conversion\n")
-conv = os.path.join(target, "criterion", "conversion")
-print("- pending: /convert is not on this branch yet (benches/hot_path.rs has the marked place)"
-      if not os.path.isdir(conv) else "- see criterion/conversion/")
+print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
+try:
+    memory = json.load(open(os.path.join(work, "convert-memory.json")))
+except (OSError, ValueError):
+    memory = {}
+def ms(ns):
+    return "n/a" if ns is None else f"{ns/1e6:.0f} ms"
+for name, suffix, what in [("pizza", "", "Pizzas, toppings list through two CEL expressions (3/4 v1alpha1, 1/4 already v1beta1)"),
+                           ("crontab", "_crontab", "CronTabs, hostPort split (one string expression each way)")]:
+    conv, floor = est("conversion", f"convert{suffix}_10000"), est("conversion", f"serde_json_roundtrip{suffix}_10000")
+    m = memory.get(name, {})
+    body, c, r = m.get("body_bytes"), m.get("convert", {}), m.get("serde_json_roundtrip", {})
+    print(f"- {what}, body {'n/a' if body is None else f'{body/2**20:.1f} MiB'}:")
+    print(f"  - /convert path {ms(conv)} vs serde_json parse + serialize {ms(floor)}: **{ratio(conv, floor)}** (target <= 2x)")
+    if c:
+        print(f"  - peak heap {c['peak_bytes']/2**20:.1f} MiB with the body: **{c['ratio']:.2f}x the body** (target <= 3x; "
+              f"{c['allocations']} allocations); the serde_json round trip peaks at {r['ratio']:.2f}x")
+    else:
+        print("  - peak memory: n/a (no convert-memory.json)")
 
 print("\n## 5. Scaling (criterion medians)\n")
 print("| object size | hot path | serde_json parse | hot path / parse |\n|---|---|---|---|")

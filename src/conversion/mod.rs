@@ -191,14 +191,15 @@ impl Conversion {
                 other => Some(cel::to_json(&other)),
             };
             if let (Some(v), Some(schema)) = (&value, &a.value_schema) {
-                check_type(v, schema, &a.path.join(".")).map_err(|reason| {
-                    ConvertError::Expression {
+                if let Some(m) = mismatch(v, schema) {
+                    let path = a.path.join(".");
+                    return Err(ConvertError::Expression {
                         at: a.at.clone(),
-                        path: a.path.join("."),
+                        reason: m.describe(&path),
+                        path,
                         expr: a.expr.clone(),
-                        reason,
-                    }
-                })?;
+                    });
+                }
             }
             values.push(value);
         }
@@ -222,10 +223,33 @@ impl Conversion {
     }
 }
 
-/// Checks that an assigned value has the type its target schema declares
-/// (the API server would refuse the object on its next write otherwise),
-/// recursing into declared list items and properties.
-fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
+/// Where and how an assigned value does not fit the type its target schema
+/// declares (the API server would refuse the object on its next write
+/// otherwise), found by [`mismatch`] through declared list items and
+/// properties. The path below the assignment is built only for a mismatch:
+/// the check runs on every assigned value of every object, and formatting
+/// a path for each list item and key that fits took a tenth of the
+/// conversion's instructions.
+struct Mismatch {
+    /// `[i]` and `.key` segments, innermost first.
+    below: Vec<String>,
+    found: &'static str,
+    declared: &'static str,
+}
+
+impl Mismatch {
+    /// The message, with `at` the assignment's path.
+    fn describe(&self, at: &str) -> String {
+        // Segments were pushed innermost first, on the way out.
+        let below: String = self.below.iter().rev().map(String::as_str).collect();
+        format!(
+            "gives a {} at {at}{below}, where the target schema declares {}",
+            self.found, self.declared
+        )
+    }
+}
+
+fn mismatch(value: &Json, schema: &Schema) -> Option<Mismatch> {
     let fits = match (schema.ty, value) {
         (_, Json::Null) => schema.nullable || schema.ty == Type::Any,
         (Type::Any, _) => true,
@@ -235,7 +259,10 @@ fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
         (Type::Array, Json::Array(items)) => {
             if let Some(element) = schema.items.as_deref() {
                 for (i, item) in items.iter().enumerate() {
-                    check_type(item, element, &format!("{at}[{i}]"))?;
+                    if let Some(mut m) = mismatch(item, element) {
+                        m.below.push(format!("[{i}]"));
+                        return Some(m);
+                    }
                 }
             }
             true
@@ -246,8 +273,9 @@ fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
                     .properties
                     .get(key)
                     .or(schema.additional_properties.as_deref());
-                if let Some(child) = child {
-                    check_type(v, child, &format!("{at}.{key}"))?;
+                if let Some(mut m) = child.and_then(|child| mismatch(v, child)) {
+                    m.below.push(format!(".{key}"));
+                    return Some(m);
                 }
             }
             true
@@ -255,21 +283,21 @@ fn check_type(value: &Json, schema: &Schema, at: &str) -> Result<(), String> {
         _ => false,
     };
     if fits {
-        Ok(())
-    } else {
-        let found = match value {
-            Json::Null => "null",
-            Json::Bool(_) => "boolean",
-            Json::Number(_) => "number",
-            Json::String(_) => "string",
-            Json::Array(_) => "array",
-            Json::Object(_) => "object",
-        };
-        Err(format!(
-            "gives a {found} at {at}, where the target schema declares {}",
-            schema.ty.openapi_name()
-        ))
+        return None;
     }
+    let found = match value {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    };
+    Some(Mismatch {
+        below: Vec::new(),
+        found,
+        declared: schema.ty.openapi_name(),
+    })
 }
 
 /// Sets (or, for `None`, removes) the field at `path`, creating objects on
