@@ -996,6 +996,8 @@ fn one_var_list<'a>(
         match l.kind {
             LoopKind::All | LoopKind::Exists => return quantify(l, &list, f),
             LoopKind::ExistsOne => return exists_one(l, &list, f),
+            LoopKind::Filter => return filter(l, &list, f),
+            LoopKind::Map => return map(l, &list, f),
             _ => {}
         }
     }
@@ -1034,6 +1036,36 @@ fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value
         Some(e) => Err(e),
         None => Ok(Value::Bool(!decide)),
     }
+}
+
+/// `filter` over a list, charged as [`run_steps`] charges it; an element
+/// is copied only when it is kept.
+fn filter<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let mut out = Vec::new();
+    for i in 0..list.len() {
+        let Some(v) = list.get(i) else { break };
+        f.bind(l.var, v);
+        if as_bool(eval(&l.body, f))? {
+            out.push(f.vars[l.var].clone());
+            f.charge(13)?;
+        }
+    }
+    f.charge(1)?;
+    Ok(Value::list(out))
+}
+
+/// `map` (without a filter) over a list, charged as [`run_steps`] charges it.
+fn map<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let n = list.len();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let Some(v) = list.get(i) else { break };
+        f.bind(l.var, v);
+        out.push(eval(&l.body, f)?);
+        f.charge(12)?;
+    }
+    f.charge(1)?;
+    Ok(Value::list(out))
 }
 
 /// `exists_one` over a list, charged as [`run_steps`] charges it.
