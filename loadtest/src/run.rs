@@ -236,6 +236,11 @@ async fn closed_loop(shared: &Arc<Shared>, concurrency: u16, stop: Stop) -> anyh
 /// Open loop: request i is due at `start + i / rate`, sent then whatever
 /// the earlier ones are doing (up to `max_in_flight`; beyond that it waits,
 /// and the wait counts because latency runs from the due time).
+///
+/// The pacing runs on a thread of its own: tokio's timer has a resolution
+/// of 1 ms, so at thousands of requests per second it would send them in
+/// bursts (8 at once every millisecond at 8,000/s) and measure its own
+/// lateness; a thread's sleep is good to tens of microseconds.
 async fn open_loop(
     shared: &Arc<Shared>,
     rate: f64,
@@ -245,19 +250,34 @@ async fn open_loop(
     let tally = Arc::new(Mutex::new(Tally::new()));
     let slots = Arc::new(Semaphore::new(usize::from(max_in_flight)));
     let start = Instant::now();
-    let mut i: u64 = 0;
-    loop {
-        let due = start + Duration::from_secs_f64(i as f64 / rate);
-        let go = match stop {
-            Stop::Count(n) => i < n,
-            Stop::After(d) => due < start + d,
-        };
-        if !go {
-            break;
-        }
-        // Sleeping to the due time; when behind (timer granularity, a busy
-        // CPU) the next requests leave at once and keep their due times.
-        tokio::time::sleep_until(due.into()).await;
+    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant)>();
+    let pacer = std::thread::Builder::new()
+        .name("loadtest-pacer".into())
+        .spawn(move || {
+            let mut i: u64 = 0;
+            loop {
+                let due = start + Duration::from_secs_f64(i as f64 / rate);
+                let go = match stop {
+                    Stop::Count(n) => i < n,
+                    Stop::After(d) => due < start + d,
+                };
+                if !go {
+                    return;
+                }
+                // When behind (a busy CPU) the next requests leave at once
+                // and keep their due times.
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+                if due_tx.send((i, due)).is_err() {
+                    return;
+                }
+                i += 1;
+            }
+        })
+        .context("starting the pacer thread")?;
+    while let Some((i, due)) = due_rx.recv().await {
         let slot = slots
             .clone()
             .acquire_owned()
@@ -275,8 +295,10 @@ async fn open_loop(
             }
             drop(slot);
         });
-        i += 1;
     }
+    pacer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the pacer thread panicked"))?;
     // Every slot free again: every request is answered.
     let _all = slots
         .acquire_many(u32::from(max_in_flight))
