@@ -56,6 +56,13 @@ pub(crate) enum Ir {
         var: usize,
         inner: Box<Ir>,
     },
+    /// A chain of selections on loop variable `var` kept in memo `cell`
+    /// for each JSON object the variable is bound to (see `memo`).
+    ElemMemo {
+        cell: usize,
+        var: usize,
+        inner: Box<Ir>,
+    },
 }
 
 /// Constants of the program.
@@ -1188,7 +1195,11 @@ fn line_col(source: &str, offset: usize) -> (isize, isize) {
 /// Evaluates a call of constant arguments at compile time; `Ok(None)` when
 /// the result is not a scalar constant.
 fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, super::error::EvalError> {
-    let mut frame = super::eval::Frame::new(super::eval::Vars::new(), 0, u64::MAX);
+    let mut frame = super::eval::Frame::new(
+        super::eval::Vars::new(),
+        super::memo::Cells::default(),
+        u64::MAX,
+    );
     let mut vals = Vec::with_capacity(args.len());
     for a in args {
         vals.push(super::eval::eval(a, &mut frame)?);

@@ -140,7 +140,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             }),
         ),
         Ir::Var(slot) => (1.0, env.get(*slot).copied().unwrap_or_else(Shape::unknown)),
-        Ir::Memo { inner, .. } => walk(inner, env),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, env),
         Ir::Select {
             operand,
             field,

@@ -23,6 +23,9 @@ pub(crate) struct Frame<'a> {
     /// its variable's count is the one it was filled under.
     bound: smallvec::SmallVec<[u64; 8]>,
     memos: smallvec::SmallVec<[Option<MemoCell<'a>>; 8]>,
+    /// Field reads kept per JSON object (see `memo`), by the addresses of
+    /// the object and its schema node.
+    elem_memos: Vec<ElemMemo<'a>>,
     /// Cost spent so far by this expression.
     pub cost: u64,
     /// Cost at which evaluation stops.
@@ -38,12 +41,20 @@ pub(crate) struct MemoCell<'a> {
     value: Value<'a>,
 }
 
+/// One per-element memo cell: (object, schema) addresses to the charge
+/// and value of the read.
+type ElemMemo<'a> =
+    std::collections::HashMap<(usize, usize), (u64, Value<'a>), foldhash::fast::FixedState>;
+
 impl<'a> Frame<'a> {
-    pub(crate) fn new(vars: Vars<'a>, memos: usize, limit: u64) -> Self {
+    pub(crate) fn new(vars: Vars<'a>, cells: super::memo::Cells, limit: u64) -> Self {
         Frame {
             bound: smallvec::smallvec![0; vars.len()],
             vars,
-            memos: smallvec::smallvec![None; memos],
+            memos: smallvec::smallvec![None; cells.by_binding],
+            elem_memos: (0..cells.by_element)
+                .map(|_| ElemMemo::with_hasher(foldhash::fast::FixedState::default()))
+                .collect(),
             cost: 0,
             limit,
         }
@@ -261,29 +272,67 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
         }
         Ir::Loop(l) => eval_loop(l, f),
-        Ir::Memo { cell, var, inner } => {
-            let bound = f.bound[*var];
-            if let Some(m) = &f.memos[*cell] {
-                if m.bound == bound {
-                    let (cost, value) = (m.cost, m.value.clone());
-                    f.charge_units(cost)?;
-                    return Ok(value);
-                }
-            }
-            let before = f.cost;
-            // An error is not kept: a later read evaluates it again.
-            let value = eval(inner, f)?;
-            f.memos[*cell] = Some(MemoCell {
-                bound,
-                cost: f.cost - before,
-                value: value.clone(),
-            });
-            Ok(value)
-        }
+        Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
+        Ir::Memo { cell, var, inner } => memo(*cell, *var, inner, f),
         // The rarer forms live in a function of their own, which keeps this
         // one's stack frame small: it runs for every node.
         _ => eval_other(ir, f),
     }
+}
+
+/// [`Ir::ElemMemo`]: out of [`eval`], whose frame stays small.
+#[inline(never)]
+fn elem_memo<'a>(
+    cell: usize,
+    var: usize,
+    inner: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    // Only a JSON object has an identity for the whole evaluation.
+    let key = match &f.vars[var] {
+        Value::Map(Map::Json { obj, schema }) => (
+            std::ptr::from_ref(*obj) as usize,
+            std::ptr::from_ref(*schema) as usize,
+        ),
+        _ => return eval(inner, f),
+    };
+    if let Some((cost, value)) = f.elem_memos[cell].get(&key) {
+        let (cost, value) = (*cost, value.clone());
+        f.charge_units(cost)?;
+        return Ok(value);
+    }
+    let before = f.cost;
+    let value = eval(inner, f)?;
+    let cost = f.cost - before;
+    f.elem_memos[cell].insert(key, (cost, value.clone()));
+    Ok(value)
+}
+
+/// [`Ir::Memo`].
+#[inline(always)]
+fn memo<'a>(
+    cell: usize,
+    var: usize,
+    inner: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    let bound = f.bound[var];
+    if let Some(m) = &f.memos[cell] {
+        if m.bound == bound {
+            let (cost, value) = (m.cost, m.value.clone());
+            f.charge_units(cost)?;
+            return Ok(value);
+        }
+    }
+    let before = f.cost;
+    // An error is not kept: a later read evaluates it again.
+    let value = eval(inner, f)?;
+    f.memos[cell] = Some(MemoCell {
+        bound,
+        cost: f.cost - before,
+        value: value.clone(),
+    });
+    Ok(value)
 }
 
 /// The forms of [`eval`] that are not on every rule's path.

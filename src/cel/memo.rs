@@ -8,6 +8,11 @@
 //! where it would have), so cost accounting is unchanged. Only plain
 //! selections are kept: they are pure and cheap to hold, and their errors
 //! (a missing key) are evaluated again rather than stored.
+//!
+//! A chain on the variable of a loop that itself runs inside a loop
+//! (`q.name` above, read once per pair) is kept per element instead
+//! ([`Ir::ElemMemo`]): by the identity of the JSON object the variable is
+//! bound to, which the request's JSON fixes for the whole evaluation.
 
 use std::collections::HashMap;
 
@@ -16,22 +21,42 @@ use super::compile::{Ir, LoopKind};
 /// The identity of a chain: its variable and the fields selected, in order.
 type Chain = (usize, Vec<Box<str>>);
 
-/// Wraps the chains worth keeping in `ir`; returns the number of memo
-/// cells the evaluator needs.
-pub(crate) fn plan(ir: &mut Ir) -> usize {
+/// The memo cells a program needs, of each kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cells {
+    /// Kept per binding of the variable (`Ir::Memo`).
+    pub by_binding: usize,
+    /// Kept per element the variable is bound to (`Ir::ElemMemo`).
+    pub by_element: usize,
+}
+
+/// How a chain is kept.
+#[derive(Clone, Copy)]
+enum Kind {
+    Binding(usize),
+    Element(usize),
+}
+
+/// Wraps the chains worth keeping in `ir`; returns the memo cells the
+/// evaluator needs.
+pub(crate) fn plan(ir: &mut Ir) -> Cells {
     let mut seen: HashMap<Chain, Use> = HashMap::new();
     count(ir, &mut Vec::new(), &mut seen);
-    let mut cells: HashMap<Chain, usize> = HashMap::new();
+    let mut cells = Cells::default();
+    let mut kinds: HashMap<Chain, Kind> = HashMap::new();
     for (chain, u) in seen {
         if u.count > 1 || u.repeated {
-            let next = cells.len();
-            cells.insert(chain, next);
+            kinds.insert(chain, Kind::Binding(cells.by_binding));
+            cells.by_binding += 1;
+        } else if u.revisited {
+            kinds.insert(chain, Kind::Element(cells.by_element));
+            cells.by_element += 1;
         }
     }
-    if !cells.is_empty() {
-        wrap(ir, &cells);
+    if !kinds.is_empty() {
+        wrap(ir, &kinds);
     }
-    cells.len()
+    cells
 }
 
 #[derive(Default)]
@@ -40,6 +65,10 @@ struct Use {
     /// Some occurrence is inside a loop that does not bind the chain's
     /// variable: it is read again on every step.
     repeated: bool,
+    /// The loop that binds the chain's variable runs inside another loop:
+    /// each element is bound again, and read again, on every outer step
+    /// (`q.name` in `all(p, ports.exists_one(q, q.name == p.name))`).
+    revisited: bool,
 }
 
 /// The chain `ir` reads, if it is selections (not presence tests) on a
@@ -58,7 +87,7 @@ fn chain_of(ir: &Ir) -> Option<Chain> {
                 fields.push(field.clone());
                 at = operand;
             }
-            Ir::Memo { inner, .. } => at = inner,
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
             Ir::Var(slot) if !fields.is_empty() => {
                 fields.reverse();
                 return Some((*slot, fields));
@@ -75,19 +104,22 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
         let var = chain.0;
         // Loops inside the one that binds the variable (or all loops, for
         // `self` and `oldSelf`, which nothing binds).
-        let inner_from = loops
+        let binder = loops
             .iter()
-            .rposition(|(a, b, _)| *a == var || *b == Some(var))
-            .map_or(0, |i| i + 1);
+            .rposition(|(a, b, _)| *a == var || *b == Some(var));
+        let inner_from = binder.map_or(0, |i| i + 1);
         let repeated = loops[inner_from..].iter().any(|(_, _, repeats)| *repeats);
+        let revisited =
+            binder.is_some_and(|b| loops[b].2 && loops[..b].iter().any(|(_, _, repeats)| *repeats));
         let u = seen.entry(chain).or_default();
         u.count += 1;
         u.repeated |= repeated;
+        u.revisited |= revisited;
     }
     match ir {
         Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => count(operand, loops, seen),
-        Ir::Memo { inner, .. } => count(inner, loops, seen),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => count(inner, loops, seen),
         Ir::Not(a) | Ir::Matches(a, _) => count(a, loops, seen),
         Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
             count(a, loops, seen);
@@ -125,11 +157,11 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
     }
 }
 
-fn wrap(ir: &mut Ir, cells: &HashMap<Chain, usize>) {
+fn wrap(ir: &mut Ir, cells: &HashMap<Chain, Kind>) {
     match ir {
         Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => wrap(operand, cells),
-        Ir::Memo { inner, .. } => wrap(inner, cells),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => wrap(inner, cells),
         Ir::Not(a) | Ir::Matches(a, _) => wrap(a, cells),
         Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
             wrap(a, cells);
@@ -161,13 +193,15 @@ fn wrap(ir: &mut Ir, cells: &HashMap<Chain, usize>) {
     }
     // Inner chains first (above), then this one around them.
     if let Some(chain) = chain_of(ir) {
-        if let Some(&cell) = cells.get(&chain) {
+        if let Some(&kind) = cells.get(&chain) {
             let var = chain.0;
-            let inner = std::mem::replace(ir, Ir::Const(super::compile::Const::Null));
-            *ir = Ir::Memo {
-                cell,
-                var,
-                inner: Box::new(inner),
+            let inner = Box::new(std::mem::replace(
+                ir,
+                Ir::Const(super::compile::Const::Null),
+            ));
+            *ir = match kind {
+                Kind::Binding(cell) => Ir::Memo { cell, var, inner },
+                Kind::Element(cell) => Ir::ElemMemo { cell, var, inner },
             };
         }
     }

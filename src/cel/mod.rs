@@ -47,7 +47,7 @@ pub struct Program {
     ir: compile::Ir,
     slots: usize,
     /// Memo cells the evaluation needs (`memo`).
-    memos: usize,
+    memos: memo::Cells,
     uses_old_self: bool,
     result_type: String,
     estimated_cost: f64,
@@ -78,7 +78,11 @@ impl Program {
         };
         let mut c = compile::compile(source, &decls)?;
         let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
-        let memos = if plan_memos { memo::plan(&mut c.ir) } else { 0 };
+        let memos = if plan_memos {
+            memo::plan(&mut c.ir)
+        } else {
+            memo::Cells::default()
+        };
         Ok(Program {
             estimated_cost,
             ir: c.ir,

@@ -678,6 +678,9 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.?opt.a.orValue('') == self.spec.?opt.a.orValue('-')",
         "self.spec.ports.all(p, p.alias == p.alias)",
         "self.spec.ports.sortBy(p, p.port).map(p, p.name) == self.spec.ports.map(p, p.name)",
+        "self.spec.ports.all(p, self.spec.ports.exists(q, q.alias == p.alias))",
+        "self.spec.ports.map(p, self.spec.ports.filter(q, q.port > p.port).map(q, q.name)).size() >= 0",
+        "self.spec.ports.exists(p, self.spec.ports.exists_one(q, has(q.alias) && q.alias == p.name))",
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
@@ -694,10 +697,12 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         optional_old_self: false,
     };
     let mut planned_any = false;
+    let mut planned_by_element = false;
     for expr in exprs {
         let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
         let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
-        planned_any |= with.memos > 0;
+        planned_any |= with.memos.by_binding > 0;
+        planned_by_element |= with.memos.by_element > 0;
         for obj in &objects {
             let (_, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
             // Every limit that stops it, and none.
@@ -718,4 +723,8 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         }
     }
     assert!(planned_any, "the memo pass kept no field read");
+    assert!(
+        planned_by_element,
+        "the memo pass kept no field read per element"
+    );
 }
