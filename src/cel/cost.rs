@@ -51,15 +51,29 @@ fn traversal(v: &Value<'_>) -> u64 {
 /// The runtime charge of `==`/`!=` and of ordering comparisons of strings
 /// and bytes: a tenth of the shorter operand.
 pub(crate) fn compare_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => compare_cost_str(x, y),
+        _ => scaled(size(a).min(size(b)), TRAVERSAL),
+    }
+}
+
+/// [`compare_cost`] of two strings.
+#[inline]
+pub(crate) fn compare_cost_str(x: &str, y: &str) -> u64 {
     // Short strings (names, keys, enum values) need no character count: a
     // string of 1 to 10 bytes has 1 to 10 characters, which costs 1.
-    if let (Value::Str(x), Value::Str(y)) = (a, b) {
-        let bytes = x.len().min(y.len());
-        if bytes <= 10 {
-            return u64::from(bytes > 0);
-        }
+    let bytes = x.len().min(y.len());
+    if bytes <= 10 {
+        return u64::from(bytes > 0);
     }
-    scaled(size(a).min(size(b)), TRAVERSAL)
+    let chars = |s: &str| {
+        if s.is_ascii() {
+            s.len() as u64
+        } else {
+            s.chars().count() as u64
+        }
+    };
+    scaled(chars(x).min(chars(y)), TRAVERSAL)
 }
 
 /// The runtime charge of `+` on strings and bytes.

@@ -219,10 +219,12 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             };
             // Comparisons of two strings or two ints, most of what rules
             // compare, skip the generic dispatch.
-            match (op, &x, &y) {
+            // The operands are taken apart by value: no drop of a whole
+            // value is left to run on this path.
+            let (x, y) = match (*op, x, y) {
                 (BinOp::Eq | BinOp::Ne, Value::Str(s), Value::Str(t)) => {
-                    f.charge(cost::compare_cost(&x, &y))?;
-                    return Ok(Value::Bool((**s == **t) == (*op == BinOp::Eq)));
+                    f.charge(cost::compare_cost_str(&s, &t))?;
+                    return Ok(Value::Bool((*s == *t) == (*op == BinOp::Eq)));
                 }
                 (_, Value::Int(i), Value::Int(j)) => {
                     let r = match op {
@@ -232,13 +234,13 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                         BinOp::Le => i <= j,
                         BinOp::Gt => i > j,
                         BinOp::Ge => i >= j,
-                        _ => return int_arith(*op, *i, *j, f),
+                        _ => return int_arith(*op, i, j, f),
                     };
                     f.charge(1)?;
                     return Ok(Value::Bool(r));
                 }
-                _ => {}
-            }
+                (_, x, y) => (x, y),
+            };
             f.charge(match op {
                 BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
