@@ -145,19 +145,8 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             test,
             position,
         } => {
-            // `x.f` on a variable (most selections: `self.f`, `p.name` in a
-            // loop) reads the slot in place instead of cloning its value.
             if let Ir::Var(slot) = **operand {
-                let v = &f.vars[slot];
-                let charged = select_charged(v, field, *test);
-                let result = select(v, field, *test, *position);
-                // Two charges, not one of 2: where a spent limit stops
-                // counting is part of the cost reported.
-                f.charge(1)?;
-                if charged {
-                    f.charge(1)?;
-                }
-                return result;
+                return select_var(slot, field, *test, *position, f);
             }
             let v = eval(operand, f)?;
             if select_charged(&v, field, *test) {
@@ -208,7 +197,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::Bin(op, a, b) => {
             // Arguments are evaluated before an error in either stops the
             // call, and cel-go charges the call all the same.
-            let (x, y) = match (eval(a, f), eval(b, f)) {
+            let (x, y) = match (operand(a, f), operand(b, f)) {
                 (Ok(x), Ok(y)) => (x, y),
                 (Err(e), _) | (_, Err(e)) => {
                     if e.kind != ErrorKind::CostLimit {
@@ -526,6 +515,49 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             f.charge(cost::call_cost(*func, &vals, &result))?;
             Ok(result)
         }
+        _ => eval(ir, f),
+    }
+}
+
+/// `x.f` on a variable (most selections: `self.f`, `p.name` in a loop):
+/// reads the slot in place instead of cloning its value.
+#[inline(always)]
+fn select_var<'a>(
+    slot: usize,
+    field: &str,
+    test: bool,
+    position: Option<u32>,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    let v = &f.vars[slot];
+    let charged = select_charged(v, field, test);
+    let result = select(v, field, test, position);
+    // Two charges, not one of 2: where a spent limit stops counting is
+    // part of the cost reported.
+    f.charge(1)?;
+    if charged {
+        f.charge(1)?;
+    }
+    result
+}
+
+/// An operand of a binary operator: constants, selections on a variable
+/// and kept field reads (most operands) without a call of [`eval`].
+#[inline(always)]
+fn operand<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    match ir {
+        Ir::Const(c) => Ok(constant(c)),
+        Ir::Select {
+            operand: on,
+            field,
+            test,
+            position,
+        } => match **on {
+            Ir::Var(slot) => select_var(slot, field, *test, *position, f),
+            _ => eval(ir, f),
+        },
+        Ir::Memo { cell, var, inner } => memo(*cell, *var, inner, f),
+        Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
         _ => eval(ir, f),
     }
 }
