@@ -137,7 +137,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::Const(c) => Ok(constant(c)),
         Ir::Var(slot) => {
             f.charge(1)?;
-            Ok(f.vars[*slot].clone())
+            Ok(f.vars[*slot].copy())
         }
         Ir::Select {
             operand,
@@ -288,7 +288,7 @@ fn elem_memo<'a>(
         _ => return eval(inner, f),
     };
     if let Some((cost, value)) = f.elem_memos[cell].get(&key) {
-        let (cost, value) = (*cost, value.clone());
+        let (cost, value) = (*cost, value.copy());
         f.charge_units(cost)?;
         return Ok(value);
     }
@@ -310,7 +310,7 @@ fn memo<'a>(
     let bound = f.bound[var];
     if let Some(m) = &f.memos[cell] {
         if m.bound == bound {
-            let (cost, value) = (m.cost, m.value.clone());
+            let (cost, value) = (m.cost, m.value.copy());
             f.charge_units(cost)?;
             return Ok(value);
         }
@@ -547,6 +547,10 @@ fn select_var<'a>(
 fn operand<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     match ir {
         Ir::Const(c) => Ok(constant(c)),
+        Ir::Var(slot) => {
+            f.charge(1)?;
+            Ok(f.vars[*slot].copy())
+        }
         Ir::Select {
             operand: on,
             field,

@@ -55,6 +55,22 @@ pub enum Map<'a> {
     Owned(Rc<Vec<(Value<'a>, Value<'a>)>>),
 }
 
+impl<'a> Value<'a> {
+    /// `clone()`, with the copies of values borrowed from the request or
+    /// the program (what variables and kept reads mostly hold) inlined.
+    #[inline(always)]
+    pub(crate) fn copy(&self) -> Value<'a> {
+        match self {
+            Value::Str(Str::Borrowed(s)) => Value::Str(Str::Borrowed(s)),
+            Value::Int(i) => Value::Int(*i),
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Map(Map::Json { obj, schema }) => Value::Map(Map::Json { obj, schema }),
+            Value::List(List::Json { items, schema }) => Value::List(List::Json { items, schema }),
+            other => other.clone(),
+        }
+    }
+}
+
 /// CEL type values, as `type(x)` returns them and type identifiers name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TypeName {
