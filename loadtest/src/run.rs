@@ -250,7 +250,10 @@ async fn open_loop(
     let tally = Arc::new(Mutex::new(Tally::new()));
     let slots = Arc::new(Semaphore::new(usize::from(max_in_flight)));
     let start = Instant::now();
-    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant)>();
+    // Bounded: when the requests cannot leave as fast as they fall due
+    // (every slot in flight), the pacer waits instead of queueing the whole
+    // schedule; the late ones keep their due times.
+    let (due_tx, mut due_rx) = tokio::sync::mpsc::channel::<(u64, Instant)>(1024);
     let pacer = std::thread::Builder::new()
         .name("loadtest-pacer".into())
         .spawn(move || {
@@ -270,7 +273,7 @@ async fn open_loop(
                 if due > now {
                     std::thread::sleep(due - now);
                 }
-                if due_tx.send((i, due)).is_err() {
+                if due_tx.blocking_send((i, due)).is_err() {
                     return;
                 }
                 i += 1;
