@@ -1102,8 +1102,7 @@ fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value
     };
     let n = list.len();
     let mut first_error: Option<EvalError> = None;
-    for i in 0..n {
-        let Some(v) = list.get(i) else { break };
+    for (i, v) in list.iter().enumerate() {
         f.bind(l.var, v);
         f.charge(step)?;
         match as_bool(eval(&l.body, f)) {
@@ -1129,8 +1128,7 @@ fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value
 /// is copied only when it is kept.
 fn filter<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     let mut out = Vec::new();
-    for i in 0..list.len() {
-        let Some(v) = list.get(i) else { break };
+    for v in list.iter() {
         f.bind(l.var, v);
         if as_bool(eval(&l.body, f))? {
             out.push(f.vars[l.var].clone());
@@ -1143,10 +1141,8 @@ fn filter<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'
 
 /// `map` (without a filter) over a list, charged as [`run_steps`] charges it.
 fn map<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    let n = list.len();
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let Some(v) = list.get(i) else { break };
+    let mut out = Vec::with_capacity(list.len());
+    for v in list.iter() {
         f.bind(l.var, v);
         out.push(eval(&l.body, f)?);
         f.charge(12)?;
@@ -1158,8 +1154,7 @@ fn map<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>,
 /// `exists_one` over a list, charged as [`run_steps`] charges it.
 fn exists_one<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     let mut count = 0i64;
-    for i in 0..list.len() {
-        let Some(v) = list.get(i) else { break };
+    for v in list.iter() {
         f.bind(l.var, v);
         if as_bool(eval(&l.body, f))? {
             count += 1;

@@ -401,8 +401,16 @@ impl<'a> List<'a> {
     }
 
     /// The elements, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Value<'a>> + '_ {
-        (0..self.len()).filter_map(move |i| self.get(i))
+    pub fn iter(&self) -> Elements<'a, '_> {
+        match self {
+            // The element schema is looked up once, not per element.
+            List::Json { items, schema } => Elements::Json {
+                items: items.iter(),
+                schema: schema.items.as_deref().unwrap_or(&ANY),
+            },
+            List::Owned(v) => Elements::Owned(v.iter()),
+            List::Const(c) => Elements::Const(c.iter()),
+        }
     }
 
     /// The list type the schema gives it (computed lists are atomic).
@@ -410,6 +418,37 @@ impl<'a> List<'a> {
         match self {
             List::Json { schema, .. } => (schema.list_type, &schema.list_map_keys),
             List::Owned(_) | List::Const(_) => (ListType::Atomic, &[]),
+        }
+    }
+}
+
+/// The elements of a [`List`], in order.
+pub enum Elements<'a, 'l> {
+    Json {
+        items: std::slice::Iter<'a, Json>,
+        schema: &'a Schema,
+    },
+    Owned(std::slice::Iter<'l, Value<'a>>),
+    Const(std::slice::Iter<'a, super::compile::Const>),
+}
+
+impl<'a> Iterator for Elements<'a, '_> {
+    type Item = Value<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Value<'a>> {
+        match self {
+            Elements::Json { items, schema } => items.next().map(|j| Value::from_json(j, schema)),
+            Elements::Owned(v) => v.next().cloned(),
+            Elements::Const(c) => c.next().map(super::eval::constant),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Elements::Json { items, .. } => items.size_hint(),
+            Elements::Owned(v) => v.size_hint(),
+            Elements::Const(c) => c.size_hint(),
         }
     }
 }
