@@ -14,18 +14,21 @@ const TRAVERSAL: f64 = 0.1;
 /// entries of a list or map, 1 for anything else.
 pub(crate) fn size(v: &Value<'_>) -> u64 {
     match v {
-        Value::Str(s) => {
-            if s.is_ascii() {
-                s.len() as u64
-            } else {
-                s.chars().count() as u64
-            }
-        }
+        Value::Str(s) => str_size(s),
         Value::Bytes(b) => b.len() as u64,
         Value::List(l) => l.len() as u64,
         Value::Map(m) => m.len() as u64,
         Value::Optional(Some(v)) => size(v),
         _ => 1,
+    }
+}
+
+/// A string's CEL size: its characters.
+fn str_size(s: &str) -> u64 {
+    if s.is_ascii() {
+        s.len() as u64
+    } else {
+        s.chars().count() as u64
     }
 }
 
@@ -66,14 +69,7 @@ pub(crate) fn compare_cost_str(x: &str, y: &str) -> u64 {
     if bytes <= 10 {
         return u64::from(bytes > 0);
     }
-    let chars = |s: &str| {
-        if s.is_ascii() {
-            s.len() as u64
-        } else {
-            s.chars().count() as u64
-        }
-    };
-    scaled(chars(x).min(chars(y)), TRAVERSAL)
+    scaled(str_size(x).min(str_size(y)), TRAVERSAL)
 }
 
 /// The runtime charge of `+` on strings and bytes.

@@ -135,10 +135,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
     // field or index step cost 1, a presence test costs nothing extra.
     match ir {
         Ir::Const(c) => Ok(constant(c)),
-        Ir::Var(slot) => {
-            f.charge(1)?;
-            Ok(f.vars[*slot].copy())
-        }
+        Ir::Var(slot) => read_var(*slot, f),
         Ir::Select {
             operand,
             field,
@@ -519,6 +516,13 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
     }
 }
 
+/// A variable's value, charged 1.
+#[inline(always)]
+fn read_var<'a>(slot: usize, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    f.charge(1)?;
+    Ok(f.vars[slot].copy())
+}
+
 /// `x.f` on a variable (most selections: `self.f`, `p.name` in a loop):
 /// reads the slot in place instead of cloning its value.
 #[inline(always)]
@@ -547,10 +551,7 @@ fn select_var<'a>(
 fn operand<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     match ir {
         Ir::Const(c) => Ok(constant(c)),
-        Ir::Var(slot) => {
-            f.charge(1)?;
-            Ok(f.vars[*slot].copy())
-        }
+        Ir::Var(slot) => read_var(*slot, f),
         Ir::Select {
             operand: on,
             field,
