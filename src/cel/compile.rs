@@ -132,6 +132,9 @@ pub(crate) struct Loop {
     pub body: Ir,
     /// The filter of `map(v, p, f)` and of the transform forms.
     pub filter: Option<Ir>,
+    /// Set by the memo pass when the body compares a field of the element
+    /// with a value the loop does not change (see `memo::Scan`).
+    pub scan: Option<super::memo::Scan>,
 }
 
 /// Declarations a rule is compiled against.
@@ -1011,6 +1014,7 @@ impl<'s> Compiler<'_, 's> {
                     var2: None,
                     body,
                     filter: None,
+                    scan: None,
                 })),
                 bty,
             ));
@@ -1118,6 +1122,7 @@ impl<'s> Compiler<'_, 's> {
                 var2,
                 body,
                 filter,
+                scan: None,
             })),
             ty,
         ))

@@ -9,23 +9,27 @@ use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
 use super::cost;
 use super::error::{ErrorKind, EvalError};
 use super::functions::{self, sort_values};
+use super::memo::Scan;
 use super::value::{compare, equals, List, Map, Str, Value};
 use crate::schema::ListType;
 
-/// Variable slots: `self`, `oldSelf` and the loop variables, few enough to
-/// live on the stack.
-pub(crate) type Vars<'a> = smallvec::SmallVec<[Value<'a>; 8]>;
+/// Variable slots: `self`, `oldSelf` and the loop variables. A plain Vec:
+/// indexing a SmallVec was an out-of-line call on every variable read
+/// (4% of a review's instructions), more than its allocation saves.
+pub(crate) type Vars<'a> = Vec<Value<'a>>;
 
 /// The state of one evaluation.
 pub(crate) struct Frame<'a> {
     vars: Vars<'a>,
     /// How many times each variable slot was bound: a memo is good while
     /// its variable's count is the one it was filled under.
-    bound: smallvec::SmallVec<[u64; 8]>,
-    memos: smallvec::SmallVec<[Option<MemoCell<'a>>; 8]>,
+    bound: Vec<u64>,
+    memos: Vec<Option<MemoCell<'a>>>,
     /// Field reads kept per JSON object (see `memo`), by the addresses of
     /// the object and its schema node.
     elem_memos: Vec<ElemMemo<'a>>,
+    /// Element reads of scanned loops (see `memo::Scan`), one list each.
+    scans: Vec<Option<ScanCache<'a>>>,
     /// Cost spent so far by this expression.
     pub cost: u64,
     /// Cost at which evaluation stops.
@@ -41,6 +45,14 @@ pub(crate) struct MemoCell<'a> {
     value: Value<'a>,
 }
 
+/// The element reads of a scanned loop over one JSON list (by the
+/// addresses of its items and schema): per element, the charge and value,
+/// or `None` when some element's read failed and the plain loop runs.
+pub(crate) struct ScanCache<'a> {
+    list: (usize, usize),
+    reads: Option<Vec<(u64, Value<'a>)>>,
+}
+
 /// One per-element memo cell: (object, schema) addresses to the charge
 /// and value of the read.
 type ElemMemo<'a> =
@@ -49,12 +61,13 @@ type ElemMemo<'a> =
 impl<'a> Frame<'a> {
     pub(crate) fn new(vars: Vars<'a>, cells: super::memo::Cells, limit: u64) -> Self {
         Frame {
-            bound: smallvec::smallvec![0; vars.len()],
+            bound: vec![0; vars.len()],
             vars,
-            memos: smallvec::smallvec![None; cells.by_binding],
+            memos: vec![None; cells.by_binding],
             elem_memos: (0..cells.by_element)
                 .map(|_| ElemMemo::with_hasher(foldhash::fast::FixedState::default()))
                 .collect(),
+            scans: (0..cells.by_scan).map(|_| None).collect(),
             cost: 0,
             limit,
         }
@@ -203,50 +216,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
                     return Err(e);
                 }
             };
-            // Comparisons of two strings or two ints, most of what rules
-            // compare, skip the generic dispatch.
-            // The operands are taken apart by value: no drop of a whole
-            // value is left to run on this path.
-            let (x, y) = match (*op, x, y) {
-                (BinOp::Eq | BinOp::Ne, Value::Str(s), Value::Str(t)) => {
-                    f.charge(cost::compare_cost_str(&s, &t))?;
-                    return Ok(Value::Bool((*s == *t) == (*op == BinOp::Eq)));
-                }
-                (_, Value::Int(i), Value::Int(j)) => {
-                    let r = match op {
-                        BinOp::Eq => i == j,
-                        BinOp::Ne => i != j,
-                        BinOp::Lt => i < j,
-                        BinOp::Le => i <= j,
-                        BinOp::Gt => i > j,
-                        BinOp::Ge => i >= j,
-                        _ => return int_arith(*op, i, j, f),
-                    };
-                    f.charge(1)?;
-                    return Ok(Value::Bool(r));
-                }
-                (_, x, y) => (x, y),
-            };
-            f.charge(match op {
-                BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
-                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
-                    if matches!(
-                        (&x, &y),
-                        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
-                    ) =>
-                {
-                    cost::compare_cost(&x, &y)
-                }
-                BinOp::In => match (&y, &**b) {
-                    // cel-go hashes a constant list once: the lookup is free.
-                    (_, list @ (Ir::List(..) | Ir::ConstList(_))) if is_constant(list) => 0,
-                    (Value::List(l), _) => l.len() as u64,
-                    _ => 1,
-                },
-                BinOp::Add => cost::concat_cost(&x, &y),
-                _ => 1,
-            })?;
-            binary(*op, x, y)
+            bin_values(*op, x, y, b, f)
         }
         Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
         Ir::Matches(target, re) => {
@@ -266,6 +236,61 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         // one's stack frame small: it runs for every node.
         _ => eval_other(ir, f),
     }
+}
+
+/// A binary operator on evaluated operands, charged; `b` is the right
+/// operand's tree (`in` on a constant list is free).
+#[inline(always)]
+fn bin_values<'a>(
+    op: BinOp,
+    x: Value<'a>,
+    y: Value<'a>,
+    b: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    // Comparisons of two strings or two ints, most of what rules compare,
+    // skip the generic dispatch. The operands are taken apart by value: no
+    // drop of a whole value is left to run on this path.
+    let (x, y) = match (op, x, y) {
+        (BinOp::Eq | BinOp::Ne, Value::Str(s), Value::Str(t)) => {
+            f.charge(cost::compare_cost_str(&s, &t))?;
+            return Ok(Value::Bool((*s == *t) == (op == BinOp::Eq)));
+        }
+        (_, Value::Int(i), Value::Int(j)) => {
+            let r = match op {
+                BinOp::Eq => i == j,
+                BinOp::Ne => i != j,
+                BinOp::Lt => i < j,
+                BinOp::Le => i <= j,
+                BinOp::Gt => i > j,
+                BinOp::Ge => i >= j,
+                _ => return int_arith(op, i, j, f),
+            };
+            f.charge(1)?;
+            return Ok(Value::Bool(r));
+        }
+        (_, x, y) => (x, y),
+    };
+    f.charge(match op {
+        BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+            if matches!(
+                (&x, &y),
+                (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
+            ) =>
+        {
+            cost::compare_cost(&x, &y)
+        }
+        BinOp::In => match (&y, b) {
+            // cel-go hashes a constant list once: the lookup is free.
+            (_, list @ (Ir::List(..) | Ir::ConstList(_))) if is_constant(list) => 0,
+            (Value::List(l), _) => l.len() as u64,
+            _ => 1,
+        },
+        BinOp::Add => cost::concat_cost(&x, &y),
+        _ => 1,
+    })?;
+    binary(op, x, y)
 }
 
 /// [`Ir::ElemMemo`]: out of [`eval`], whose frame stays small.
@@ -1078,6 +1103,11 @@ fn one_var_list<'a>(
     list: List<'a>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    if let Some(scan) = l.scan {
+        if let Some(v) = scan_loop(l, scan, &list, f) {
+            return Ok(v);
+        }
+    }
     // The quantifiers are most rules' loops: a plain indexed loop with no
     // step pairs, no element copy and no result list.
     if l.filter.is_none() {
@@ -1092,6 +1122,141 @@ fn one_var_list<'a>(
     let n = list.len();
     let iter = (0..n).filter_map(move |i| list.get(i).map(|v| (v, Value::Null)));
     run_steps(l, iter, f)
+}
+
+/// A loop marked by the memo pass as a scan (`memo::Scan`): the element
+/// side of the body is read once per element of a JSON list and kept for
+/// the evaluation, the other side once per run, and the comparisons charge
+/// what the plain loop would. `None` (with the cost put back) on any error
+/// or a spent budget: the plain loop then runs and fails where it would.
+fn scan_loop<'a>(l: &'a Loop, scan: Scan, list: &List<'a>, f: &mut Frame<'a>) -> Option<Value<'a>> {
+    let Ir::Bin(op, a, b) = &l.body else {
+        return None;
+    };
+    if list.is_empty() {
+        return None;
+    }
+    let (element, other) = if scan.element_left { (a, b) } else { (b, a) };
+    let start = f.cost;
+    // The other side, charged per element below.
+    let x = operand(other, f);
+    let x_cost = f.cost - start;
+    f.cost = start;
+    let x = x.ok()?;
+
+    let key = match list {
+        List::Json { items, schema } => Some((
+            items.as_ptr() as usize,
+            std::ptr::from_ref(*schema) as usize,
+        )),
+        _ => None,
+    };
+    let kept = match (key, f.scans[scan.cell].take()) {
+        (Some(key), Some(cache)) if cache.list == key => cache.reads,
+        _ => scan_reads(l.var, element, list, f),
+    };
+    let result = kept
+        .as_deref()
+        .and_then(|reads| scan_run(l, *op, reads, &x, x_cost, b, list, f));
+    if let Some(key) = key {
+        f.scans[scan.cell] = Some(ScanCache {
+            list: key,
+            reads: kept,
+        });
+    }
+    if result.is_none() {
+        f.cost = start;
+    }
+    result
+}
+
+/// The element side read for each element, with its charge (not charged).
+fn scan_reads<'a>(
+    var: usize,
+    element: &'a Ir,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Vec<(u64, Value<'a>)>> {
+    let start = f.cost;
+    let mut reads = Vec::with_capacity(list.len());
+    for v in list.iter() {
+        f.bind(var, v);
+        let before = f.cost;
+        let r = operand(element, f);
+        let charged = f.cost - before;
+        f.cost = start;
+        reads.push((charged, r.ok()?));
+    }
+    Some(reads)
+}
+
+/// The scanned loop proper, over the kept reads.
+#[allow(clippy::too_many_arguments)]
+fn scan_run<'a>(
+    l: &'a Loop,
+    op: BinOp,
+    reads: &[(u64, Value<'a>)],
+    x: &Value<'a>,
+    x_cost: u64,
+    b: &'a Ir,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let left = l.scan.is_some_and(|s| s.element_left);
+    let body = |read: &(u64, Value<'a>), f: &mut Frame<'a>| -> Option<bool> {
+        f.charge(read.0 + x_cost).ok()?;
+        let (p, q) = if left {
+            (read.1.copy(), x.copy())
+        } else {
+            (x.copy(), read.1.copy())
+        };
+        match bin_values(op, p, q, b, f) {
+            Ok(Value::Bool(r)) => Some(r),
+            _ => None,
+        }
+    };
+    let n = reads.len();
+    match l.kind {
+        LoopKind::All | LoopKind::Exists => {
+            let (decide, step, condition) = if l.kind == LoopKind::All {
+                (false, 3, 2)
+            } else {
+                (true, 4, 3)
+            };
+            for (i, read) in reads.iter().enumerate() {
+                f.charge(step).ok()?;
+                if body(read, f)? == decide {
+                    f.charge(if i + 1 < n { condition } else { 0 } + 1).ok()?;
+                    return Some(Value::Bool(decide));
+                }
+            }
+            f.charge(1).ok()?;
+            Some(Value::Bool(!decide))
+        }
+        LoopKind::ExistsOne => {
+            let mut count = 0i64;
+            for read in reads {
+                if body(read, f)? {
+                    count += 1;
+                    f.charge(2).ok()?;
+                }
+            }
+            f.charge(2).ok()?;
+            Some(Value::Bool(count == 1))
+        }
+        LoopKind::Filter => {
+            let mut out = Vec::new();
+            for (read, v) in reads.iter().zip(list.iter()) {
+                if body(read, f)? {
+                    out.push(v);
+                    f.charge(13).ok()?;
+                }
+            }
+            f.charge(1).ok()?;
+            Some(Value::list(out))
+        }
+        _ => None,
+    }
 }
 
 /// `all` or `exists` over a list, charged as [`run_steps`] charges them.

@@ -13,10 +13,17 @@
 //! (`q.name` above, read once per pair) is kept per element instead
 //! ([`Ir::ElemMemo`]): by the identity of the JSON object the variable is
 //! bound to, which the request's JSON fixes for the whole evaluation.
+//!
+//! A quantifier or filter whose body only compares the element (or a chain
+//! of fields on it) with a value the loop does not change (`q.name ==
+//! p.name`, `p.protocol == 'UDP'`) is marked as a [`Scan`]: the evaluator
+//! reads the element side once per element of a JSON list and the other
+//! side once per loop, then runs the loop over the kept values with the
+//! same charges, falling back to the plain loop on any error.
 
 use std::collections::HashMap;
 
-use super::compile::{Ir, LoopKind};
+use super::compile::{BinOp, Ir, LoopKind};
 
 /// The identity of a chain: its variable and the fields selected, in order.
 type Chain = (usize, Vec<Box<str>>);
@@ -28,6 +35,18 @@ pub(crate) struct Cells {
     pub by_binding: usize,
     /// Kept per element the variable is bound to (`Ir::ElemMemo`).
     pub by_element: usize,
+    /// Element reads of scanned loops ([`Scan`]).
+    pub by_scan: usize,
+}
+
+/// A loop whose body is `element-side op other-side` (see the module
+/// comment); the body is an `Ir::Bin`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scan {
+    /// The evaluator's cell that keeps the element reads of one list.
+    pub cell: usize,
+    /// The element side is the left operand.
+    pub element_left: bool,
 }
 
 /// How a chain is kept.
@@ -56,7 +75,134 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     if !kinds.is_empty() {
         wrap(ir, &kinds);
     }
+    mark_scans(ir, &mut cells);
     cells
+}
+
+/// Marks the loops that can be scanned (see [`Scan`]).
+fn mark_scans(ir: &mut Ir, cells: &mut Cells) {
+    if let Ir::Loop(l) = ir {
+        let kind_fits = matches!(
+            l.kind,
+            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
+        );
+        if kind_fits && l.var2.is_none() && l.filter.is_none() {
+            let var = l.var;
+            if let Ir::Bin(op, a, b) = &mut l.body {
+                let compares = matches!(
+                    op,
+                    BinOp::Eq
+                        | BinOp::Ne
+                        | BinOp::Lt
+                        | BinOp::Le
+                        | BinOp::Gt
+                        | BinOp::Ge
+                        | BinOp::In
+                );
+                let element_left = if reads_element(a, var) && !mentions(b, var) {
+                    Some(true)
+                } else if reads_element(b, var) && !mentions(a, var) {
+                    Some(false)
+                } else {
+                    None
+                };
+                if let (true, Some(element_left)) = (compares, element_left) {
+                    // The element side is read once per element by the scan
+                    // itself: its memo wrappers would only cost lookups.
+                    unwrap_memos(if element_left { a } else { b });
+                    l.scan = Some(Scan {
+                        cell: cells.by_scan,
+                        element_left,
+                    });
+                    cells.by_scan += 1;
+                }
+            }
+        }
+    }
+    for child in children_mut(ir) {
+        mark_scans(child, cells);
+    }
+}
+
+/// `var` itself or plain selections on it.
+fn reads_element(ir: &Ir, var: usize) -> bool {
+    match ir {
+        Ir::Var(v) => *v == var,
+        Ir::Select {
+            operand,
+            test: false,
+            ..
+        } => reads_element(operand, var),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => reads_element(inner, var),
+        _ => false,
+    }
+}
+
+/// Whether `ir` reads variable `var` anywhere.
+fn mentions(ir: &Ir, var: usize) -> bool {
+    match ir {
+        Ir::Var(v) => *v == var,
+        Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
+            *v == var || mentions(inner, var)
+        }
+        _ => children(ir).into_iter().any(|c| mentions(c, var)),
+    }
+}
+
+fn unwrap_memos(ir: &mut Ir) {
+    if let Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } = ir {
+        let inner = std::mem::replace(&mut **inner, Ir::Const(super::compile::Const::Null));
+        *ir = inner;
+        unwrap_memos(ir);
+    } else if let Ir::Select { operand, .. } = ir {
+        unwrap_memos(operand);
+    }
+}
+
+/// The direct subexpressions of `ir`.
+fn children(ir: &Ir) -> Vec<&Ir> {
+    match ir {
+        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => Vec::new(),
+        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
+        Ir::Not(a) | Ir::Matches(a, _) => vec![a],
+        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+            vec![a, b]
+        }
+        Ir::Cond(a, b, c) => vec![a, b, c],
+        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
+            items.iter().collect()
+        }
+        Ir::Map(entries) => entries.iter().flat_map(|(k, v, _)| [k, v]).collect(),
+        Ir::Loop(l) => {
+            let mut out = vec![&l.range, &l.body];
+            out.extend(l.filter.as_ref());
+            out
+        }
+    }
+}
+
+/// [`children`], mutable.
+fn children_mut(ir: &mut Ir) -> Vec<&mut Ir> {
+    match ir {
+        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => Vec::new(),
+        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
+        Ir::Not(a) | Ir::Matches(a, _) => vec![a],
+        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+            vec![a, b]
+        }
+        Ir::Cond(a, b, c) => vec![a, b, c],
+        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
+            items.iter_mut().collect()
+        }
+        Ir::Map(entries) => entries.iter_mut().flat_map(|(k, v, _)| [k, v]).collect(),
+        Ir::Loop(l) => {
+            let mut out = vec![&mut l.range, &mut l.body];
+            out.extend(l.filter.as_mut());
+            out
+        }
+    }
 }
 
 #[derive(Default)]

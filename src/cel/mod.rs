@@ -117,7 +117,7 @@ impl Program {
         old_self: Option<Value<'a>>,
         limit: u64,
     ) -> (Result<Value<'a>, EvalError>, u64) {
-        let mut vars: eval::Vars<'a> = smallvec::smallvec![Value::Null; self.slots.max(2)];
+        let mut vars: eval::Vars<'a> = vec![Value::Null; self.slots.max(2)];
         vars[compile::SELF_SLOT] = this;
         if let Some(old) = old_self {
             vars[compile::OLD_SELF_SLOT] = old;

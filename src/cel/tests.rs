@@ -643,10 +643,10 @@ fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
     assert!(unbounded > 100_000.0, "{unbounded}");
 }
 
-/// The memo pass (`memo`) must not change any result or any charge: each
-/// expression runs with and without it, on objects that have, lack or
-/// mistype the fields read, with no limit and with every limit that stops
-/// it part-way.
+/// The memo pass (`memo`, with its scanned loops) must not change any
+/// result or any charge: each expression runs with and without it, on
+/// objects that have, lack or mistype the fields read, with no limit and
+/// with every limit that stops it part-way.
 #[test]
 fn kept_field_reads_change_no_result_and_no_cost() {
     let s = schema(json!({
@@ -661,11 +661,24 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                     "name": {"type": "string"}, "port": {"type": "integer"},
                     "alias": {"type": "string"}
                 }}},
-                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "tags": {"type": "array", "items": {"type": "string"}}
             }}
         }
     }));
     let exprs = [
+        // Scanned loops (`memo::Scan`): the element side on either side,
+        // each comparison, `in`, and the other side a constant, a field or
+        // a read of an outer loop's variable.
+        "self.spec.ports.exists(p, p.name == self.spec.name)",
+        "self.spec.ports.exists_one(p, self.spec.min < p.port)",
+        "self.spec.ports.all(p, p.port in [80, 9, 1])",
+        "size(self.spec.ports.filter(p, p.port >= self.spec.min)) < 3",
+        "self.spec.tags.all(t, t != self.spec.name)",
+        "self.spec.tags.exists_one(t, t in self.spec.tags)",
+        "self.spec.ports.filter(p, p.name in self.spec.tags).map(p, p.port)",
+        "self.spec.tags.all(t, self.spec.ports.exists(p, p.name == t))",
+        "self.spec.ports.all(p, p.port <= self.spec.max) && self.spec.ports.all(p, p.port > 0)",
         "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name))",
         "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
         "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
@@ -684,12 +697,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
-            "labels": {"a": "b", "c": "web"},
+            "labels": {"a": "b", "c": "web"}, "tags": ["web", "m", "web"],
             "ports": [{"name": "web", "port": 80, "alias": "web"}, {"name": "m", "port": 9}]}}),
-        json!({"spec": {"name": "a", "min": 5, "max": 1,
+        json!({"spec": {"name": "a", "min": 5, "max": 1, "tags": ["b"],
             "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 3}]}}),
         json!({"spec": {"ports": [{"port": 1}, {"name": "x"}]}}),
-        json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "ports": [{"name": 1, "port": "x"}]}}),
+        json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "tags": [1, "a"],
+            "ports": [{"name": 1, "port": "x"}]}}),
         json!({"spec": {}}),
     ];
     let opts = Options {
@@ -698,11 +712,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     };
     let mut planned_any = false;
     let mut planned_by_element = false;
+    let mut planned_scan = false;
     for expr in exprs {
         let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
         let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
         planned_any |= with.memos.by_binding > 0;
         planned_by_element |= with.memos.by_element > 0;
+        planned_scan |= with.memos.by_scan > 0;
         for obj in &objects {
             let (_, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
             // Every limit that stops it, and none.
@@ -727,4 +743,5 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         planned_by_element,
         "the memo pass kept no field read per element"
     );
+    assert!(planned_scan, "the memo pass marked no loop as a scan");
 }
