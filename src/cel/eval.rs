@@ -1204,6 +1204,30 @@ fn scan_run<'a>(
 ) -> Option<Value<'a>> {
     let left = l.scan.is_some_and(|s| s.element_left);
     let body = |read: &(u64, Value<'a>), f: &mut Frame<'a>| -> Option<bool> {
+        // Strings and ints, by far the most compared, by reference and
+        // with one charge (the sum is what a completed loop is charged).
+        match (&read.1, x, op) {
+            (Value::Str(s), Value::Str(t), BinOp::Eq | BinOp::Ne) => {
+                f.charge(read.0 + x_cost + cost::compare_cost_str(s, t))
+                    .ok()?;
+                return Some((**s == **t) == (op == BinOp::Eq));
+            }
+            (Value::Int(i), Value::Int(j), _) => {
+                let (i, j) = if left { (*i, *j) } else { (*j, *i) };
+                let r = match op {
+                    BinOp::Eq => i == j,
+                    BinOp::Ne => i != j,
+                    BinOp::Lt => i < j,
+                    BinOp::Le => i <= j,
+                    BinOp::Gt => i > j,
+                    BinOp::Ge => i >= j,
+                    _ => return None,
+                };
+                f.charge(read.0 + x_cost + 1).ok()?;
+                return Some(r);
+            }
+            _ => {}
+        }
         f.charge(read.0 + x_cost).ok()?;
         let (p, q) = if left {
             (read.1.copy(), x.copy())
