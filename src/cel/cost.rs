@@ -24,7 +24,8 @@ pub(crate) fn size(v: &Value<'_>) -> u64 {
 }
 
 /// A string's CEL size: its characters.
-fn str_size(s: &str) -> u64 {
+#[inline]
+pub(crate) fn str_size(s: &str) -> u64 {
     if s.is_ascii() {
         s.len() as u64
     } else {

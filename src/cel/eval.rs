@@ -223,7 +223,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(cost::matches_cost(&v, re.as_str().chars().count()))?;
+                    f.charge(cost::matches_cost(&v, cost::str_size(re.as_str()) as usize))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
                 _ => Err(EvalError::no_overload()),
@@ -248,6 +248,16 @@ fn bin_values<'a>(
     b: &'a Ir,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
+    // A string in a literal list of strings (an enum check): free, as the
+    // list is constant, and without building values of the constants.
+    if let (BinOp::In, Value::Str(s), Ir::ConstList(items)) = (op, &x, b) {
+        if items.iter().all(|c| matches!(c, Const::Str(_))) {
+            let found = items
+                .iter()
+                .any(|c| matches!(c, Const::Str(t) if **t == **s));
+            return Ok(Value::Bool(found));
+        }
+    }
     // Comparisons of two strings or two ints, most of what rules compare,
     // skip the generic dispatch. The operands are taken apart by value: no
     // drop of a whole value is left to run on this path.
@@ -343,7 +353,7 @@ fn memo<'a>(
     f.memos[cell] = Some(MemoCell {
         bound,
         cost: f.cost - before,
-        value: value.clone(),
+        value: value.copy(),
     });
     Ok(value)
 }
@@ -497,7 +507,8 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             Ok(Value::Map(Map::Owned(Rc::new(out))))
         }
         Ir::Call(func, args) => {
-            let mut vals = Vec::with_capacity(args.len());
+            // Arguments on the stack: most calls take one to three.
+            let mut vals = smallvec::SmallVec::<[Value<'a>; 3]>::new();
             let mut failed = None;
             for a in args {
                 match eval(a, f) {
@@ -529,7 +540,7 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             Ok(result)
         }
         Ir::RegexCall(func, args, re) => {
-            let mut vals = Vec::with_capacity(args.len());
+            let mut vals = smallvec::SmallVec::<[Value<'a>; 3]>::new();
             for a in args {
                 vals.push(eval(a, f)?);
             }
@@ -619,6 +630,7 @@ fn unwrap_optional<'a>(v: &Value<'a>) -> Value<'a> {
     }
 }
 
+#[inline(always)]
 pub(crate) fn constant(c: &Const) -> Value<'_> {
     match c {
         Const::Null => Value::Null,

@@ -245,7 +245,7 @@ fn call_inner<'a>(f: Func, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
             _ => Err(overload()),
         },
         Size => Ok(Value::Int(match a0 {
-            Value::Str(s) => s.chars().count() as i64,
+            Value::Str(s) => super::cost::str_size(s) as i64,
             Value::Bytes(b) => b.len() as i64,
             Value::List(l) => l.len() as i64,
             Value::Map(m) => m.len() as i64,

@@ -45,6 +45,20 @@ pub enum List<'a> {
     Const(&'a [super::compile::Const]),
 }
 
+/// `obj[key]`. Small objects (list items such as ports) are scanned in
+/// order comparing lengths first: a B-tree search there costs a string
+/// comparison, an out-of-line `memcmp`, per key it passes.
+#[inline]
+fn json_field<'j>(obj: &'j serde_json::Map<String, Json>, key: &str) -> Option<&'j Json> {
+    if obj.len() <= 4 {
+        obj.iter()
+            .find(|(k, _)| k.len() == key.len() && k.as_bytes() == key.as_bytes())
+            .map(|(_, v)| v)
+    } else {
+        obj.get(key)
+    }
+}
+
 /// A map or object: a JSON object typed by its schema node, or computed.
 #[derive(Clone)]
 pub enum Map<'a> {
@@ -470,7 +484,7 @@ impl<'a> Map<'a> {
         if let (Map::Json { obj, schema }, Some(p)) = (self, position) {
             if schema.additional_properties.is_none() {
                 if let Some(child) = schema.properties.get_at(p as usize, key) {
-                    return match obj.get(key)? {
+                    return match json_field(obj, key)? {
                         Json::Null => None,
                         v => Some(Value::from_json(v, child)),
                     };
@@ -483,7 +497,7 @@ impl<'a> Map<'a> {
     pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
         match self {
             Map::Json { obj, schema } => {
-                let v = obj.get(key)?;
+                let v = json_field(obj, key)?;
                 if let Some(s) = schema.additional_properties.as_deref() {
                     return Some(Value::from_json(v, s));
                 }
