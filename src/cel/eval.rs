@@ -9,7 +9,7 @@ use super::compile::{BinOp, Const, Ir, Loop, LoopKind};
 use super::cost;
 use super::error::{ErrorKind, EvalError};
 use super::functions::{self, sort_values};
-use super::memo::Scan;
+use super::memo::{Scan, ScanExpr};
 use super::value::{compare, equals, List, Map, Str, Value};
 use crate::schema::ListType;
 
@@ -45,12 +45,16 @@ pub(crate) struct MemoCell<'a> {
     value: Value<'a>,
 }
 
-/// The element reads of a scanned loop over one JSON list (by the
-/// addresses of its items and schema): per element, the charge and value,
-/// or `None` when some element's read failed and the plain loop runs.
+/// The element reads of a scanned loop over one list: per slot and
+/// element, the charge and value, read when first needed. Kept for the
+/// evaluation when the list is the request's JSON (by the addresses of its
+/// items and schema); `failed` once a run had to fall back.
 pub(crate) struct ScanCache<'a> {
     list: (usize, usize),
-    reads: Option<Vec<(u64, Value<'a>)>>,
+    failed: bool,
+    /// Slots (of the first 64) read for every element.
+    full: u64,
+    reads: Vec<Option<(u64, Value<'a>)>>,
 }
 
 /// One per-element memo cell: (object, schema) addresses to the charge
@@ -1115,7 +1119,7 @@ fn one_var_list<'a>(
     list: List<'a>,
     f: &mut Frame<'a>,
 ) -> Result<Value<'a>, EvalError> {
-    if let Some(scan) = l.scan {
+    if let Some(scan) = &l.scan {
         if let Some(v) = scan_loop(l, scan, &list, f) {
             return Ok(v);
         }
@@ -1136,26 +1140,22 @@ fn one_var_list<'a>(
     run_steps(l, iter, f)
 }
 
-/// A loop marked by the memo pass as a scan (`memo::Scan`): the element
-/// side of the body is read once per element of a JSON list and kept for
-/// the evaluation, the other side once per run, and the comparisons charge
-/// what the plain loop would. `None` (with the cost put back) on any error
-/// or a spent budget: the plain loop then runs and fails where it would.
-fn scan_loop<'a>(l: &'a Loop, scan: Scan, list: &List<'a>, f: &mut Frame<'a>) -> Option<Value<'a>> {
-    let Ir::Bin(op, a, b) = &l.body else {
-        return None;
-    };
-    if list.is_empty() {
+/// A loop marked by the memo pass as a scan (`memo::Scan`): element reads
+/// are kept per element (for the evaluation, when the list is the
+/// request's JSON), the other sides of comparisons once per run, and each
+/// step charges what the plain loop would. `None`, with the cost put back,
+/// on any error or a spent budget: the plain loop then runs and fails
+/// where it would.
+fn scan_loop<'a>(
+    l: &'a Loop,
+    scan: &'a Scan,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let n = list.len();
+    if n == 0 {
         return None;
     }
-    let (element, other) = if scan.element_left { (a, b) } else { (b, a) };
-    let start = f.cost;
-    // The other side, charged per element below.
-    let x = operand(other, f);
-    let x_cost = f.cost - start;
-    f.cost = start;
-    let x = x.ok()?;
-
     let key = match list {
         List::Json { items, schema } => Some((
             items.as_ptr() as usize,
@@ -1163,105 +1163,188 @@ fn scan_loop<'a>(l: &'a Loop, scan: Scan, list: &List<'a>, f: &mut Frame<'a>) ->
         )),
         _ => None,
     };
-    let kept = match (key, f.scans[scan.cell].take()) {
-        (Some(key), Some(cache)) if cache.list == key => cache.reads,
-        _ => scan_reads(l.var, element, list, f),
+    let mut cache = match (key, f.scans[scan.cell].take()) {
+        (Some(key), Some(cache)) if cache.list == key => cache,
+        _ => ScanCache {
+            list: key.unwrap_or_default(),
+            failed: false,
+            full: 0,
+            reads: vec![None; scan.slots * n],
+        },
     };
-    let result = kept
-        .as_deref()
-        .and_then(|reads| scan_run(l, *op, reads, &x, x_cost, b, list, f));
-    if let Some(key) = key {
-        f.scans[scan.cell] = Some(ScanCache {
-            list: key,
-            reads: kept,
-        });
-    }
-    if result.is_none() {
-        f.cost = start;
+    let result = if cache.failed {
+        None
+    } else {
+        let start = f.cost;
+        let mut run = ScanRun {
+            var: l.var,
+            n,
+            list,
+            reads: &mut cache.reads,
+            full: &mut cache.full,
+            compares: scan.compares,
+            others: Vec::new(),
+        };
+        let result = match (&scan.body, &l.body) {
+            // One comparison, most scanned bodies: over the kept reads
+            // directly, with no walk of the body per element.
+            (
+                ScanExpr::Compare {
+                    slot, element_left, ..
+                },
+                Ir::Bin(op, a, b),
+            ) => {
+                let (element, other) = if *element_left { (a, b) } else { (b, a) };
+                match run.all_reads(*slot, element, f) {
+                    Some(base) => {
+                        let (run, left) = (&run, *element_left);
+                        match run_other(other, f) {
+                            Some((other_cost, x)) => {
+                                let reads = run.reads[base..base + n].iter();
+                                scan_steps(l.kind, reads, list, f, |read, f| {
+                                    let (cost, read) = read.as_ref()?;
+                                    compare_kept(*op, read, cost + other_cost, &x, left, b, f)
+                                })
+                            }
+                            None => None,
+                        }
+                    }
+                    None => None,
+                }
+            }
+            (body, _) => scan_steps(l.kind, 0..n, list, f, |i, f| run.expr(body, &l.body, i, f)),
+        };
+        if result.is_none() {
+            f.cost = start;
+            cache.failed = true;
+        }
+        result
+    };
+    if key.is_some() {
+        f.scans[scan.cell] = Some(cache);
     }
     result
 }
 
-/// The element side read for each element, with its charge (not charged).
-fn scan_reads<'a>(
+/// One run of a scanned loop.
+struct ScanRun<'a, 'r> {
     var: usize,
-    element: &'a Ir,
-    list: &List<'a>,
-    f: &mut Frame<'a>,
-) -> Option<Vec<(u64, Value<'a>)>> {
-    let start = f.cost;
-    let mut reads = Vec::with_capacity(list.len());
-    for v in list.iter() {
-        f.bind(var, v);
-        let before = f.cost;
-        let r = operand(element, f);
-        let charged = f.cost - before;
-        f.cost = start;
-        reads.push((charged, r.ok()?));
-    }
-    Some(reads)
+    n: usize,
+    list: &'r List<'a>,
+    reads: &'r mut [Option<(u64, Value<'a>)>],
+    full: &'r mut u64,
+    compares: usize,
+    /// The other side of each comparison, evaluated when first needed
+    /// (allocated then: a one-comparison body does without).
+    others: Vec<Option<(u64, Value<'a>)>>,
 }
 
-/// The scanned loop proper, over the kept reads.
-#[allow(clippy::too_many_arguments)]
-fn scan_run<'a>(
-    l: &'a Loop,
-    op: BinOp,
-    reads: &[(u64, Value<'a>)],
-    x: &Value<'a>,
-    x_cost: u64,
-    b: &'a Ir,
-    list: &List<'a>,
-    f: &mut Frame<'a>,
-) -> Option<Value<'a>> {
-    let left = l.scan.is_some_and(|s| s.element_left);
-    let body = |read: &(u64, Value<'a>), f: &mut Frame<'a>| -> Option<bool> {
-        // Strings and ints, by far the most compared, by reference and
-        // with one charge (the sum is what a completed loop is charged).
-        match (&read.1, x, op) {
-            (Value::Str(s), Value::Str(t), BinOp::Eq | BinOp::Ne) => {
-                f.charge(read.0 + x_cost + cost::compare_cost_str(s, t))
-                    .ok()?;
-                return Some((**s == **t) == (op == BinOp::Eq));
+impl<'a> ScanRun<'a, '_> {
+    /// The body on element `i`, walking `ir` along with `e`; charged
+    /// as [`eval`] charges it.
+    fn expr(&mut self, e: &ScanExpr, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<bool> {
+        match (e, ir) {
+            (ScanExpr::And(x, y), Ir::And(a, b)) => {
+                Some(self.expr(x, a, i, f)? && self.expr(y, b, i, f)?)
             }
-            (Value::Int(i), Value::Int(j), _) => {
-                let (i, j) = if left { (*i, *j) } else { (*j, *i) };
-                let r = match op {
-                    BinOp::Eq => i == j,
-                    BinOp::Ne => i != j,
-                    BinOp::Lt => i < j,
-                    BinOp::Le => i <= j,
-                    BinOp::Gt => i > j,
-                    BinOp::Ge => i >= j,
+            (ScanExpr::Or(x, y), Ir::Or(a, b)) => {
+                Some(self.expr(x, a, i, f)? || self.expr(y, b, i, f)?)
+            }
+            (ScanExpr::Not(x), Ir::Not(a)) => {
+                let r = self.expr(x, a, i, f)?;
+                f.charge(1).ok()?;
+                Some(!r)
+            }
+            (ScanExpr::Pred { slot }, ir) => {
+                let at = self.read(*slot, ir, i, f)?;
+                let (cost, r) = self.reads[at].as_ref()?;
+                let r = match r {
+                    Value::Bool(r) => *r,
                     _ => return None,
                 };
-                f.charge(read.0 + x_cost + 1).ok()?;
-                return Some(r);
+                f.charge(*cost).ok()?;
+                Some(r)
             }
-            _ => {}
-        }
-        f.charge(read.0 + x_cost).ok()?;
-        let (p, q) = if left {
-            (read.1.copy(), x.copy())
-        } else {
-            (x.copy(), read.1.copy())
-        };
-        match bin_values(op, p, q, b, f) {
-            Ok(Value::Bool(r)) => Some(r),
+            (
+                ScanExpr::Compare {
+                    slot,
+                    compare,
+                    element_left,
+                },
+                Ir::Bin(op, a, b),
+            ) => {
+                let (element, other) = if *element_left { (a, b) } else { (b, a) };
+                let at = self.read(*slot, element, i, f)?;
+                self.other(*compare, other, f)?;
+                let (read_cost, read) = self.reads[at].as_ref()?;
+                let (other_cost, x) = self.others[*compare].as_ref()?;
+                compare_kept(*op, read, read_cost + other_cost, x, *element_left, b, f)
+            }
             _ => None,
         }
-    };
-    let n = reads.len();
-    match l.kind {
+    }
+
+    /// Where the element side in `slot` for element `i` is kept, read now
+    /// if not yet.
+    #[inline]
+    fn read(&mut self, slot: usize, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<usize> {
+        let at = slot * self.n + i;
+        if self.reads[at].is_none() {
+            f.bind(self.var, self.list.get(i)?);
+            let before = f.cost;
+            let r = operand(ir, f);
+            let cost = f.cost - before;
+            f.cost = before;
+            self.reads[at] = Some((cost, r.ok()?));
+        }
+        Some(at)
+    }
+
+    /// Every element's read of `slot`; where the first is kept.
+    fn all_reads(&mut self, slot: usize, ir: &'a Ir, f: &mut Frame<'a>) -> Option<usize> {
+        let bit = 1u64.checked_shl(slot as u32).unwrap_or(0);
+        if *self.full & bit == 0 {
+            for i in 0..self.n {
+                self.read(slot, ir, i, f)?;
+            }
+            *self.full |= bit;
+        }
+        Some(slot * self.n)
+    }
+
+    /// The other side of comparison `compare`, evaluated once per run.
+    #[inline]
+    fn other(&mut self, compare: usize, ir: &'a Ir, f: &mut Frame<'a>) -> Option<()> {
+        if self.others.is_empty() {
+            self.others = vec![None; self.compares];
+        }
+        if self.others[compare].is_none() {
+            self.others[compare] = Some(run_other(ir, f)?);
+        }
+        Some(())
+    }
+}
+
+/// The steps of a scanned loop, with `body` deciding element `i`; charged
+/// as [`quantify`], [`exists_one`] and [`filter`] charge.
+fn scan_steps<'a, T>(
+    kind: LoopKind,
+    elements: impl ExactSizeIterator<Item = T>,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+    mut body: impl FnMut(T, &mut Frame<'a>) -> Option<bool>,
+) -> Option<Value<'a>> {
+    let n = elements.len();
+    match kind {
         LoopKind::All | LoopKind::Exists => {
-            let (decide, step, condition) = if l.kind == LoopKind::All {
+            let (decide, step, condition) = if kind == LoopKind::All {
                 (false, 3, 2)
             } else {
                 (true, 4, 3)
             };
-            for (i, read) in reads.iter().enumerate() {
+            for (i, e) in elements.enumerate() {
                 f.charge(step).ok()?;
-                if body(read, f)? == decide {
+                if body(e, f)? == decide {
                     f.charge(if i + 1 < n { condition } else { 0 } + 1).ok()?;
                     return Some(Value::Bool(decide));
                 }
@@ -1271,8 +1354,8 @@ fn scan_run<'a>(
         }
         LoopKind::ExistsOne => {
             let mut count = 0i64;
-            for read in reads {
-                if body(read, f)? {
+            for e in elements {
+                if body(e, f)? {
                     count += 1;
                     f.charge(2).ok()?;
                 }
@@ -1282,15 +1365,70 @@ fn scan_run<'a>(
         }
         LoopKind::Filter => {
             let mut out = Vec::new();
-            for (read, v) in reads.iter().zip(list.iter()) {
-                if body(read, f)? {
-                    out.push(v);
+            for (i, e) in elements.enumerate() {
+                if body(e, f)? {
+                    out.push(list.get(i)?);
                     f.charge(13).ok()?;
                 }
             }
             f.charge(1).ok()?;
             Some(Value::list(out))
         }
+        _ => None,
+    }
+}
+
+/// The other side of a comparison, with its charge (not charged).
+fn run_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Option<(u64, Value<'a>)> {
+    let before = f.cost;
+    let r = operand(ir, f);
+    let cost = f.cost - before;
+    f.cost = before;
+    Some((cost, r.ok()?))
+}
+
+/// `read op x` (or `x op read`), charged `operands` for the two sides and
+/// what the comparison costs. Strings and ints, by far the most compared,
+/// skip the generic path.
+#[inline(always)]
+fn compare_kept<'a>(
+    op: BinOp,
+    read: &Value<'a>,
+    operands: u64,
+    x: &Value<'a>,
+    element_left: bool,
+    b: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Option<bool> {
+    match (read, x, op) {
+        (Value::Str(s), Value::Str(t), BinOp::Eq | BinOp::Ne) => {
+            f.charge(operands + cost::compare_cost_str(s, t)).ok()?;
+            return Some((**s == **t) == (op == BinOp::Eq));
+        }
+        (Value::Int(i), Value::Int(j), _) => {
+            let (i, j) = if element_left { (*i, *j) } else { (*j, *i) };
+            let r = match op {
+                BinOp::Eq => i == j,
+                BinOp::Ne => i != j,
+                BinOp::Lt => i < j,
+                BinOp::Le => i <= j,
+                BinOp::Gt => i > j,
+                BinOp::Ge => i >= j,
+                _ => return None,
+            };
+            f.charge(operands + 1).ok()?;
+            return Some(r);
+        }
+        _ => {}
+    }
+    f.charge(operands).ok()?;
+    let (p, q) = if element_left {
+        (read.copy(), x.copy())
+    } else {
+        (x.copy(), read.copy())
+    };
+    match bin_values(op, p, q, b, f) {
+        Ok(Value::Bool(r)) => Some(r),
         _ => None,
     }
 }

@@ -14,12 +14,15 @@
 //! ([`Ir::ElemMemo`]): by the identity of the JSON object the variable is
 //! bound to, which the request's JSON fixes for the whole evaluation.
 //!
-//! A quantifier or filter whose body only compares the element (or a chain
-//! of fields on it) with a value the loop does not change (`q.name ==
-//! p.name`, `p.protocol == 'UDP'`) is marked as a [`Scan`]: the evaluator
-//! reads the element side once per element of a JSON list and the other
-//! side once per loop, then runs the loop over the kept values with the
-//! same charges, falling back to the plain loop on any error.
+//! A quantifier or filter whose body compares the element (or something
+//! computed from it alone) with values the loop does not change (`q.name ==
+//! p.name`, `p.protocol == 'UDP'`) is marked as a [`Scan`]; inside another
+//! loop, so is a body made of such comparisons, element-only predicates,
+//! `&&`, `||` and `!`. The evaluator reads the element side once per
+//! element of a JSON list (kept for the evaluation: an inner loop runs over
+//! the same list on every outer step) and the other sides once per run,
+//! then runs the steps with the same charges, falling back to the plain
+//! loop on any error.
 
 use std::collections::HashMap;
 
@@ -39,14 +42,36 @@ pub(crate) struct Cells {
     pub by_scan: usize,
 }
 
-/// A loop whose body is `element-side op other-side` (see the module
-/// comment); the body is an `Ir::Bin`.
-#[derive(Debug, Clone, Copy)]
+/// A loop whose body the evaluator can run over kept element reads (see
+/// the module comment): its shape, mirroring the body's tree.
+#[derive(Debug)]
 pub(crate) struct Scan {
     /// The evaluator's cell that keeps the element reads of one list.
     pub cell: usize,
-    /// The element side is the left operand.
-    pub element_left: bool,
+    /// Reads kept per element (chains on the element read twice share one).
+    pub slots: usize,
+    /// Comparisons, each with its other side evaluated once per run.
+    pub compares: usize,
+    pub body: ScanExpr,
+}
+
+/// The body of a [`Scan`], node for node over the loop body's `Ir`.
+#[derive(Debug)]
+pub(crate) enum ScanExpr {
+    And(Box<ScanExpr>, Box<ScanExpr>),
+    Or(Box<ScanExpr>, Box<ScanExpr>),
+    Not(Box<ScanExpr>),
+    /// An `Ir::Bin` comparison: one side reads only the element (kept in
+    /// `slot`), the other does not read it (kept per run in `compare`).
+    Compare {
+        slot: usize,
+        compare: usize,
+        element_left: bool,
+    },
+    /// A boolean that reads only the element, kept whole in `slot`.
+    Pred {
+        slot: usize,
+    },
 }
 
 /// How a chain is kept.
@@ -75,67 +100,149 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     if !kinds.is_empty() {
         wrap(ir, &kinds);
     }
-    mark_scans(ir, &mut cells);
+    mark_scans(ir, &mut cells, false);
     cells
 }
 
-/// Marks the loops that can be scanned (see [`Scan`]).
-fn mark_scans(ir: &mut Ir, cells: &mut Cells) {
+/// Marks the loops worth scanning (see [`Scan`]): inside another loop,
+/// where the kept reads serve every run, any body of the scanned shape; at
+/// the top, where each element is read once anyway, only a body of one
+/// comparison (its other side is then evaluated once, not per element).
+fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
     if let Ir::Loop(l) = ir {
         let kind_fits = matches!(
             l.kind,
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
         );
-        if kind_fits && l.var2.is_none() && l.filter.is_none() {
-            let var = l.var;
-            if let Ir::Bin(op, a, b) = &mut l.body {
-                let compares = matches!(
-                    op,
-                    BinOp::Eq
-                        | BinOp::Ne
-                        | BinOp::Lt
-                        | BinOp::Le
-                        | BinOp::Gt
-                        | BinOp::Ge
-                        | BinOp::In
-                );
-                let element_left = if reads_element(a, var) && !mentions(b, var) {
-                    Some(true)
-                } else if reads_element(b, var) && !mentions(a, var) {
-                    Some(false)
-                } else {
-                    None
-                };
-                if let (true, Some(element_left)) = (compares, element_left) {
-                    // The element side is read once per element by the scan
-                    // itself: its memo wrappers would only cost lookups.
-                    unwrap_memos(if element_left { a } else { b });
+        let worth = nested || matches!(l.body, Ir::Bin(..));
+        if kind_fits && worth && l.var2.is_none() && l.filter.is_none() {
+            let mut plan = ScanPlan {
+                var: l.var,
+                slots: 0,
+                compares: 0,
+                chains: HashMap::new(),
+            };
+            match plan.expr(&mut l.body) {
+                Some(body) if nested || matches!(body, ScanExpr::Compare { .. }) => {
                     l.scan = Some(Scan {
                         cell: cells.by_scan,
-                        element_left,
+                        slots: plan.slots,
+                        compares: plan.compares,
+                        body,
                     });
                     cells.by_scan += 1;
                 }
+                _ => {}
             }
         }
     }
-    for child in children_mut(ir) {
-        mark_scans(child, cells);
+    let repeats = matches!(ir, Ir::Loop(l) if !matches!(
+        l.kind,
+        LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
+    ));
+    if let Ir::Loop(l) = ir {
+        mark_scans(&mut l.range, cells, nested);
+        if let Some(filter) = &mut l.filter {
+            mark_scans(filter, cells, nested || repeats);
+        }
+        mark_scans(&mut l.body, cells, nested || repeats);
+    } else {
+        for child in children_mut(ir) {
+            mark_scans(child, cells, nested);
+        }
     }
 }
 
-/// `var` itself or plain selections on it.
-fn reads_element(ir: &Ir, var: usize) -> bool {
-    match ir {
-        Ir::Var(v) => *v == var,
-        Ir::Select {
-            operand,
-            test: false,
-            ..
-        } => reads_element(operand, var),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => reads_element(inner, var),
-        _ => false,
+/// The slots and compares of one scanned body being planned.
+struct ScanPlan {
+    var: usize,
+    slots: usize,
+    compares: usize,
+    /// Slots of the chains on the element, to share between comparisons.
+    chains: HashMap<Vec<Box<str>>, usize>,
+}
+
+impl ScanPlan {
+    fn expr(&mut self, ir: &mut Ir) -> Option<ScanExpr> {
+        let var = self.var;
+        if let Ir::Bin(op, a, b) = ir {
+            let compares = matches!(
+                op,
+                BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::In
+            );
+            let element_left = if element_only(a, var) && !mentions(b, var) {
+                Some(true)
+            } else if element_only(b, var) && !mentions(a, var) {
+                Some(false)
+            } else {
+                None
+            };
+            if let (true, Some(element_left)) = (compares, element_left) {
+                let element = if element_left { a } else { b };
+                let slot = self.slot(element);
+                self.compares += 1;
+                return Some(ScanExpr::Compare {
+                    slot,
+                    compare: self.compares - 1,
+                    element_left,
+                });
+            }
+        }
+        match ir {
+            Ir::And(a, b) => Some(ScanExpr::And(
+                Box::new(self.expr(a)?),
+                Box::new(self.expr(b)?),
+            )),
+            Ir::Or(a, b) => Some(ScanExpr::Or(
+                Box::new(self.expr(a)?),
+                Box::new(self.expr(b)?),
+            )),
+            Ir::Not(a) => Some(ScanExpr::Not(Box::new(self.expr(a)?))),
+            other if element_only(other, var) => {
+                self.slots += 1;
+                Some(ScanExpr::Pred {
+                    slot: self.slots - 1,
+                })
+            }
+            _ => None,
+        }
     }
+
+    /// The slot of an element side; a chain of fields shares its slot with
+    /// the same chain elsewhere in the body, and loses its memo wrappers
+    /// (the scan reads it once per element itself).
+    fn slot(&mut self, element: &mut Ir) -> usize {
+        if let Some((_, fields)) = chain_of(element) {
+            unwrap_memos(element);
+            if let Some(&slot) = self.chains.get(&fields) {
+                return slot;
+            }
+            self.chains.insert(fields, self.slots);
+        } else if matches!(element, Ir::Var(_)) {
+            if let Some(&slot) = self.chains.get(&Vec::new()) {
+                return slot;
+            }
+            self.chains.insert(Vec::new(), self.slots);
+        }
+        self.slots += 1;
+        self.slots - 1
+    }
+}
+
+/// Whether `ir` reads variable `var` and no other, and binds none (no
+/// loop): its value is fixed by the element `var` is bound to.
+fn element_only(ir: &Ir, var: usize) -> bool {
+    fn only(ir: &Ir, var: usize) -> bool {
+        match ir {
+            Ir::Var(v) => *v == var,
+            Ir::Loop(_) => false,
+            Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
+                *v == var && only(inner, var)
+            }
+            _ => children(ir).into_iter().all(|c| only(c, var)),
+        }
+    }
+    mentions(ir, var) && only(ir, var)
 }
 
 /// Whether `ir` reads variable `var` anywhere.

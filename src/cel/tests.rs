@@ -679,6 +679,14 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.filter(p, p.name in self.spec.tags).map(p, p.port)",
         "self.spec.tags.all(t, self.spec.ports.exists(p, p.name == t))",
         "self.spec.ports.all(p, p.port <= self.spec.max) && self.spec.ports.all(p, p.port > 0)",
+        // Scanned bodies inside another loop: conjunctions, negations and
+        // element-only predicates, with reads shared between comparisons.
+        "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name && q.port == p.port))",
+        "self.spec.tags.all(t, self.spec.ports.exists(p, !(p.name != t) || has(p.alias)))",
+        "self.spec.ports.all(p, self.spec.ports.filter(q, q.port > p.port || q.name.startsWith('w')).size() >= 0)",
+        "self.spec.tags.all(t, self.spec.ports.all(p, size(p.name) < 10 && p.port != 0))",
+        "self.spec.tags.exists(t, self.spec.ports.exists(p, p.name.matches('^w') == (t == 'web')))",
+        "self.spec.tags.map(t, self.spec.ports.exists_one(p, p.alias == t || p.name == t))",
         "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name))",
         "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
         "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
