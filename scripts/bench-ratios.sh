@@ -80,9 +80,50 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   load "server throughput end"
   max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/rules-*.json)
   half=$(python3 -c "print(round($max/2, 1))")
+  eighth=$(python3 -c "print(round($max/8, 1))")
+  # Each tail run also records where the CPU went (server and generator,
+  # from /proc and rusage), the CPU pressure (/proc/pressure/cpu) and the
+  # server's own request histogram over the run: on a machine the
+  # generator shares, they tell a slow server from a busy machine.
+  tail_run() {
+    python3 - "$1" "$2" "${pids[0]}" "$WORK/server" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" \
+      --format json -q --url https://127.0.0.1:18443/validate --rate "$2" -d "$TAIL_DURATION" admission --review "$body" <<'PY'
+import json, os, resource, ssl, subprocess, sys, time, urllib.request
+name, rate, server, out, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+def ticks(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+def histogram():
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    text = urllib.request.urlopen("https://127.0.0.1:18443/metrics", context=ctx).read().decode()
+    return {l.split('le="')[1].split('"')[0]: float(l.split()[-1]) for l in text.splitlines()
+            if l.startswith("celhook_request_duration_seconds_bucket") and 'endpoint="validate"' in l}
+h0, s0, p0 = histogram(), ticks(server), None
+try:
+    p0 = int(open("/proc/pressure/cpu").readline().split("total=")[1])
+except (OSError, IndexError, ValueError):
+    pass
+t0 = time.monotonic()
+report = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+wall = time.monotonic() - t0
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+s1, h1 = ticks(server), histogram()
+r = json.loads(report)
+r["cpu"] = {"wall_s": wall, "server_s": s1 - s0, "generator_s": u.ru_utime + u.ru_stime}
+try:
+    p1 = int(open("/proc/pressure/cpu").readline().split("total=")[1])
+    r["cpu"]["pressure_some"] = (p1 - p0) / 1e6 / wall
+except (OSError, IndexError, ValueError, TypeError):
+    pass
+r["server_histogram"] = {le: h1[le] - h0.get(le, 0) for le in h1}
+json.dump(r, open(os.path.join(out, name + ".json"), "w"))
+PY
+  }
   load "tail start (open loop at $half/s)"
-  lt --url https://127.0.0.1:18443/validate --rate "$half" -d "$TAIL_DURATION" admission --review "$body" > "$WORK/server/tail.json"
-  load "tail end"
+  tail_run tail "$half"
+  load "tail end; at 1/8 of the max ($eighth/s)"
+  tail_run tail-eighth "$eighth"
+  load "tail at 1/8 end"
   cleanup
   trap - EXIT
 fi
@@ -171,16 +212,37 @@ if rules and norule:
 else:
     print("- no server results")
 
+def quantile(hist, q):
+    """The upper bound of the bucket where the server's histogram passes q."""
+    bounds = sorted(((float(le), n) for le, n in hist.items() if le != "+Inf"), key=lambda x: x[0])
+    total = hist.get("+Inf", 0)
+    for le, n in bounds:
+        if total and n >= q * total:
+            return f"<= {le * 1000:g} ms"
+    return "n/a"
+
 print("\n## 3. Tail at 50% of max throughput, open loop\n")
-tail = runs("tail.json")
-if tail:
+for name, label in (("tail.json", "**at 50% of the max**"), ("tail-eighth.json", "at 1/8 of the max, for comparison")):
+    tail = runs(name)
+    if not tail:
+        print(f"- {label}: no results")
+        continue
     t = tail[0]
     l = t["latency"]
-    print(f"- rate {t['target_rate']:.0f}/s, achieved {t['throughput_rps']:.0f}/s, failed {t['failed']}: "
-          f"p50 {l['p50_ms']:.3f} ms, p90 {l['p90_ms']:.3f}, p99 {l['p99_ms']:.3f}, p99.9 {l['p999_ms']:.3f}, max {l['max_ms']:.3f}")
-    print(f"- **p99 / p50 = {l['p99_ms']/l['p50_ms']:.2f}** (target <= 3)")
-else:
-    print("- no tail results")
+    print(f"- {label}: rate {t['target_rate']:.0f}/s, achieved {t['throughput_rps']:.0f}/s, failed {t['failed']}: "
+          f"p50 {l['p50_ms']:.3f} ms, p90 {l['p90_ms']:.3f}, p99 {l['p99_ms']:.3f}, p99.9 {l['p999_ms']:.3f}, max {l['max_ms']:.3f}; "
+          f"**p99 / p50 = {l['p99_ms']/l['p50_ms']:.2f}**" + (" (target <= 3)" if name == "tail.json" else ""))
+    c = t.get("cpu")
+    if c:
+        busy = (c["server_s"] + c["generator_s"]) / c["wall_s"]
+        pressure = c.get("pressure_some")
+        print(f"  - CPU over the run: server {c['server_s'] / c['wall_s']:.2f}, generator {c['generator_s'] / c['wall_s']:.2f} "
+              f"of a core ({busy / (os.cpu_count() or 1):.0%} of the machine)"
+              + ("" if pressure is None else f"; some task waiting for a CPU {pressure:.0%} of the time"))
+    h = t.get("server_histogram")
+    if h and h.get("+Inf"):
+        print(f"  - the server's own request durations over the run: p50 {quantile(h, 0.5)}, p99 {quantile(h, 0.99)}, "
+              f"p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews)")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:

@@ -313,6 +313,15 @@ struct ServeArgs {
     #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
     request_timeout: std::time::Duration,
 
+    /// Worker threads serving requests; default one per CPU the process may use (its cgroup quota included).
+    #[arg(
+        long,
+        env = "CELHOOK_WORKERS",
+        value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024),
+    )]
+    workers: Option<usize>,
+
     /// How long idle connections are kept open.
     #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
     keep_alive: std::time::Duration,
@@ -370,7 +379,7 @@ impl Cli {
                     keep_alive: args.keep_alive,
                     header_timeout: args.header_timeout,
                     max_convert_request_bytes: args.max_convert_request_bytes,
-                    ..ServeConfig::new()
+                    workers: args.workers,
                 };
                 let log_format = match args.log_format {
                     CliLogFormat::Text => LogFormat::Text,
@@ -619,10 +628,13 @@ mod tests {
             "1048576",
             "--max-connection-rate",
             "16",
+            "--workers",
+            "3",
         ]);
         let s = std::time::Duration::from_secs;
         assert_eq!(config.max_in_flight_bytes, 1 << 20);
         assert_eq!(config.max_connection_rate, 16);
+        assert_eq!(config.workers, Some(3));
         assert_eq!(
             config.metrics_listen,
             Some("0.0.0.0:9090".parse().expect("addr"))

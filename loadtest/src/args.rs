@@ -78,6 +78,10 @@ pub struct Load {
     /// and the server's allocator warm up); its results are discarded.
     #[arg(long, global = true, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
+    /// Threads sending and receiving (default: one per CPU). On the
+    /// server's own machine, fewer leave it more of the CPU.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Report format on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -242,9 +246,12 @@ mod tests {
             "r.json",
             "--expect",
             "denied",
+            "--threads",
+            "1",
         ])
         .expect("parses");
         assert_eq!(args.load.rate, Some(500.0));
+        assert_eq!(args.load.threads, Some(1));
         assert_eq!(args.load.concurrency(), 1024);
         let Workload::Admission(a) = args.workload else {
             panic!("admission expected")
@@ -268,6 +275,7 @@ mod tests {
         .expect("parses");
         assert_eq!(args.target.http, HttpVersion::Http2);
         assert_eq!(args.load.concurrency(), 16);
+        assert_eq!(args.load.threads, None);
         let Workload::Conversion(c) = args.workload else {
             panic!("conversion expected")
         };

@@ -20,10 +20,11 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // reqwest is built without a default crypto provider; use the same one as celhook.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.load.threads {
+        builder.worker_threads(usize::from(threads));
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the runtime: {err}");
