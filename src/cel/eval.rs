@@ -271,14 +271,8 @@ fn bin_values<'a>(
             return Ok(Value::Bool((*s == *t) == (op == BinOp::Eq)));
         }
         (_, Value::Int(i), Value::Int(j)) => {
-            let r = match op {
-                BinOp::Eq => i == j,
-                BinOp::Ne => i != j,
-                BinOp::Lt => i < j,
-                BinOp::Le => i <= j,
-                BinOp::Gt => i > j,
-                BinOp::Ge => i >= j,
-                _ => return int_arith(op, i, j, f),
+            let Some(r) = int_compare(op, i, j) else {
+                return int_arith(op, i, j, f);
             };
             f.charge(1)?;
             return Ok(Value::Bool(r));
@@ -605,6 +599,20 @@ fn operand<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
         Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
         _ => eval(ir, f),
     }
+}
+
+/// A comparison of two ints; `None` for the other operators.
+#[inline(always)]
+fn int_compare(op: BinOp, i: i64, j: i64) -> Option<bool> {
+    Some(match op {
+        BinOp::Eq => i == j,
+        BinOp::Ne => i != j,
+        BinOp::Lt => i < j,
+        BinOp::Le => i <= j,
+        BinOp::Gt => i > j,
+        BinOp::Ge => i >= j,
+        _ => return None,
+    })
 }
 
 /// `+ - * / %` and `in` on two ints, through the generic path (overflow
@@ -1407,15 +1415,7 @@ fn compare_kept<'a>(
         }
         (Value::Int(i), Value::Int(j), _) => {
             let (i, j) = if element_left { (*i, *j) } else { (*j, *i) };
-            let r = match op {
-                BinOp::Eq => i == j,
-                BinOp::Ne => i != j,
-                BinOp::Lt => i < j,
-                BinOp::Le => i <= j,
-                BinOp::Gt => i > j,
-                BinOp::Ge => i >= j,
-                _ => return None,
-            };
+            let r = int_compare(op, i, j)?;
             f.charge(operands + 1).ok()?;
             return Some(r);
         }

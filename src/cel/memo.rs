@@ -198,13 +198,12 @@ impl ScanPlan {
                 Box::new(self.expr(b)?),
             )),
             Ir::Not(a) => Some(ScanExpr::Not(Box::new(self.expr(a)?))),
-            other if element_only(other, var) => {
+            other => element_only(other, var).then(|| {
                 self.slots += 1;
-                Some(ScanExpr::Pred {
+                ScanExpr::Pred {
                     slot: self.slots - 1,
-                })
-            }
-            _ => None,
+                }
+            }),
         }
     }
 
@@ -231,28 +230,29 @@ impl ScanPlan {
 
 /// Whether `ir` reads variable `var` and no other, and binds none (no
 /// loop): its value is fixed by the element `var` is bound to.
-fn element_only(ir: &Ir, var: usize) -> bool {
-    fn only(ir: &Ir, var: usize) -> bool {
+fn element_only(ir: &mut Ir, var: usize) -> bool {
+    fn only(ir: &mut Ir, var: usize) -> bool {
         match ir {
             Ir::Var(v) => *v == var,
             Ir::Loop(_) => false,
             Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
                 *v == var && only(inner, var)
             }
-            _ => children(ir).into_iter().all(|c| only(c, var)),
+            _ => children_mut(ir).into_iter().all(|c| only(c, var)),
         }
     }
     mentions(ir, var) && only(ir, var)
 }
 
-/// Whether `ir` reads variable `var` anywhere.
-fn mentions(ir: &Ir, var: usize) -> bool {
+/// Whether `ir` reads variable `var` anywhere. (Mutable only to share
+/// [`children_mut`]: nothing is changed.)
+fn mentions(ir: &mut Ir, var: usize) -> bool {
     match ir {
         Ir::Var(v) => *v == var,
         Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
             *v == var || mentions(inner, var)
         }
-        _ => children(ir).into_iter().any(|c| mentions(c, var)),
+        _ => children_mut(ir).into_iter().any(|c| mentions(c, var)),
     }
 }
 
@@ -267,29 +267,6 @@ fn unwrap_memos(ir: &mut Ir) {
 }
 
 /// The direct subexpressions of `ir`.
-fn children(ir: &Ir) -> Vec<&Ir> {
-    match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => Vec::new(),
-        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
-        Ir::Not(a) | Ir::Matches(a, _) => vec![a],
-        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
-            vec![a, b]
-        }
-        Ir::Cond(a, b, c) => vec![a, b, c],
-        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
-            items.iter().collect()
-        }
-        Ir::Map(entries) => entries.iter().flat_map(|(k, v, _)| [k, v]).collect(),
-        Ir::Loop(l) => {
-            let mut out = vec![&l.range, &l.body];
-            out.extend(l.filter.as_ref());
-            out
-        }
-    }
-}
-
-/// [`children`], mutable.
 fn children_mut(ir: &mut Ir) -> Vec<&mut Ir> {
     match ir {
         Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => Vec::new(),
