@@ -172,7 +172,15 @@ impl Validator {
         if let Some(default) = &props.default {
             let mut w = Walk::new();
             let mut at = String::new();
-            w.node(node, schema, &default.0, None, false, false, &mut at);
+            w.node(
+                node,
+                schema,
+                &default.0,
+                None,
+                false,
+                &Unchanged::never(),
+                &mut at,
+            );
             for e in w.errors {
                 problems.push(RuleProblem {
                     path: format!("{path}.default"),
@@ -243,7 +251,7 @@ impl Validator {
             object,
             old,
             old.is_some(),
-            false,
+            &Unchanged::never(),
             &mut path,
         );
         Outcome {
@@ -578,10 +586,45 @@ fn push_key(path: &mut String, key: &str) -> usize {
     len
 }
 
+/// Whether a node's value is unchanged from the old object's, for
+/// ratcheting (an unchanged value keeps passing a rule added later). Asked
+/// only when a rule fails, so the deep comparison runs then, once per node,
+/// rather than at every node of every update.
+struct Unchanged<'j> {
+    values: Option<(&'j Json, &'j Json)>,
+    known: std::cell::Cell<Option<bool>>,
+}
+
+impl<'j> Unchanged<'j> {
+    /// Never unchanged: creates, defaults, the root's apiVersion and kind.
+    fn never() -> Unchanged<'static> {
+        Unchanged {
+            values: None,
+            known: std::cell::Cell::new(Some(false)),
+        }
+    }
+
+    fn new(new: &'j Json, old: Option<&'j Json>) -> Self {
+        Unchanged {
+            values: old.map(|old| (new, old)),
+            known: std::cell::Cell::new(None),
+        }
+    }
+
+    fn get(&self) -> bool {
+        if let Some(known) = self.known.get() {
+            return known;
+        }
+        let same = self.values.is_some_and(|(new, old)| new == old);
+        self.known.set(Some(same));
+        same
+    }
+}
+
 impl Walk {
     /// Validates one node. `correlated` says whether `old` was found by
     /// correlation; an uncorrelatable node counts as unchanged when its
-    /// nearest correlatable ancestor is (`ancestor_unchanged`).
+    /// nearest correlatable ancestor is (`ancestor`).
     #[allow(clippy::too_many_arguments)]
     fn node(
         &mut self,
@@ -590,19 +633,20 @@ impl Walk {
         new: &Json,
         old: Option<&Json>,
         correlated: bool,
-        ancestor_unchanged: bool,
+        ancestor: &Unchanged<'_>,
         path: &mut String,
     ) {
         if self.stopped || new.is_null() {
             return;
         }
         let old = old.filter(|o| !o.is_null());
-        // Ratcheting: an unchanged value keeps passing even if a rule it
-        // breaks was added later; transition rules never ratchet.
+        // Transition rules never ratchet (see `rules`).
+        let own;
         let unchanged = if correlated {
-            old.is_some_and(|o| o == new)
+            own = Unchanged::new(new, old);
+            &own
         } else {
-            ancestor_unchanged
+            ancestor
         };
         if !node.rules.is_empty() {
             self.rules(node, schema, new, old, unchanged, path);
@@ -657,6 +701,7 @@ impl Walk {
                         }
                     }
                 }
+                let never = Unchanged::never();
                 for (name, child) in &node.properties {
                     let (Some(v), Some(child_schema)) = (obj.get(name), schema.property(name))
                     else {
@@ -672,7 +717,7 @@ impl Walk {
                         v,
                         old_v,
                         old_v.is_some() && !typemeta,
-                        unchanged && !typemeta,
+                        if typemeta { &never } else { unchanged },
                         path,
                     );
                     path.truncate(len);
@@ -711,7 +756,7 @@ impl Walk {
         schema: &Schema,
         new: &Json,
         old: Option<&Json>,
-        unchanged: bool,
+        unchanged: &Unchanged<'_>,
         path: &str,
     ) {
         if self.budget == 0 {
@@ -797,7 +842,7 @@ impl Walk {
                 value_type: schema.ty.openapi_name(),
                 detail,
             };
-            if unchanged && !uses_old {
+            if !uses_old && unchanged.get() {
                 self.warnings.push(err.to_string());
             } else {
                 self.errors.push(err);
