@@ -239,6 +239,10 @@ pub fn cel_compile(data: &[u8]) {
         let Ok(program) = Program::compile(source, schema, opts) else {
             return;
         };
+        // The memo pass (kept reads, scanned loops) must change no result,
+        // no error and no cost, at any limit.
+        let plain = Program::compile_planned(source, schema, opts, false)
+            .expect("what compiles with the memo pass compiles without it");
         let estimate = program.estimated_cost();
         assert!(estimate >= 0.0, "estimated cost {estimate} for {source:?}");
         let old = if program.uses_old_self() {
@@ -254,8 +258,21 @@ pub fn cel_compile(data: &[u8]) {
         // A low limit as well as the API server's: the stop must hold at
         // any point of an evaluation.
         for limit in [cel::PER_EXPRESSION_COST_LIMIT, u64::from(selector) * 7] {
-            let (result, cost) = program.eval(Value::from_json(value, schema), old.clone(), limit);
-            check_cost(source, &result, cost, limit);
+            let run = |p: &Program| {
+                let (result, cost) = p.eval(Value::from_json(value, schema), old.clone(), limit);
+                check_cost(source, &result, cost, limit);
+                (
+                    result
+                        .map(|v| format!("{v:?}"))
+                        .map_err(|e| e.message.to_string()),
+                    cost,
+                )
+            };
+            assert_eq!(
+                run(&program),
+                run(&plain),
+                "the memo pass changed {source:?} at limit {limit}"
+            );
         }
     });
 }

@@ -63,9 +63,9 @@ impl Program {
         Self::compile_planned(source, self_schema, opts, true)
     }
 
-    /// [`Program::compile`], with or without the memo pass (tests compare
-    /// the two).
-    fn compile_planned(
+    /// [`Program::compile`], with or without the memo pass (tests and the
+    /// fuzz targets compare the two).
+    pub(crate) fn compile_planned(
         source: &str,
         self_schema: &Schema,
         opts: Options,
