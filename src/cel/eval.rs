@@ -48,9 +48,9 @@ pub(crate) struct MemoCell<'a> {
 /// The element reads of a scanned loop over one list: per slot and
 /// element, the charge and value, read when first needed. Kept for the
 /// evaluation when the list is the request's JSON (by the addresses of its
-/// items and schema); `failed` once a run had to fall back.
+/// items and schema, and its length); `failed` once a run had to fall back.
 pub(crate) struct ScanCache<'a> {
-    list: (usize, usize),
+    list: (usize, usize, usize),
     failed: bool,
     /// Slots (of the first 64) read for every element.
     full: u64,
@@ -1165,9 +1165,11 @@ fn scan_loop<'a>(
         return None;
     }
     let key = match list {
+        // The length too: the reads are laid out by it.
         List::Json { items, schema } => Some((
             items.as_ptr() as usize,
             std::ptr::from_ref(*schema) as usize,
+            items.len(),
         )),
         _ => None,
     };
