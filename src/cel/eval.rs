@@ -168,34 +168,8 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             select(&v, field, *test, *position)
         }
-        // Logical operators absorb an error when the other side decides.
-        // A spent cost budget is never absorbed: it stops the evaluation.
-        Ir::And(a, b) => {
-            let x = stop_on_cost(as_bool(eval(a, f)))?;
-            if let Ok(false) = x {
-                return Ok(Value::Bool(false));
-            }
-            let y = stop_on_cost(as_bool(eval(b, f)))?;
-            match (x, y) {
-                (_, Ok(false)) => Ok(Value::Bool(false)),
-                (Ok(true), Ok(true)) => Ok(Value::Bool(true)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-                _ => Ok(Value::Bool(false)),
-            }
-        }
-        Ir::Or(a, b) => {
-            let x = stop_on_cost(as_bool(eval(a, f)))?;
-            if let Ok(true) = x {
-                return Ok(Value::Bool(true));
-            }
-            let y = stop_on_cost(as_bool(eval(b, f)))?;
-            match (x, y) {
-                (_, Ok(true)) => Ok(Value::Bool(true)),
-                (Ok(false), Ok(false)) => Ok(Value::Bool(false)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-                _ => Ok(Value::Bool(true)),
-            }
-        }
+        Ir::And(a, b) => logical(a, b, false, f),
+        Ir::Or(a, b) => logical(a, b, true, f),
         Ir::Not(a) => {
             let v = as_bool(eval(a, f))?;
             f.charge(1)?;
@@ -299,6 +273,28 @@ fn bin_values<'a>(
         _ => 1,
     })?;
     binary(op, x, y)
+}
+
+/// `&&` (`decide` false) and `||` (`decide` true). Either side deciding
+/// absorbs an error of the other; a spent cost budget is never absorbed:
+/// it stops the evaluation.
+#[inline(always)]
+fn logical<'a>(
+    a: &'a Ir,
+    b: &'a Ir,
+    decide: bool,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    let x = stop_on_cost(as_bool(eval(a, f)))?;
+    if matches!(x, Ok(v) if v == decide) {
+        return Ok(Value::Bool(decide));
+    }
+    let y = stop_on_cost(as_bool(eval(b, f)))?;
+    match (x, y) {
+        (_, Ok(v)) if v == decide => Ok(Value::Bool(decide)),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+        _ => Ok(Value::Bool(!decide)),
+    }
 }
 
 /// [`Ir::ElemMemo`]: out of [`eval`], whose frame stays small.
@@ -1203,25 +1199,7 @@ fn scan_loop<'a>(
                     slot, element_left, ..
                 },
                 Ir::Bin(op, a, b),
-            ) => {
-                let (element, other) = if *element_left { (a, b) } else { (b, a) };
-                match run.all_reads(*slot, element, f) {
-                    Some(base) => {
-                        let (run, left) = (&run, *element_left);
-                        match run_other(other, f) {
-                            Some((other_cost, x)) => {
-                                let reads = run.reads[base..base + n].iter();
-                                scan_steps(l.kind, reads, list, f, |read, f| {
-                                    let (cost, read) = read.as_ref()?;
-                                    compare_kept(*op, read, cost + other_cost, &x, left, b, f)
-                                })
-                            }
-                            None => None,
-                        }
-                    }
-                    None => None,
-                }
-            }
+            ) => run.compare(l.kind, *op, a, b, *slot, *element_left, f),
             (body, _) => scan_steps(l.kind, 0..n, list, f, |i, f| run.expr(body, &l.body, i, f)),
         };
         if result.is_none() {
@@ -1294,6 +1272,29 @@ impl<'a> ScanRun<'a, '_> {
         }
     }
 
+    /// A body of one comparison `a op b`, the element's side in `slot`:
+    /// every element read first, the other side once, then the steps.
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &mut self,
+        kind: LoopKind,
+        op: BinOp,
+        a: &'a Ir,
+        b: &'a Ir,
+        slot: usize,
+        element_left: bool,
+        f: &mut Frame<'a>,
+    ) -> Option<Value<'a>> {
+        let (element, other) = if element_left { (a, b) } else { (b, a) };
+        let base = self.all_reads(slot, element, f)?;
+        let (other_cost, x) = run_other(other, f)?;
+        let reads = self.reads[base..base + self.n].iter();
+        scan_steps(kind, reads, self.list, f, |read, f| {
+            let (cost, read) = read.as_ref()?;
+            compare_kept(op, read, cost + other_cost, &x, element_left, b, f)
+        })
+    }
+
     /// Where the element side in `slot` for element `i` is kept, read now
     /// if not yet.
     #[inline]
@@ -1347,11 +1348,7 @@ fn scan_steps<'a, T>(
     let n = elements.len();
     match kind {
         LoopKind::All | LoopKind::Exists => {
-            let (decide, step, condition) = if kind == LoopKind::All {
-                (false, 3, 2)
-            } else {
-                (true, 4, 3)
-            };
+            let (decide, step, condition) = quantifier(kind);
             for (i, e) in elements.enumerate() {
                 f.charge(step).ok()?;
                 if body(e, f)? == decide {
@@ -1435,13 +1432,20 @@ fn compare_kept<'a>(
     }
 }
 
-/// `all` or `exists` over a list, charged as [`run_steps`] charges them.
-fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    let (decide, step, condition) = if l.kind == LoopKind::All {
+/// What decides `all` (false) or `exists` (true), and cel-go's charges of
+/// their expansion: per step, and for the loop condition checked once more
+/// when the deciding element is not the last.
+fn quantifier(kind: LoopKind) -> (bool, u64, u64) {
+    if kind == LoopKind::All {
         (false, 3, 2)
     } else {
         (true, 4, 3)
-    };
+    }
+}
+
+/// `all` or `exists` over a list, charged as [`run_steps`] charges them.
+fn quantify<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let (decide, step, condition) = quantifier(l.kind);
     let n = list.len();
     let mut first_error: Option<EvalError> = None;
     for (i, v) in list.iter().enumerate() {
@@ -1538,11 +1542,7 @@ fn run_steps<'a>(
             // `all` stops at the first false, `exists` at the first true;
             // other errors wait in case a later element decides.
             LoopKind::All | LoopKind::Exists => {
-                let (decide, step, condition) = if l.kind == LoopKind::All {
-                    (false, 3, 2)
-                } else {
-                    (true, 4, 3)
-                };
+                let (decide, step, condition) = quantifier(l.kind);
                 f.charge(step)?;
                 match as_bool(eval(&l.body, f)) {
                     Ok(b) if b == decide => {

@@ -109,47 +109,65 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
 /// the top, where each element is read once anyway, only a body of one
 /// comparison (its other side is then evaluated once, not per element).
 fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
-    if let Ir::Loop(l) = ir {
-        let kind_fits = matches!(
-            l.kind,
-            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
-        );
-        let worth = nested || matches!(l.body, Ir::Bin(..));
-        if kind_fits && worth && l.var2.is_none() && l.filter.is_none() {
-            let mut plan = ScanPlan {
-                var: l.var,
-                slots: 0,
-                compares: 0,
-                chains: HashMap::new(),
-            };
-            match plan.expr(&mut l.body) {
-                Some(body) if nested || matches!(body, ScanExpr::Compare { .. }) => {
-                    l.scan = Some(Scan {
-                        cell: cells.by_scan,
-                        slots: plan.slots,
-                        compares: plan.compares,
-                        body,
-                    });
-                    cells.by_scan += 1;
-                }
-                _ => {}
-            }
-        }
-    }
-    let repeats = matches!(ir, Ir::Loop(l) if !matches!(
-        l.kind,
-        LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
-    ));
-    if let Ir::Loop(l) = ir {
-        mark_scans(&mut l.range, cells, nested);
-        if let Some(filter) = &mut l.filter {
-            mark_scans(filter, cells, nested || repeats);
-        }
-        mark_scans(&mut l.body, cells, nested || repeats);
-    } else {
+    let Ir::Loop(l) = ir else {
         for child in children_mut(ir) {
             mark_scans(child, cells, nested);
         }
+        return;
+    };
+    let kind_fits = matches!(
+        l.kind,
+        LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
+    );
+    let worth = nested || matches!(l.body, Ir::Bin(..));
+    if kind_fits && worth && l.var2.is_none() && l.filter.is_none() {
+        let mut plan = ScanPlan {
+            var: l.var,
+            slots: 0,
+            compares: 0,
+            chains: HashMap::new(),
+        };
+        match plan.expr(&mut l.body) {
+            Some(body) if nested || matches!(body, ScanExpr::Compare { .. }) => {
+                unwrap_element_chains(&body, &mut l.body);
+                l.scan = Some(Scan {
+                    cell: cells.by_scan,
+                    slots: plan.slots,
+                    compares: plan.compares,
+                    body,
+                });
+                cells.by_scan += 1;
+            }
+            _ => {}
+        }
+    }
+    let repeats = !matches!(
+        l.kind,
+        LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
+    );
+    mark_scans(&mut l.range, cells, nested);
+    if let Some(filter) = &mut l.filter {
+        mark_scans(filter, cells, nested || repeats);
+    }
+    mark_scans(&mut l.body, cells, nested || repeats);
+}
+
+/// Strips the memo wrappers of the chains a scan reads per element: the
+/// scan keeps those reads itself, so the wrappers would only cost lookups.
+fn unwrap_element_chains(e: &ScanExpr, ir: &mut Ir) {
+    match (e, ir) {
+        (ScanExpr::And(x, y), Ir::And(a, b)) | (ScanExpr::Or(x, y), Ir::Or(a, b)) => {
+            unwrap_element_chains(x, a);
+            unwrap_element_chains(y, b);
+        }
+        (ScanExpr::Not(x), Ir::Not(a)) => unwrap_element_chains(x, a),
+        (ScanExpr::Compare { element_left, .. }, Ir::Bin(_, a, b)) => {
+            let element = if *element_left { a } else { b };
+            if chain_of(element).is_some() {
+                unwrap_memos(element);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -207,21 +225,19 @@ impl ScanPlan {
         }
     }
 
-    /// The slot of an element side; a chain of fields shares its slot with
-    /// the same chain elsewhere in the body, and loses its memo wrappers
-    /// (the scan reads it once per element itself).
-    fn slot(&mut self, element: &mut Ir) -> usize {
-        if let Some((_, fields)) = chain_of(element) {
-            unwrap_memos(element);
-            if let Some(&slot) = self.chains.get(&fields) {
+    /// The slot of an element side; the element itself or a chain of
+    /// fields on it shares its slot with the same read elsewhere in the body.
+    fn slot(&mut self, element: &Ir) -> usize {
+        let key = match element {
+            Ir::Var(_) => Some(Vec::new()),
+            _ => chain_of(element).map(|(_, fields)| fields),
+        };
+        if let Some(key) = key {
+            let next = self.slots;
+            let slot = *self.chains.entry(key).or_insert(next);
+            if slot != next {
                 return slot;
             }
-            self.chains.insert(fields, self.slots);
-        } else if matches!(element, Ir::Var(_)) {
-            if let Some(&slot) = self.chains.get(&Vec::new()) {
-                return slot;
-            }
-            self.chains.insert(Vec::new(), self.slots);
         }
         self.slots += 1;
         self.slots - 1
