@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{ConfigSource, Problem, Report};
+use crate::config::ConfigSource;
 use crate::server::{ClientAuth, ServeConfig, TlsSource};
 use crate::telemetry::LogFormat;
 
@@ -289,7 +289,7 @@ struct ServeArgs {
     )]
     max_concurrent_requests: usize,
 
-    /// Bytes of review bodies held at once (reserved from Content-Length before reading); a body that does not fit gets 503 with Retry-After.
+    /// Bytes of POST /validate bodies held at once, counted as they arrive (one connection: at most half); a body that does not fit gets 503 with Retry-After.
     #[arg(
         long,
         env = "CELHOOK_MAX_IN_FLIGHT_BYTES",
@@ -299,7 +299,17 @@ struct ServeArgs {
     )]
     max_in_flight_bytes: usize,
 
-    /// TLS handshakes in progress at once per worker thread; further new connections wait to be accepted.
+    /// Bytes of POST /convert bodies and answers held at once (one connection: at most half).
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONVERT_IN_FLIGHT_BYTES",
+        value_name = "BYTES",
+        default_value_t = crate::server::DEFAULT_MAX_CONVERT_IN_FLIGHT_BYTES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
+    )]
+    max_convert_in_flight_bytes: usize,
+
+    /// TLS handshakes computed at once (after their ClientHello); more wait, within --header-timeout.
     #[arg(
         long,
         env = "CELHOOK_MAX_CONNECTION_RATE",
@@ -308,6 +318,48 @@ struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
     )]
     max_connection_rate: usize,
+
+    /// Connections open at once; at the cap the longest-idle one makes room, with none idle a new one is refused.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_CONNECTIONS",
+        value_name = "N",
+        default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_connections: usize,
+
+    /// TLS handshakes in progress at once from one source address; more are closed at accept.
+    #[arg(
+        long,
+        env = "CELHOOK_MAX_HANDSHAKES_PER_SOURCE",
+        value_name = "N",
+        default_value_t = crate::server::DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+    )]
+    max_handshakes_per_source: usize,
+
+    /// HTTP/2 streams at once per connection (advertised in SETTINGS).
+    #[arg(
+        long,
+        env = "CELHOOK_HTTP2_MAX_CONCURRENT_STREAMS",
+        value_name = "N",
+        default_value_t = crate::server::DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS,
+        value_parser = clap::value_parser!(u32).range(1..),
+    )]
+    http2_max_concurrent_streams: u32,
+
+    /// Time for a new connection's first byte and whole TLS ClientHello.
+    #[arg(long, env = "CELHOOK_CLIENT_HELLO_TIMEOUT", value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    client_hello_timeout: std::time::Duration,
+
+    /// The longest pause allowed within a request body (then 408 and the connection closes).
+    #[arg(long, env = "CELHOOK_BODY_IDLE_TIMEOUT", value_name = "DURATION", default_value = "2s", value_parser = duration)]
+    body_idle_timeout: std::time::Duration,
+
+    /// An answer that cannot be written for this long (a client that does not read) closes its connection.
+    #[arg(long, env = "CELHOOK_WRITE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    write_timeout: std::time::Duration,
 
     /// Longest time a review may take; the deadline when the caller sends no ?timeout=.
     #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
@@ -326,7 +378,7 @@ struct ServeArgs {
     #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
     keep_alive: std::time::Duration,
 
-    /// Time a client has for the TLS handshake and for the request head.
+    /// Time a client has for the TLS handshake and for a request head (HTTP/1.1) or header block (HTTP/2).
     #[arg(long, env = "CELHOOK_HEADER_TIMEOUT", value_name = "DURATION", default_value = "5s", value_parser = duration)]
     header_timeout: std::time::Duration,
 }
@@ -374,7 +426,14 @@ impl Cli {
                     shutdown_timeout: args.shutdown_timeout,
                     max_concurrent_requests: args.max_concurrent_requests,
                     max_in_flight_bytes: args.max_in_flight_bytes,
+                    max_convert_in_flight_bytes: args.max_convert_in_flight_bytes,
                     max_connection_rate: args.max_connection_rate,
+                    max_connections: args.max_connections,
+                    max_handshakes_per_source: args.max_handshakes_per_source,
+                    http2_max_concurrent_streams: args.http2_max_concurrent_streams,
+                    client_hello_timeout: args.client_hello_timeout,
+                    body_idle_timeout: args.body_idle_timeout,
+                    write_timeout: args.write_timeout,
                     request_timeout: args.request_timeout,
                     keep_alive: args.keep_alive,
                     header_timeout: args.header_timeout,
@@ -423,83 +482,6 @@ impl Cli {
     }
 }
 
-/// One problem as a line: `file: crd NAME version V: PATH: rule "R": REASON`,
-/// leaving out the parts the problem does not have. A multi-line reason
-/// continues on indented lines.
-pub fn format_problem(problem: &Problem) -> String {
-    let mut line = problem.file.clone();
-    if let Some(crd) = &problem.crd {
-        let _ = write!(line, ": crd {crd}");
-        if let Some(version) = &problem.version {
-            let _ = write!(line, " version {version}");
-        }
-    } else if let Some(version) = &problem.version {
-        let _ = write!(line, ": version {version}");
-    }
-    if let Some(path) = &problem.path {
-        let _ = write!(line, ": {path}");
-    }
-    if let Some(rule) = &problem.rule {
-        // Debug quoting escapes quotes and newlines inside the rule.
-        let _ = write!(line, ": rule {rule:?}");
-    }
-    // Compiler messages span lines (a caret under the rule): indent the
-    // continuation so every problem still starts a line with its file.
-    let _ = write!(
-        line,
-        ": {}",
-        problem.reason.trim_end().replace('\n', "\n    ")
-    );
-    line
-}
-
-/// Every problem of `report` in order (file-level problems first), each
-/// with the CRD's name and file filled in when the problem lacks them.
-pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Problem>> {
-    let general = report.errors.iter().map(std::borrow::Cow::Borrowed);
-    let per_crd = report.crds.iter().flat_map(|crd| {
-        crd.errors.iter().map(move |p| {
-            if p.crd.is_some() && !p.file.is_empty() {
-                std::borrow::Cow::Borrowed(p)
-            } else {
-                let mut p = p.clone();
-                p.crd.get_or_insert_with(|| crd.name.clone());
-                if p.file.is_empty() {
-                    p.file.clone_from(&crd.file);
-                }
-                std::borrow::Cow::Owned(p)
-            }
-        })
-    });
-    general.chain(per_crd)
-}
-
-/// `check`'s text report: one line per problem (conversion documents'
-/// problems included), then a summary line.
-pub fn render_text(report: &Report) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    for problem in problems(report) {
-        count += 1;
-        out.push_str(&format_problem(&problem));
-        out.push('\n');
-    }
-    let versions: usize = report.crds.iter().map(|c| c.versions.len()).sum();
-    let crds = report.crds.len();
-    let _ = write!(
-        out,
-        "checked {crds} CRD{} ({versions} version{}): ",
-        plural(crds),
-        plural(versions)
-    );
-    if count == 0 {
-        out.push_str("no problems\n");
-    } else {
-        let _ = writeln!(out, "{count} problem{}", plural(count));
-    }
-    out
-}
-
 /// `eval`'s text answer: `allowed`, or `denied:` with the status message and
 /// one line per cause; ratcheting warnings follow.
 pub fn render_answer(response: &crate::review::AdmissionResponse) -> String {
@@ -524,25 +506,9 @@ pub fn render_answer(response: &crate::review::AdmissionResponse) -> String {
     out
 }
 
-/// `check`'s JSON report: the [`Report`] as it serializes.
-pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
-    let mut out = serde_json::to_string_pretty(report)?;
-    out.push('\n');
-    Ok(out)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::CrdReport;
 
     fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
         let argv = std::iter::once("celhook")
@@ -724,93 +690,5 @@ mod tests {
         assert_eq!(config.max_convert_request_bytes, 256 * 1024 * 1024);
         let (config, _) = serve(&["--max-convert-request-bytes", "4096"]);
         assert_eq!(config.max_convert_request_bytes, 4096);
-    }
-
-    fn problem() -> Problem {
-        Problem {
-            file: "crds/crontab.yaml".into(),
-            crd: Some("crontabs.stable.example.com".into()),
-            version: Some("v1".into()),
-            path: Some(
-                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
-                    .into(),
-            ),
-            rule: Some("self.replicas <= self.\"max\"".into()),
-            reason: "compilation failed: undefined field 'max'".into(),
-        }
-    }
-
-    #[test]
-    fn a_problem_line_names_every_location_part() {
-        assert_eq!(
-            format_problem(&problem()),
-            "crds/crontab.yaml: crd crontabs.stable.example.com version v1: \
-             spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: \
-             rule \"self.replicas <= self.\\\"max\\\"\": compilation failed: undefined field 'max'"
-        );
-        let bare = Problem {
-            file: "crds/bad.yaml".into(),
-            crd: None,
-            version: None,
-            path: None,
-            rule: None,
-            reason: "not YAML".into(),
-        };
-        assert_eq!(format_problem(&bare), "crds/bad.yaml: not YAML");
-        let multi = Problem {
-            reason: "compilation failed: ERROR: <input>:1:5: Syntax error\n | self >\n | ....^\n"
-                .into(),
-            ..bare
-        };
-        assert_eq!(
-            format_problem(&multi),
-            "crds/bad.yaml: compilation failed: ERROR: <input>:1:5: Syntax error\n     | self >\n     | ....^"
-        );
-    }
-
-    #[test]
-    fn the_text_report_ends_with_a_summary() {
-        let mut report = Report::default();
-        assert_eq!(
-            render_text(&report),
-            "checked 0 CRDs (0 versions): no problems\n"
-        );
-
-        let mut p = problem();
-        p.crd = None;
-        report.crds.push(CrdReport {
-            name: "crontabs.stable.example.com".into(),
-            file: "crds/crontab.yaml".into(),
-            versions: vec!["v1".into()],
-            errors: vec![p],
-        });
-        let text = render_text(&report);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
-        assert!(
-            lines[0].starts_with("crds/crontab.yaml: crd crontabs.stable.example.com version v1: ")
-        );
-        assert_eq!(lines[1], "checked 1 CRD (1 version): 1 problem");
-    }
-
-    #[test]
-    fn the_json_report_is_the_serialized_report() {
-        let report = Report {
-            crds: vec![CrdReport {
-                name: "crontabs.stable.example.com".into(),
-                file: "crds/crontab.yaml".into(),
-                versions: vec!["v1".into()],
-                errors: vec![problem()],
-            }],
-            errors: vec![],
-        };
-        let value: serde_json::Value =
-            serde_json::from_str(&render_json(&report).expect("renders")).expect("json");
-        assert_eq!(value["crds"][0]["name"], "crontabs.stable.example.com");
-        assert_eq!(
-            value["crds"][0]["errors"][0]["rule"],
-            "self.replicas <= self.\"max\""
-        );
-        assert_eq!(value["errors"], serde_json::json!([]));
     }
 }

@@ -5,9 +5,7 @@
 //! fault, with a short plain-text body naming the problem) and for our own
 //! failures (500, with an opaque body; the full cause chain goes to the log).
 
-use actix_web::http::header::ContentType;
-use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
+use hyper::StatusCode;
 
 use crate::review::{ConversionReviewError, ReviewError};
 
@@ -41,6 +39,16 @@ pub enum WebhookError {
         /// The time the request had.
         budget: std::time::Duration,
     },
+    /// The client sent nothing of its body for `--body-idle-timeout` (408).
+    #[error("request body stalled: no byte for {idle:?}")]
+    BodyIdle {
+        /// The idle time allowed.
+        idle: std::time::Duration,
+    },
+    /// The connection already holds its share of the in-flight byte
+    /// budget (503): one client cannot take all of it.
+    #[error("overloaded: this connection holds too many request bytes in flight")]
+    ConnectionBudgetExhausted,
     /// The request was not answered within its deadline (504).
     #[error("request not answered within its deadline of {budget:?}")]
     DeadlineExceeded {
@@ -52,23 +60,43 @@ pub enum WebhookError {
     Internal(#[source] anyhow::Error),
 }
 
-impl ResponseError for WebhookError {
-    fn status_code(&self) -> StatusCode {
+/// An error as the server sends it: status, headers to add and a short
+/// plain-text body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorAnswer {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// `Retry-After: 1` (capacity frees up as requests finish, within a
+    /// second or so).
+    pub retry_after: bool,
+    /// `Connection: close`: the rest of the body may still be on its way,
+    /// so the connection is not read any further.
+    pub close: bool,
+    /// The body: the error's text and a newline.
+    pub body: String,
+}
+
+impl WebhookError {
+    /// The HTTP status of this error.
+    pub fn status_code(&self) -> StatusCode {
         match self {
             WebhookError::Review(_) | WebhookError::ConversionReview(_) | WebhookError::Body(_) => {
                 StatusCode::BAD_REQUEST
             }
             WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            WebhookError::Overloaded | WebhookError::BodyBudgetExhausted => {
-                StatusCode::SERVICE_UNAVAILABLE
+            WebhookError::Overloaded
+            | WebhookError::BodyBudgetExhausted
+            | WebhookError::ConnectionBudgetExhausted => StatusCode::SERVICE_UNAVAILABLE,
+            WebhookError::BodyTimeout { .. } | WebhookError::BodyIdle { .. } => {
+                StatusCode::REQUEST_TIMEOUT
             }
-            WebhookError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             WebhookError::DeadlineExceeded { .. } => StatusCode::GATEWAY_TIMEOUT,
             WebhookError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
-    fn error_response(&self) -> HttpResponse {
+    /// Logs the error (once, at the level it deserves) and gives the answer.
+    pub fn answer(&self) -> ErrorAnswer {
         let status = self.status_code();
         match self {
             // `{:#}` prints anyhow's whole chain; the client gets none of it.
@@ -78,7 +106,9 @@ impl ResponseError for WebhookError {
             // Ours, but not a bug: capacity or a slow client.
             WebhookError::Overloaded
             | WebhookError::BodyBudgetExhausted
+            | WebhookError::ConnectionBudgetExhausted
             | WebhookError::BodyTimeout { .. }
+            | WebhookError::BodyIdle { .. }
             | WebhookError::DeadlineExceeded { .. } => {
                 tracing::warn!(status = status.as_u16(), error = %self, "request refused")
             }
@@ -87,63 +117,62 @@ impl ResponseError for WebhookError {
         }
         let mut body = self.to_string();
         body.push('\n');
-        let mut res = HttpResponse::build(status);
-        res.content_type(ContentType::plaintext());
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            // Capacity frees up as requests finish, within a second or so.
-            res.insert_header((actix_web::http::header::RETRY_AFTER, "1"));
+        ErrorAnswer {
+            status,
+            retry_after: status == StatusCode::SERVICE_UNAVAILABLE,
+            close: matches!(
+                self,
+                WebhookError::BodyTimeout { .. } | WebhookError::BodyIdle { .. }
+            ),
+            body,
         }
-        if matches!(self, WebhookError::BodyTimeout { .. }) {
-            // The rest of the body may still be on its way: do not read it.
-            res.insert_header((actix_web::http::header::CONNECTION, "close"));
-        }
-        res.body(body)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::body::MessageBody;
-
-    fn body_text(err: &WebhookError) -> String {
-        let body = err.error_response().into_body();
-        let bytes = body.try_into_bytes().unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
 
     #[test]
     fn review_errors_are_400_and_name_the_problem() {
         let err = WebhookError::from(ReviewError::MissingUid);
-        assert_eq!(err.status_code(), StatusCode::BAD_REQUEST);
-        assert_eq!(err.error_response().status(), StatusCode::BAD_REQUEST);
-        assert!(body_text(&err).contains("request.uid"));
+        let answer = err.answer();
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+        assert!(answer.body.contains("request.uid"), "{}", answer.body);
     }
 
     #[test]
     fn capacity_refusals_say_when_to_retry_and_slow_bodies_close() {
-        let too_large = WebhookError::PayloadTooLarge { limit: 10 };
-        assert_eq!(too_large.status_code(), StatusCode::PAYLOAD_TOO_LARGE);
-        assert!(body_text(&too_large).contains("10 bytes"));
-        for err in [WebhookError::Overloaded, WebhookError::BodyBudgetExhausted] {
-            let res = err.error_response();
-            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-            assert_eq!(res.headers().get("retry-after").unwrap(), "1");
+        let too_large = WebhookError::PayloadTooLarge { limit: 10 }.answer();
+        assert_eq!(too_large.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(too_large.body.contains("10 bytes"));
+        for err in [
+            WebhookError::Overloaded,
+            WebhookError::BodyBudgetExhausted,
+            WebhookError::ConnectionBudgetExhausted,
+        ] {
+            let answer = err.answer();
+            assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert!(answer.retry_after && !answer.close);
         }
-        let slow = WebhookError::BodyTimeout {
-            budget: std::time::Duration::from_secs(2),
-        };
-        let res = slow.error_response();
-        assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
-        assert_eq!(res.headers().get("connection").unwrap(), "close");
-        assert!(res.headers().get("retry-after").is_none());
+        for slow in [
+            WebhookError::BodyTimeout {
+                budget: std::time::Duration::from_secs(2),
+            },
+            WebhookError::BodyIdle {
+                idle: std::time::Duration::from_secs(2),
+            },
+        ] {
+            let answer = slow.answer();
+            assert_eq!(answer.status, StatusCode::REQUEST_TIMEOUT);
+            assert!(answer.close && !answer.retry_after);
+        }
     }
 
     #[test]
     fn internal_errors_are_opaque() {
-        let err = WebhookError::Internal(anyhow::anyhow!("secret detail"));
-        assert_eq!(err.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
-        let text = body_text(&err);
-        assert_eq!(text, "internal error\n");
+        let answer = WebhookError::Internal(anyhow::anyhow!("secret detail")).answer();
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(answer.body, "internal error\n");
     }
 }

@@ -37,8 +37,8 @@ pub const WIDGET_CRD: &str = include_str!("../tests/fixtures/fuzz/widget.yaml");
 /// A valid Widget, the `self` of fuzzed rules.
 pub const WIDGET_SAMPLE: &str = include_str!("../tests/fixtures/fuzz/widget-sample.json");
 
-/// The stack of an actix worker thread (Rust's default for spawned
-/// threads) under the fuzzer, whose build is optimized as a release is:
+/// The stack of the server runtime's evaluation threads (tokio's default for
+/// blocking threads) under the fuzzer, whose build is optimized as a release is:
 /// recursion that would overflow a worker must overflow here too, not pass
 /// on the fuzzer's 8 MiB main stack. The corpus replay in `cargo test` runs
 /// unoptimized code, whose frames are several times larger, on 16 MiB.

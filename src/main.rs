@@ -130,8 +130,8 @@ fn eval(args: &EvalArgs) -> ExitCode {
 fn check(args: &CheckArgs) -> ExitCode {
     let loaded = config::load(&args.source);
     let rendered = match args.output {
-        OutputFormat::Text => Ok(cli::render_text(&loaded.report)),
-        OutputFormat::Json => cli::render_json(&loaded.report),
+        OutputFormat::Text => Ok(config::report::render_text(&loaded.report)),
+        OutputFormat::Json => config::report::render_json(&loaded.report),
     };
     match rendered {
         Ok(text) => out(&text),
@@ -151,8 +151,8 @@ fn check(args: &CheckArgs) -> ExitCode {
 fn convert(args: &ConvertArgs) -> ExitCode {
     let loaded = config::load(&args.source);
     if loaded.report.has_errors() {
-        for problem in cli::problems(&loaded.report) {
-            eprintln!("{}", cli::format_problem(&problem));
+        for problem in config::report::problems(&loaded.report) {
+            eprintln!("{}", config::report::format_problem(&problem));
         }
         eprintln!("refusing to convert: the config has problems");
         return ExitCode::from(EXIT_USAGE);
@@ -185,8 +185,8 @@ fn convert(args: &ConvertArgs) -> ExitCode {
 fn serve(config: ServeConfig) -> ExitCode {
     let loaded = config::load(&config.config_source);
     if loaded.report.has_errors() {
-        for problem in cli::problems(&loaded.report) {
-            tracing::error!(problem = %cli::format_problem(&problem), "config problem");
+        for problem in config::report::problems(&loaded.report) {
+            tracing::error!(problem = %config::report::format_problem(&problem), "config problem");
         }
         tracing::error!(
             "refusing to start: the config has problems (run `celhook check --config <dir>` for the full report)"
@@ -201,8 +201,8 @@ fn serve(config: ServeConfig) -> ExitCode {
         "config loaded"
     );
 
-    // actix runs its workers on threads of their own; this runtime only
-    // drives the listener's control loop and the signal handlers.
+    // The server runs on a runtime of its own; this one only waits for
+    // signals and drives the stop.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

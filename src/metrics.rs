@@ -186,6 +186,11 @@ pub struct Metrics {
     config_reload_failures: IntCounter,
     tls_cert_expiry: Gauge,
     tls_reloads: IntCounterVec,
+    connections_open: IntGauge,
+    connections_refused: IntCounterVec,
+    connections_closed: IntCounterVec,
+    tls_handshake_failures: IntCounterVec,
+    config_reload_deferred: IntCounter,
 }
 
 const RULE_LABELS: &[&str] = &["crd", "version", "path", "index"];
@@ -348,8 +353,69 @@ impl Metrics {
                 "Certificate reloads after a change of the files, by result (success, failure).",
                 &["result"],
             ),
+            connections_open: reg(
+                &registry,
+                IntGauge::new(
+                    "celhook_connections_open",
+                    "TLS connections open, handshakes in progress included (bounded by --max-connections).",
+                )
+                .expect("valid"),
+            ),
+            connections_refused: counter_vec(
+                &registry,
+                "celhook_connections_refused_total",
+                "Connections closed at accept, by reason (source_limit: too many handshakes in progress from its address; connection_limit: --max-connections open and none idle).",
+                &["reason"],
+            ),
+            connections_closed: counter_vec(
+                &registry,
+                "celhook_connections_closed_total",
+                "Served connections closed by celhook, by reason (idle, evicted, write_stall, header_timeout, shutdown).",
+                &["reason"],
+            ),
+            tls_handshake_failures: counter_vec(
+                &registry,
+                "celhook_tls_handshake_failures_total",
+                "TLS handshakes that failed, by reason (client_hello_timeout, handshake_timeout, client_certificate, plain_http, protocol).",
+                &["reason"],
+            ),
+            config_reload_deferred: reg(
+                &registry,
+                IntCounter::new(
+                    "celhook_config_reload_deferred_total",
+                    "Config changes seen but not loaded yet: still being written, or dropping rules and CRDs and not yet settled.",
+                )
+                .expect("valid"),
+            ),
             registry,
         }
+    }
+
+    /// The gauge of open connections.
+    pub fn connections_open(&self) -> &IntGauge {
+        &self.connections_open
+    }
+
+    /// Counts a connection closed at accept.
+    pub fn observe_connection_refused(&self, reason: &str) {
+        self.connections_refused.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts a served connection closed by celhook.
+    pub fn observe_connection_closed(&self, reason: &str) {
+        self.connections_closed.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts a failed TLS handshake.
+    pub fn observe_handshake_failure(&self, reason: &str) {
+        self.tls_handshake_failures
+            .with_label_values(&[reason])
+            .inc();
+    }
+
+    /// Counts a config change not loaded yet.
+    pub fn observe_config_reload_deferred(&self) {
+        self.config_reload_deferred.inc();
     }
 
     /// The registry, for tests and extra collectors.

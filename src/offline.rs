@@ -50,8 +50,8 @@ pub fn eval_object(
 ) -> Result<AdmissionResponse, OfflineError> {
     let loaded = config::load_files(&[PathBuf::from(crd_file)]);
     if loaded.report.has_errors() {
-        let lines: Vec<String> = crate::cli::problems(&loaded.report)
-            .map(|p| crate::cli::format_problem(&p))
+        let lines: Vec<String> = crate::config::report::problems(&loaded.report)
+            .map(|p| crate::config::report::format_problem(&p))
             .collect();
         return Err(OfflineError::Config(lines.join("\n")));
     }

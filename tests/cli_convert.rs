@@ -227,3 +227,129 @@ spec:
         "{report}"
     );
 }
+
+const PIZZA_GROUP: &str = "restaurant.programming-kubernetes.info";
+
+/// (maxItems of spec.toppings, maxLength of a topping's name) in `version`
+/// of the shipped Pizza CRD; both must be set.
+fn pizza_bounds(version: &str) -> (usize, usize) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/examples/pizza-conversion.yaml");
+    let docs = yaml_docs(&std::fs::read_to_string(path).expect("read the Pizza manifest"));
+    let crd = docs
+        .iter()
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .expect("the Pizza CRD");
+    let v = crd["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == version))
+        .expect("the version");
+    let toppings = &v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["toppings"];
+    let name = if version == "v1alpha1" {
+        &toppings["items"]
+    } else {
+        &toppings["items"]["properties"]["name"]
+    };
+    let bound = |v: &Value, what: &str| -> usize {
+        let n = v.as_u64().unwrap_or_else(|| panic!("{version}: no {what}"));
+        usize::try_from(n).expect("bound fits usize")
+    };
+    (
+        bound(&toppings["maxItems"], "maxItems"),
+        bound(&name["maxLength"], "maxLength"),
+    )
+}
+
+/// Topping `i`, `len` characters: all distinct, four bytes each (the
+/// stash's annotation limit counts bytes, the CEL cost characters), and
+/// differing only at the end, so every comparison reads the whole string.
+fn long_topping(i: usize, len: usize) -> String {
+    let digits = format!("{i:03}");
+    format!("{}{digits}", "🍕".repeat(len - digits.len()))
+}
+
+fn pizza_doc(version: &str, name: &str, toppings: Value) -> Value {
+    json!({
+        "apiVersion": format!("{PIZZA_GROUP}/{version}"), "kind": "Pizza",
+        "metadata": {"name": name, "namespace": "pizza-crd"},
+        "spec": {"toppings": toppings},
+        "status": {"cost": 12.5}
+    })
+}
+
+/// Converts the JSON list `items` to `to` with the embedded examples.
+fn convert_items(dir: &Path, file: &str, to: &str, items: &[Value]) -> Vec<Value> {
+    let input = dir.join(file);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(&input, serde_json::to_vec(&list).expect("json")).expect("write");
+    let out = run(celhook()
+        .args(["convert", "--to", &format!("{PIZZA_GROUP}/{to}")])
+        .arg(&input));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let converted: Value = serde_json::from_slice(&out.stdout).expect("JSON out");
+    converted["items"].as_array().expect("items").clone()
+}
+
+/// The Pizza schema bounds its toppings (maxItems, maxLength, and in
+/// v1beta1 the sum of the quantities) because its conversion has a CEL cost
+/// limit: a Pizza at the bounds must still convert both ways and come back
+/// exactly, or a stored one would fail every LIST that holds it.
+#[test]
+fn pizzas_at_the_schema_bounds_convert_there_and_back() {
+    let (alpha_items, alpha_len) = pizza_bounds("v1alpha1");
+    let (beta_items, beta_len) = pizza_bounds("v1beta1");
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    let distinct: Vec<String> = (0..alpha_items)
+        .map(|i| long_topping(i, alpha_len))
+        .collect();
+    // Every topping twice, out of order: v1beta1 cannot say the order, so
+    // the whole list goes into the stash annotation (twice: value and was).
+    let half = alpha_items / 2;
+    let reordered: Vec<String> = (0..2 * half)
+        .map(|i| long_topping(i % half, alpha_len))
+        .collect();
+    let alpha = vec![
+        pizza_doc("v1alpha1", "distinct", json!(distinct)),
+        pizza_doc("v1alpha1", "reordered", json!(reordered)),
+    ];
+    let beta = convert_items(dir.path(), "alpha.json", "v1beta1", &alpha);
+    assert_eq!(
+        beta[0]["spec"]["toppings"].as_array().map(Vec::len),
+        Some(alpha_items)
+    );
+    assert_eq!(beta[0]["spec"]["toppings"][0]["quantity"], 1);
+    assert!(beta[0]["metadata"].get("annotations").is_none());
+    assert!(beta[1]["metadata"]["annotations"]["celhook.dev/conversion-stash"].is_string());
+    assert_eq!(
+        convert_items(dir.path(), "beta.json", "v1alpha1", &beta),
+        alpha
+    );
+
+    // v1beta1: the most names, one helping each (its rule allows 100
+    // helpings in all), and one name with every helping.
+    let names: Vec<Value> = (0..beta_items)
+        .map(|i| json!({"name": long_topping(i, beta_len), "quantity": 1}))
+        .collect();
+    let beta = vec![
+        pizza_doc("v1beta1", "names", json!(names)),
+        pizza_doc(
+            "v1beta1",
+            "helpings",
+            json!([{"name": long_topping(0, beta_len), "quantity": 100}]),
+        ),
+    ];
+    let alpha = convert_items(dir.path(), "beta.json", "v1alpha1", &beta);
+    assert_eq!(
+        alpha[0]["spec"]["toppings"].as_array().map(Vec::len),
+        Some(beta_items)
+    );
+    assert_eq!(
+        alpha[1]["spec"]["toppings"].as_array().map(Vec::len),
+        Some(100)
+    );
+    assert_eq!(
+        convert_items(dir.path(), "alpha.json", "v1beta1", &alpha),
+        beta
+    );
+}

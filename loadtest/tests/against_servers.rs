@@ -1,20 +1,25 @@
 //! The load generator against real servers on 127.0.0.1: celhook itself
 //! (the peer workload of tests/fixtures/perf/), and a small conversion
-//! endpoint that demands a client certificate (celhook's /convert arrives
-//! on another branch). Counts and durations are small: these tests check
-//! behaviour, not speed.
+//! endpoint that demands a client certificate and can answer wrongly on
+//! purpose (what the load generator must catch). Counts and durations are
+//! small: these tests check behaviour, not speed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use actix_web::{web, App, HttpResponse, HttpServer};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+
 use celhook::config::{self, ConfigSource};
 use celhook::server::{self, RunningServer, ServeConfig};
 use celhook_loadtest::args::Args;
 use celhook_loadtest::report::Report;
 use celhook_loadtest::run::run;
 use clap::Parser;
+use hyper::body::{Body as _, Incoming};
+use hyper::{Request, Response};
 use serde_json::{json, Value};
 
 fn perf_fixture(name: &str) -> PathBuf {
@@ -311,8 +316,16 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
 
 /// Converts by rewriting apiVersion, as a hub-less trivial conversion would;
 /// `?break=order` answers the objects reversed.
-async fn convert(query: web::Query<Vec<(String, String)>>, body: web::Json<Value>) -> HttpResponse {
-    let review = body.into_inner();
+async fn convert(req: Request<Incoming>) -> Result<Response<String>, Infallible> {
+    let broken = req.uri().query().is_some_and(|q| q.contains("break=order"));
+    let mut body = req.into_body();
+    let mut bytes = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        if let Ok(data) = frame.expect("body").into_data() {
+            bytes.extend_from_slice(&data);
+        }
+    }
+    let review: Value = serde_json::from_slice(&bytes).expect("JSON review");
     let desired = review["request"]["desiredAPIVersion"].clone();
     let mut objects = review["request"]["objects"]
         .as_array()
@@ -321,15 +334,53 @@ async fn convert(query: web::Query<Vec<(String, String)>>, body: web::Json<Value
     for o in &mut objects {
         o["apiVersion"] = desired.clone();
     }
-    if query.iter().any(|(k, v)| k == "break" && v == "order") {
+    if broken {
         objects.reverse();
     }
-    HttpResponse::Ok().json(json!({
+    let answer = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
         "response": {"uid": review["request"]["uid"], "result": {"status": "Success"},
             "convertedObjects": objects},
-    }))
+    });
+    let mut res = Response::new(answer.to_string());
+    res.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    Ok(res)
+}
+
+/// Serves [`convert`] over TLS with `config` (HTTP/2 or HTTP/1.1 by ALPN).
+async fn conversion_server(config: rustls::ServerConfig) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(&b"h2"[..]);
+                let io = hyper_util::rt::TokioIo::new(tls);
+                let service = hyper::service::service_fn(convert);
+                let _ = if h2 {
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(io, service)
+                        .await
+                } else {
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await
+                };
+            });
+        }
+    });
+    addr
 }
 
 struct Pki {
@@ -413,19 +464,7 @@ fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
     let pki = pki();
-    let server = HttpServer::new(|| {
-        App::new()
-            .app_data(web::JsonConfig::default().limit(64 << 20))
-            .route("/convert", web::post().to(convert))
-    })
-    .workers(1)
-    .disable_signals()
-    .bind_rustls_0_23(("127.0.0.1", 0), pki.server_config.clone())
-    .expect("binds");
-    let addr = server.addrs()[0];
-    let server = server.run();
-    let handle = server.handle();
-    tokio::spawn(server);
+    let addr = conversion_server(pki.server_config.clone()).await;
 
     let objects: Vec<PathBuf> = ["v1", "v2"]
         .iter()
@@ -497,5 +536,4 @@ async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
         run(&a).await.is_err(),
         "no client certificate, no conversion"
     );
-    handle.stop(false).await;
 }

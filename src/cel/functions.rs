@@ -710,7 +710,7 @@ pub(crate) fn constant_regex_arg(f: Func) -> Option<usize> {
 /// one `f` reports at run time (`find`/`findAll` prefix Go's text with
 /// `Illegal regex: `, `matches` gives Go's text as is).
 pub(crate) fn compile_regex(f: Func, pattern: &str) -> Result<regex::Regex, EvalError> {
-    library::re2::compile(pattern).map_err(|e| match f {
+    super::interrupt::regex(pattern, library::re2::compile).map_err(|e| match f {
         Func::Find | Func::FindAll => EvalError::new(format!("Illegal regex: {e}")),
         _ => EvalError::new(e),
     })

@@ -9,6 +9,7 @@ mod error;
 mod estimate;
 mod eval;
 mod functions;
+pub mod interrupt;
 mod library;
 mod memo;
 mod types;

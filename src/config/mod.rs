@@ -15,6 +15,7 @@ use crate::schema::Schema;
 use crate::validation::Validator;
 
 pub mod embedded;
+pub mod report;
 
 /// Where the CRDs come from.
 #[derive(Debug, Clone)]

@@ -104,6 +104,14 @@ pub enum ConversionError {
     /// The answer would break an API server rule.
     #[error("{0}")]
     Guard(#[from] GuardError),
+    /// The review ran out of time or of answer bytes before its last object.
+    #[error("conversion stopped after {converted} objects: {reason}")]
+    Stopped {
+        /// Objects converted before the stop.
+        converted: usize,
+        /// Which limit stopped it.
+        reason: String,
+    },
 }
 
 impl Conversion {

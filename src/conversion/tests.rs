@@ -364,7 +364,7 @@ fn unknown_hub_crd_and_versions_are_refused() {
         ),
     ] {
         let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &conv(body))]);
-        let problems: Vec<_> = crate::cli::problems(&loaded.report)
+        let problems: Vec<_> = crate::config::report::problems(&loaded.report)
             .map(|p| p.into_owned())
             .collect();
         assert_eq!(problems.len(), 1, "{body}: {problems:#?}");
@@ -383,7 +383,7 @@ fn failing_example_round_trips_are_reported() {
     let doc = widget_conversion(r#"[{path: spec.size, expr: "int(self.spec.size) / 0"}]"#)
         + "  examples:\n    - {apiVersion: example.org/v2, kind: Widget, metadata: {name: e}, spec: {size: \"4\"}}\n";
     let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc)]);
-    let problems: Vec<_> = crate::cli::problems(&loaded.report)
+    let problems: Vec<_> = crate::config::report::problems(&loaded.report)
         .map(|p| p.into_owned())
         .collect();
     assert_eq!(problems.len(), 1, "{problems:#?}");

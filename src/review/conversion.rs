@@ -238,6 +238,8 @@ pub struct SuccessWriter {
     chunks: Vec<Vec<u8>>,
     current: Vec<u8>,
     count: usize,
+    /// Bytes in `chunks`.
+    done: usize,
 }
 
 /// Target size of one chunk of a streamed answer.
@@ -256,6 +258,7 @@ impl SuccessWriter {
             chunks: Vec::new(),
             current: out,
             count: 0,
+            done: 0,
         })
     }
 
@@ -268,9 +271,20 @@ impl SuccessWriter {
         self.count += 1;
         if self.current.len() >= CHUNK_BYTES {
             let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
+            self.done += full.len();
             self.chunks.push(full);
         }
         Ok(())
+    }
+
+    /// Bytes of the answer written so far.
+    pub fn len(&self) -> usize {
+        self.done + self.current.len()
+    }
+
+    /// True before anything is written (never: the answer starts with its head).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Objects written so far.

@@ -1,194 +1,40 @@
-//! Per-request guard of the review endpoints (`/validate`, `/convert`): counts
-//! the request in flight and times it, reads its body within a budget of
-//! bytes, bounds how many run at once, and answers before the caller's
-//! deadline.
-//!
-//! Wrap a review route with `.wrap(from_fn(limits::guard))`; the endpoint is
-//! found from the path ([`Endpoint::from_path`]), so `/convert` needs
-//! nothing more than the wrap. The handler takes the body with the
-//! [`ReviewBody`] extractor and still counts its own outcome
-//! (`Metrics::observe_review`); this guard counts only the requests it
-//! refuses itself, so nothing is counted twice.
+//! Limits of the review endpoints (`/validate`, `/convert`): request bodies
+//! read within a budget of bytes, a per-chunk idle timeout and the
+//! request's deadline.
 //!
 //! The order matters under abuse:
-//! 1. the body's bytes are reserved from `--max-in-flight-bytes` before it
-//!    is read (its Content-Length, or the endpoint's limit when it has
-//!    none); a body that does not fit gets 503 with `Retry-After` at once
-//!    instead of growing memory without bound. It does not wait for room:
-//!    over HTTP/2 an unread body holds its connection's flow-control
-//!    window, so waiting bodies would starve the reserved ones sharing
-//!    their connection (measured: 631 of 640 4 MiB reviews timed out);
-//! 2. the body is read within the deadline, holding no worker slot: a
-//!    client trickling or stalling its body costs a connection and its
-//!    reservation until the deadline, then gets 408, and never delays the
-//!    requests behind it;
-//! 3. only then does the request wait for one of `--max-concurrent-requests`
-//!    slots and run.
+//! 1. a body declared over the endpoint's limit gets 413 unread;
+//! 2. bytes are counted as they arrive, never reserved from a declared
+//!    length: each chunk takes its bytes from the endpoint's budget
+//!    (`--max-in-flight-bytes` for `/validate`,
+//!    `--max-convert-in-flight-bytes` for `/convert`) and from the
+//!    connection's share of it (half), or the request gets 503 with
+//!    `Retry-After` at once. A head that declares 256 MiB and sends nothing
+//!    holds nothing; a slow client holds only what it sent. It does not wait
+//!    for room: over HTTP/2 an unread body holds its connection's
+//!    flow-control window, so waiting bodies would starve the others;
+//! 3. a body that pauses for `--body-idle-timeout`, or is not complete by
+//!    the deadline, gets 408 and its connection is closed;
+//! 4. only then does the request wait for one of `--max-concurrent-requests`
+//!    slots (see `routes`).
+//!
+//! The answer of `/convert` keeps its bytes in the same budget until it is
+//! sent ([`Held`] moves into the response body).
 
-use std::future::{poll_fn, ready, Ready};
+use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
-use actix_web::error::PayloadError;
-use actix_web::http::header;
-use actix_web::middleware::Next;
-use actix_web::web::{self, Bytes, BytesMut};
-use actix_web::{FromRequest, HttpMessage, HttpRequest};
-use futures_core::Stream;
+use hyper::body::{Body as _, Bytes, Incoming};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
-use super::AppState;
 use crate::error::WebhookError;
-use crate::metrics::Endpoint;
 
-/// The guard (see the module docs).
-pub async fn guard(
-    mut req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let (Some(endpoint), Some(state)) = (
-        Endpoint::from_path(req.path()),
-        req.app_data::<web::Data<AppState>>().cloned(),
-    ) else {
-        return next.call(req).await;
-    };
-    let _in_flight = state.metrics.start(endpoint);
-    let budget = deadline(req.query_string(), state.limits.request_timeout);
-    let deadline = tokio::time::Instant::now() + budget;
-    let limit = match endpoint {
-        Endpoint::Convert => state.max_convert_request_bytes,
-        _ => state.max_request_bytes,
-    };
-
-    // 1. Reserve the body's bytes; waiting counts against the deadline.
-    let declared = match content_length(&req) {
-        Ok(n) => n,
-        Err(err) => return Err(err.into()),
-    };
-    if declared.is_some_and(|n| n > limit) {
-        // Refused unread: nothing of it is buffered.
-        req.extensions_mut()
-            .insert(ReviewBody(Err(WebhookError::PayloadTooLarge { limit })));
-        return next.call(req).await;
-    }
-    let Some(reservation) = state
-        .limits
-        .body_bytes
-        .try_reserve(declared.unwrap_or(limit))
-    else {
-        state.metrics.observe_overloaded(endpoint);
-        return Err(WebhookError::BodyBudgetExhausted.into());
-    };
-    let _reservation = BodyGauge::new(reservation, &state);
-
-    // 2. Read the body, holding no worker slot.
-    let mut payload = req.take_payload();
-    let body = match tokio::time::timeout_at(
-        deadline,
-        read_body(&mut payload, limit, declared.unwrap_or(0)),
-    )
-    .await
-    {
-        Ok(body) => body,
-        Err(_) => {
-            state.metrics.observe_deadline_exceeded(endpoint);
-            return Err(WebhookError::BodyTimeout { budget }.into());
-        }
-    };
-    req.extensions_mut().insert(ReviewBody(body));
-
-    // 3. Wait for a slot, then run.
-    let Ok(permit) =
-        tokio::time::timeout_at(deadline, state.limits.concurrency.clone().acquire_owned()).await
-    else {
-        state.metrics.observe_overloaded(endpoint);
-        return Err(WebhookError::Overloaded.into());
-    };
-    // `acquire_owned` fails only on a closed semaphore, which we never close.
-    let _permit = permit.map_err(|_| WebhookError::Overloaded)?;
-
-    // Rules themselves are bounded by their CEL cost limits; this catches
-    // anything else that would make the caller give up first.
-    match tokio::time::timeout_at(deadline, next.call(req)).await {
-        Ok(res) => res,
-        Err(_) => {
-            state.metrics.observe_deadline_exceeded(endpoint);
-            Err(WebhookError::DeadlineExceeded { budget }.into())
-        }
-    }
-}
-
-/// The request's Content-Length, if it sent one.
-fn content_length(req: &ServiceRequest) -> Result<Option<usize>, WebhookError> {
-    match req.headers().get(header::CONTENT_LENGTH) {
-        None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .map(Some)
-            .ok_or_else(|| WebhookError::Body("invalid Content-Length header".into())),
-    }
-}
-
-/// Reads the whole body, refusing it once it passes `limit`. A body that
-/// arrives in one chunk (a small review in one HTTP/2 DATA frame, say) is
-/// kept as it is; only a body in several chunks is copied into one buffer.
-async fn read_body(
-    payload: &mut Payload,
-    limit: usize,
-    declared: usize,
-) -> Result<Bytes, WebhookError> {
-    let mut first: Option<Bytes> = None;
-    let mut buf = BytesMut::new();
-    let mut len = 0usize;
-    while let Some(chunk) = poll_fn(|cx| Pin::new(&mut *payload).poll_next(cx)).await {
-        let chunk = chunk.map_err(|err| match err {
-            PayloadError::Overflow => WebhookError::PayloadTooLarge { limit },
-            other => WebhookError::Body(other.to_string()),
-        })?;
-        len += chunk.len();
-        if len > limit {
-            return Err(WebhookError::PayloadTooLarge { limit });
-        }
-        match first.take() {
-            None if buf.is_empty() => first = Some(chunk),
-            earlier => {
-                if let Some(earlier) = earlier {
-                    buf.reserve(declared.min(limit).max(len));
-                    buf.extend_from_slice(&earlier);
-                }
-                buf.extend_from_slice(&chunk);
-            }
-        }
-    }
-    Ok(first.unwrap_or_else(|| buf.freeze()))
-}
-
-/// The request body as the guard read it (or why it could not), for the
-/// review handlers. Handlers take the `Result` so that error.rs decides the
-/// answer to a broken or oversized body, and they count it as an outcome.
-#[derive(Debug)]
-pub struct ReviewBody(pub Result<Bytes, WebhookError>);
-
-impl FromRequest for ReviewBody {
-    type Error = WebhookError;
-    type Future = Ready<Result<Self, WebhookError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(req.extensions_mut().remove::<ReviewBody>().ok_or_else(|| {
-            WebhookError::Internal(anyhow::anyhow!(
-                "the review route is not wrapped in limits::guard"
-            ))
-        }))
-    }
-}
-
-/// The budget of body bytes held by requests in flight
-/// (`--max-in-flight-bytes`), in KiB permits.
+/// The budget of bytes held by the requests in flight of one endpoint, in
+/// KiB permits.
 #[derive(Debug, Clone)]
 pub struct BodyBudget {
     kib: Arc<Semaphore>,
@@ -198,50 +44,184 @@ pub struct BodyBudget {
 impl BodyBudget {
     /// A budget of `bytes` (at least 1 KiB).
     pub fn new(bytes: usize) -> Self {
-        let total_kib = u32::try_from(bytes.div_ceil(1024))
-            .unwrap_or(u32::MAX)
-            .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize) as u32);
+        let total_kib =
+            kib_of(bytes).clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize) as u32);
         Self {
             kib: Arc::new(Semaphore::new(total_kib as usize)),
             total_kib,
         }
     }
 
-    /// Holds `bytes` until the permit is dropped, if they are free now. A
-    /// request larger than the whole budget needs all of it, so it still
-    /// runs, alone.
-    pub fn try_reserve(&self, bytes: usize) -> Option<OwnedSemaphorePermit> {
-        let kib = u32::try_from(bytes.div_ceil(1024))
-            .unwrap_or(u32::MAX)
-            .clamp(1, self.total_kib);
-        self.kib.clone().try_acquire_many_owned(kib).ok()
+    /// The whole budget in bytes.
+    pub fn total_bytes(&self) -> usize {
+        self.total_kib as usize * 1024
     }
 
-    /// KiB not reserved right now.
+    /// KiB not held right now.
     pub fn available_kib(&self) -> usize {
         self.kib.available_permits()
     }
 }
 
-/// A body reservation that shows in `celhook_request_body_bytes_in_flight`
-/// while held.
-struct BodyGauge {
-    permit: OwnedSemaphorePermit,
+fn kib_of(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+}
+
+/// Bytes one request holds: from its endpoint's budget, from its
+/// connection's share of it, and in the `celhook_request_body_bytes_in_flight`
+/// gauge. Grows as bytes arrive (or are written); all of it is given back
+/// on drop.
+pub struct Held {
+    budget: BodyBudget,
+    permit: Option<OwnedSemaphorePermit>,
+    bytes: usize,
+    connection: Arc<AtomicUsize>,
+    connection_cap: usize,
     gauge: prometheus::IntGauge,
 }
 
-impl BodyGauge {
-    fn new(permit: OwnedSemaphorePermit, state: &AppState) -> Self {
-        let gauge = state.metrics.body_bytes_in_flight().clone();
-        gauge.add(i64::from(permit.num_permits() as u32) * 1024);
-        Self { permit, gauge }
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").field("bytes", &self.bytes).finish()
     }
 }
 
-impl Drop for BodyGauge {
+impl Held {
+    /// Holds nothing yet. `connection` counts what every request of the
+    /// connection holds of this budget; at most half of the budget.
+    pub fn new(
+        budget: &BodyBudget,
+        connection: Arc<AtomicUsize>,
+        gauge: prometheus::IntGauge,
+    ) -> Self {
+        Self {
+            connection_cap: budget.total_bytes() / 2,
+            budget: budget.clone(),
+            permit: None,
+            bytes: 0,
+            connection,
+            gauge,
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Holds `n` more bytes, if the connection's share and the budget have
+    /// room now.
+    pub fn grow(&mut self, n: usize) -> Result<(), WebhookError> {
+        let before = self.connection.fetch_add(n, Ordering::Relaxed);
+        if before.saturating_add(n) > self.connection_cap {
+            self.connection.fetch_sub(n, Ordering::Relaxed);
+            return Err(WebhookError::ConnectionBudgetExhausted);
+        }
+        let held_kib = self.permit.as_ref().map_or(0, |p| p.num_permits() as u32);
+        let need = kib_of(self.bytes.saturating_add(n)).saturating_sub(held_kib);
+        if need > 0 {
+            match self.budget.kib.clone().try_acquire_many_owned(need) {
+                Ok(more) => match self.permit.as_mut() {
+                    Some(permit) => permit.merge(more),
+                    None => self.permit = Some(more),
+                },
+                Err(_) => {
+                    self.connection.fetch_sub(n, Ordering::Relaxed);
+                    return Err(WebhookError::BodyBudgetExhausted);
+                }
+            }
+        }
+        self.bytes += n;
+        self.gauge.add(n as i64);
+        Ok(())
+    }
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
-        self.gauge
-            .sub(i64::from(self.permit.num_permits() as u32) * 1024);
+        self.connection.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.gauge.sub(self.bytes as i64);
+    }
+}
+
+/// How a body is read: its endpoint's limit, the idle time allowed
+/// between chunks and the request's deadline.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyRules {
+    /// Larger bodies get 413.
+    pub limit: usize,
+    /// The longest pause between two chunks.
+    pub idle: Duration,
+    /// When the whole body must have arrived.
+    pub deadline: Instant,
+    /// The request's whole time, for the error text.
+    pub budget: Duration,
+}
+
+/// Reads the whole body into `held`'s budget (see the module docs). A body
+/// that arrives in one chunk is kept as it is; only a body in several
+/// chunks is copied into one buffer.
+pub async fn read_body(
+    mut body: Incoming,
+    declared: Option<usize>,
+    rules: BodyRules,
+    held: &mut Held,
+) -> Result<Bytes, WebhookError> {
+    if declared.is_some_and(|n| n > rules.limit) {
+        return Err(WebhookError::PayloadTooLarge { limit: rules.limit });
+    }
+    let mut first: Option<Bytes> = None;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut len = 0usize;
+    loop {
+        let wait = (Instant::now() + rules.idle).min(rules.deadline);
+        let frame =
+            match tokio::time::timeout_at(wait, poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)))
+                .await
+            {
+                Ok(frame) => frame,
+                Err(_) if wait == rules.deadline => {
+                    return Err(WebhookError::BodyTimeout {
+                        budget: rules.budget,
+                    })
+                }
+                Err(_) => return Err(WebhookError::BodyIdle { idle: rules.idle }),
+            };
+        let Some(frame) = frame else { break };
+        let frame = frame.map_err(|err| WebhookError::Body(err.to_string()))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
+        len += chunk.len();
+        if len > rules.limit {
+            return Err(WebhookError::PayloadTooLarge { limit: rules.limit });
+        }
+        held.grow(chunk.len())?;
+        match first.take() {
+            None if buf.is_empty() => first = Some(chunk),
+            earlier => {
+                if let Some(earlier) = earlier {
+                    let expected = declared.unwrap_or(0).min(rules.limit);
+                    buf.reserve(expected.max(earlier.len() + chunk.len()));
+                    buf.extend_from_slice(&earlier);
+                }
+                buf.extend_from_slice(&chunk);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
+}
+
+/// The request's Content-Length, if it sent one.
+pub fn content_length(headers: &hyper::HeaderMap) -> Result<Option<usize>, WebhookError> {
+    match headers.get(hyper::header::CONTENT_LENGTH) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map(Some)
+            .ok_or_else(|| WebhookError::Body("invalid Content-Length header".into())),
     }
 }
 
@@ -310,6 +290,53 @@ mod tests {
         for bad in ["", "10", "s", "10x", "-1s", "1..5s", "ten seconds"] {
             assert_eq!(parse_go_duration(bad), None, "{bad:?}");
         }
+    }
+
+    fn held(budget: &BodyBudget, connection: &Arc<AtomicUsize>) -> Held {
+        Held::new(
+            budget,
+            connection.clone(),
+            prometheus::IntGauge::new("g", "g").expect("gauge"),
+        )
+    }
+
+    #[test]
+    fn bytes_are_held_as_they_grow_and_given_back_on_drop() {
+        let budget = BodyBudget::new(64 * 1024);
+        let connection = Arc::new(AtomicUsize::new(0));
+        let mut a = held(&budget, &connection);
+        a.grow(1000).expect("room");
+        a.grow(1000).expect("room");
+        assert_eq!(budget.available_kib(), 62);
+        assert_eq!(connection.load(Ordering::Relaxed), 2000);
+        drop(a);
+        assert_eq!(budget.available_kib(), 64);
+        assert_eq!(connection.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn one_connection_gets_at_most_half_of_the_budget() {
+        let budget = BodyBudget::new(64 * 1024);
+        let one = Arc::new(AtomicUsize::new(0));
+        let other = Arc::new(AtomicUsize::new(0));
+        let mut a = held(&budget, &one);
+        a.grow(20 * 1024).expect("room");
+        let mut b = held(&budget, &one);
+        assert!(matches!(
+            b.grow(20 * 1024),
+            Err(WebhookError::ConnectionBudgetExhausted)
+        ));
+        // A failed grow holds nothing more.
+        assert_eq!(one.load(Ordering::Relaxed), 20 * 1024);
+        let mut c = held(&budget, &other);
+        c.grow(32 * 1024)
+            .expect("the other connection has its own share");
+        let mut d = held(&budget, &Arc::new(AtomicUsize::new(0)));
+        assert!(matches!(
+            d.grow(13 * 1024),
+            Err(WebhookError::BodyBudgetExhausted)
+        ));
+        assert_eq!(budget.available_kib(), 12);
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! The HTTPS edge: one rustls listener (TLS 1.2/1.3, HTTP/2 and HTTP/1.1 by
-//! ALPN) in front of the actix-web app of [`routes`].
+//! ALPN) in front of the routes of [`routes`], on a tokio runtime of its own.
 //!
 //! [`spawn`] binds and starts the server and returns a [`RunningServer`]
 //! handle; `main` and the integration tests start the server the same way.
-//! Around the app: an optional plain-HTTP metrics listener, the reloader
-//! thread ([`reload`]) and the graceful stop ([`RunningServer::stop`]).
+//! Around the routes: the accept path ([`listener`]), each connection and
+//! its watchdog ([`connection`]), an optional plain-HTTP metrics listener,
+//! the reloader thread ([`reload`]) and the graceful stop
+//! ([`RunningServer::stop`]).
 
+mod activity;
+mod body;
+mod connection;
+mod io;
 pub mod limits;
+mod listener;
 pub mod reload;
 pub mod routes;
 pub mod tls;
@@ -16,13 +23,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::dev::ServerHandle;
-use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use arc_swap::ArcSwap;
+use tokio::sync::watch;
 
 use crate::config::{Catalog, ConfigSource};
 use crate::metrics::Metrics;
+use connection::Phase;
 pub use tls::{ClientAuth, TlsError, TlsSource};
 
 /// Default for `--max-request-bytes`: 8 MiB.
@@ -32,12 +39,21 @@ pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 /// Default for `--max-convert-request-bytes`: 256 MiB (a ConversionReview
 /// carries whole lists: 10,000 objects of 4 KiB is 40 MiB).
 pub const DEFAULT_MAX_CONVERT_REQUEST_BYTES: usize = 256 * 1024 * 1024;
-/// Default for `--max-in-flight-bytes`: 512 MiB of request bodies held at
-/// once (two of the largest conversion requests). Peak memory is about 2.5x
-/// this (a body, its parsed objects and the answer) plus a few MiB.
-pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 512 * 1024 * 1024;
+/// Default for `--max-in-flight-bytes`: 64 MiB of `/validate` bodies held
+/// at once (eight of the largest).
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// Default for `--max-convert-in-flight-bytes`: 1 GiB of `/convert` bodies
+/// and answers held at once (one connection may hold half: the largest
+/// body and its answer).
+pub const DEFAULT_MAX_CONVERT_IN_FLIGHT_BYTES: usize = 1024 * 1024 * 1024;
 /// Default for `--max-connection-rate`.
 pub const DEFAULT_MAX_CONNECTION_RATE: usize = 64;
+/// Default for `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default for `--max-handshakes-per-source`.
+pub const DEFAULT_MAX_HANDSHAKES_PER_SOURCE: usize = 64;
+/// Default for `--http2-max-concurrent-streams`.
+pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 128;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
@@ -72,20 +88,37 @@ pub struct ServeConfig {
     /// Review requests served at once (over all workers); more wait for a
     /// slot until their deadline, then get 503.
     pub max_concurrent_requests: usize,
-    /// Bytes of review bodies held at once over all requests; a body that
-    /// does not fit gets 503 with `Retry-After`.
+    /// Bytes of `/validate` bodies held at once over all requests, counted
+    /// as they arrive; a body that does not fit gets 503 with `Retry-After`.
     pub max_in_flight_bytes: usize,
-    /// TLS handshakes in progress at once per worker; more connections
-    /// wait in the accept queue, so a flood of handshakes cannot take the
-    /// CPU from requests on established connections.
+    /// The same for `/convert` bodies and their answers.
+    pub max_convert_in_flight_bytes: usize,
+    /// TLS handshakes computed at once (after their ClientHello arrived);
+    /// more wait, so a flood of handshakes cannot take the CPU from
+    /// requests on established connections.
     pub max_connection_rate: usize,
+    /// Connections open at once; at the cap the longest-idle one is closed
+    /// for a new one, and with none idle the new one is refused.
+    pub max_connections: usize,
+    /// Handshakes in progress at once from one source address.
+    pub max_handshakes_per_source: usize,
+    /// HTTP/2 streams at once per connection.
+    pub http2_max_concurrent_streams: u32,
+    /// Time for the first byte and the whole ClientHello.
+    pub client_hello_timeout: Duration,
+    /// The longest pause within a request body.
+    pub body_idle_timeout: Duration,
+    /// An answer that cannot be written for this long closes its
+    /// connection (a client that does not read).
+    pub write_timeout: Duration,
     /// The longest a review request may take (also the deadline when the
     /// caller sends no `?timeout=`).
     pub request_timeout: Duration,
     /// How long an idle connection is kept open.
     pub keep_alive: Duration,
     /// How long a client has to complete the TLS handshake and send the
-    /// request head; slower clients are disconnected.
+    /// request head (HTTP/1.1) or header block (HTTP/2); slower clients
+    /// are disconnected.
     pub header_timeout: Duration,
 }
 
@@ -99,10 +132,8 @@ impl ServeConfig {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             workers: None,
-            // Reviews take milliseconds, so this is mostly the wait for idle
-            // HTTP/2 connections: actix closes idle HTTP/1.1 connections on a
-            // graceful stop but holds HTTP/2 ones (the API server's) until
-            // this timeout. Well inside Kubernetes' default 30 s grace period.
+            // Reviews take milliseconds: this is for a long conversion.
+            // Well inside Kubernetes' default 30 s grace period.
             shutdown_timeout: Duration::from_secs(10),
             shutdown_delay: Duration::from_secs(5),
             metrics_listen: None,
@@ -110,7 +141,16 @@ impl ServeConfig {
             reload_interval: reload::DEFAULT_INTERVAL,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
+            max_convert_in_flight_bytes: DEFAULT_MAX_CONVERT_IN_FLIGHT_BYTES,
             max_connection_rate: DEFAULT_MAX_CONNECTION_RATE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_handshakes_per_source: DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
+            http2_max_concurrent_streams: DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS,
+            // A ClientHello is one packet: a second is ample on any network
+            // the API server uses, and silent connections go quickly.
+            client_hello_timeout: Duration::from_secs(1),
+            body_idle_timeout: Duration::from_secs(2),
+            write_timeout: Duration::from_secs(10),
             // The API server gives up on a conversion after 30 s: answer first.
             request_timeout: Duration::from_secs(25),
             // Longer than the API server's idle-connection timeout (90 s,
@@ -141,34 +181,35 @@ impl Default for ServeConfig {
     }
 }
 
-/// The per-request limits of the review endpoints ([`limits::guard`]).
+/// The per-request limits of the review endpoints (see [`limits`]).
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// One permit per review request in flight.
+    /// One permit per review request evaluating (or waiting to).
     pub concurrency: Arc<tokio::sync::Semaphore>,
     /// The longest a review request may take.
     pub request_timeout: Duration,
-    /// Bytes of request bodies held at once.
-    pub body_bytes: limits::BodyBudget,
+    /// Bytes of `/validate` bodies held at once.
+    pub validate_bytes: limits::BodyBudget,
+    /// Bytes of `/convert` bodies and answers held at once.
+    pub convert_bytes: limits::BodyBudget,
+    /// The longest pause within a request body.
+    pub body_idle_timeout: Duration,
 }
 
 impl Limits {
-    /// Limits of `max_concurrent` requests, each at most `request_timeout`,
-    /// holding at most `max_in_flight_bytes` of bodies.
-    pub fn new(
-        max_concurrent: usize,
-        request_timeout: Duration,
-        max_in_flight_bytes: usize,
-    ) -> Self {
+    /// The limits of `config`.
+    pub fn of(config: &ServeConfig) -> Self {
         Self {
-            concurrency: Arc::new(tokio::sync::Semaphore::new(max_concurrent)),
-            request_timeout,
-            body_bytes: limits::BodyBudget::new(max_in_flight_bytes),
+            concurrency: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
+            request_timeout: config.request_timeout,
+            validate_bytes: limits::BodyBudget::new(config.max_in_flight_bytes),
+            convert_bytes: limits::BodyBudget::new(config.max_convert_in_flight_bytes),
+            body_idle_timeout: config.body_idle_timeout,
         }
     }
 }
 
-/// State shared by every worker.
+/// State shared by every connection.
 #[derive(Debug)]
 pub struct AppState {
     /// The compiled CRDs; swapped whole on reload, read lock-free per request.
@@ -177,53 +218,29 @@ pub struct AppState {
     pub max_request_bytes: usize,
     /// Every metric, in this server's own registry.
     pub metrics: Metrics,
-    /// Concurrency and deadline of review requests.
+    /// Concurrency, budgets and deadline of review requests.
     pub limits: Limits,
     /// The `--max-convert-request-bytes` limit of `/convert`.
     pub max_convert_request_bytes: usize,
     ready: AtomicBool,
+    draining: AtomicBool,
 }
 
 impl AppState {
-    /// State serving `catalog` with fresh metrics and default limits, not yet ready.
-    pub fn new(catalog: Catalog, max_request_bytes: usize) -> Self {
-        let defaults = ServeConfig::new();
-        Self::with(
-            catalog,
-            max_request_bytes,
-            Metrics::register(),
-            Limits::new(
-                defaults.max_concurrent_requests,
-                defaults.request_timeout,
-                defaults.max_in_flight_bytes,
-            ),
-        )
-    }
-
-    /// State serving `catalog` (bound to `metrics` as config generation 1),
-    /// not yet ready.
-    pub fn with(
-        catalog: Catalog,
-        max_request_bytes: usize,
-        metrics: Metrics,
-        limits: Limits,
-    ) -> Self {
+    /// State serving `catalog` (bound to `metrics` as config generation 1)
+    /// with the limits of `config`, not yet ready.
+    pub fn new(catalog: Catalog, config: &ServeConfig, metrics: Metrics) -> Self {
         metrics.bind_catalog(&catalog);
         metrics.observe_config_loaded(1, std::time::SystemTime::now());
         Self {
             catalog: ArcSwap::from_pointee(catalog),
-            max_request_bytes,
+            max_request_bytes: config.max_request_bytes,
             metrics,
-            limits,
-            max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
+            limits: Limits::of(config),
+            max_convert_request_bytes: config.max_convert_request_bytes,
             ready: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
         }
-    }
-
-    /// Sets the `/convert` body limit.
-    pub fn with_max_convert_request_bytes(mut self, limit: usize) -> Self {
-        self.max_convert_request_bytes = limit;
-        self
     }
 
     /// What `/readyz` reports.
@@ -235,29 +252,57 @@ impl AppState {
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
     }
+
+    /// True once a stop began: HTTP/1.1 answers carry `Connection: close`.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
 }
 
 /// A started server. Dropping it stops the server without waiting.
-#[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     cert_pem: String,
-    state: web::Data<AppState>,
+    state: Arc<AppState>,
     cert_resolver: Arc<tls::CertResolver>,
-    handle: ServerHandle,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-    metrics_server: Option<(ServerHandle, tokio::task::JoinHandle<std::io::Result<()>>)>,
+    phase: watch::Sender<Phase>,
+    registry: Arc<connection::Registry>,
+    runtime: Option<tokio::runtime::Runtime>,
     reloader: Option<reload::Reloader>,
     shutdown_delay: Duration,
+    shutdown_timeout: Duration,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("local_addr", &self.local_addr)
+            .field("metrics_addr", &self.metrics_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The server's own runtime: `workers` threads for I/O (default: the CPUs
+/// the process may use), and a blocking pool for evaluation sized to the
+/// concurrency limit (evaluations wait for a slot before they take one).
+fn runtime(config: &ServeConfig) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .enable_all()
+        .thread_name("celhook-worker")
+        .max_blocking_threads(config.max_concurrent_requests.max(1));
+    if let Some(workers) = config.workers {
+        builder.worker_threads(workers.max(1));
+    }
+    builder.build()
 }
 
 /// Binds the listener and starts serving `catalog` with `config`.
 ///
-/// Must be called inside a tokio runtime; the server runs as a task of it
-/// (plus actix's worker threads) until [`RunningServer::stop`]. Errors are
-/// [`TlsError`] (bad certificate files: a configuration error) or I/O
-/// errors from binding, with context.
+/// The server runs on a runtime of its own (the caller's only awaits it)
+/// until [`RunningServer::stop`]. Errors are [`TlsError`] (bad certificate
+/// files: a configuration error) or I/O errors from binding, with context.
 pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<RunningServer> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let material = tls::load(&config.tls, &provider)?;
@@ -266,70 +311,72 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
             names = ?tls::SELF_SIGNED_NAMES,
             "no --tls-cert/--tls-key given: serving a self-signed certificate generated in memory (development only)"
         );
+    } else if let TlsSource::Files { cert, .. } = &config.tls {
+        if let Err(err) = tls::check_validity(&material.key, cert) {
+            tracing::warn!(error = %err, "serving a certificate that clients will refuse");
+        }
     }
     let metrics = Metrics::register();
     if let Some(expiry) = material.key.end_entity_cert().ok().and_then(tls::not_after) {
         metrics.observe_cert_expiry(expiry);
     }
     let cert_resolver = Arc::new(tls::CertResolver::new(material.key));
-    let tls_config = tls::server_config(
+    let tls_config = Arc::new(ArcSwap::from_pointee(tls::server_config(
         cert_resolver.clone(),
         provider.clone(),
         config.client_auth.as_ref(),
-    )?;
+    )?));
+    let state = Arc::new(AppState::new(catalog, &config, metrics));
 
-    let state = web::Data::new(
-        AppState::with(
-            catalog,
-            config.max_request_bytes,
-            metrics,
-            Limits::new(
-                config.max_concurrent_requests,
-                config.request_timeout,
-                config.max_in_flight_bytes,
-            ),
-        )
-        .with_max_convert_request_bytes(config.max_convert_request_bytes),
-    );
-    let app_state = state.clone();
-    let mut server = HttpServer::new(move || {
-        let state = app_state.clone();
-        App::new().configure(move |cfg| routes::configure(cfg, state))
-    })
-    // `RunningServer::run_until_signal` handles signals so it can turn
-    // /readyz to 503 before draining.
-    .disable_signals()
-    // Answers are small and latency-bound: without TCP_NODELAY a response
-    // written in two segments waits on the peer's delayed ACK (~40 ms).
-    .tcp_nodelay(true)
-    .keep_alive(config.keep_alive)
-    // Slow-client guards: the TLS handshake and the request head each get
-    // `header_timeout`; the body is bounded by the request deadline.
-    .tls_handshake_timeout(config.header_timeout)
-    .client_request_timeout(config.header_timeout)
-    .client_disconnect_timeout(Duration::from_secs(1))
-    .max_connection_rate(config.max_connection_rate)
-    // actix counts whole seconds: round up so a short timeout is not zero.
-    .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64);
-    if let Some(workers) = config.workers {
-        server = server.workers(workers);
-    }
-    let server = server
-        .bind_rustls_0_23(config.listen, tls_config)
-        .with_context(|| format!("binding the TLS listener on {}", config.listen))?;
-    let local_addr = server
-        .addrs()
-        .first()
-        .copied()
-        .context("the listener has no address")?;
-
-    let (metrics_addr, metrics_server) = match config.metrics_listen {
-        Some(addr) => {
-            let (bound, handle, task) = spawn_metrics_listener(addr, state.clone())?;
-            (Some(bound), Some((handle, task)))
-        }
-        None => (None, None),
+    // Shut down in the background if start-up fails below: dropping a
+    // runtime inside the caller's async context would panic.
+    let mut started = BackgroundDrop(Some(
+        runtime(&config).context("starting the server runtime")?,
+    ));
+    let runtime = started.get();
+    let listener = {
+        let _enter = runtime.enter();
+        bind(config.listen)
+            .with_context(|| format!("binding the TLS listener on {}", config.listen))?
     };
+    let local_addr = listener
+        .local_addr()
+        .context("the listener has no address")?;
+    let metrics_listener = match config.metrics_listen {
+        Some(addr) => {
+            let _enter = runtime.enter();
+            Some(bind(addr).with_context(|| format!("binding the metrics listener on {addr}"))?)
+        }
+        None => None,
+    };
+    let metrics_addr = metrics_listener
+        .as_ref()
+        .map(|l| l.local_addr())
+        .transpose()
+        .context("the metrics listener has no address")?;
+
+    let (phase, phase_rx) = watch::channel(Phase::Serving);
+    let registry = connection::Registry::new(config.max_connections);
+    let shared = Arc::new(connection::Shared::new(
+        state.clone(),
+        connection::Settings {
+            client_hello_timeout: config.client_hello_timeout,
+            header_timeout: config.header_timeout,
+            keep_alive: config.keep_alive,
+            write_timeout: config.write_timeout,
+            max_concurrent_streams: config.http2_max_concurrent_streams,
+        },
+        registry.clone(),
+        listener::Sources::new(config.max_handshakes_per_source),
+        listener::handshake_slots(config.max_connection_rate),
+        tls_config.clone(),
+        phase_rx.clone(),
+    ));
+    runtime.spawn(listener::accept_loop(listener, shared));
+    if let (Some(metrics_listener), Some(addr)) = (metrics_listener, metrics_addr) {
+        runtime.spawn(serve_metrics(metrics_listener, state.clone(), phase_rx));
+        tracing::info!(%addr, "serving metrics over plain HTTP");
+    }
 
     let reloader = reload::Reloader::start(reload::Targets {
         tls: match &config.tls {
@@ -338,6 +385,8 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
         },
         resolver: cert_resolver.clone(),
         provider,
+        client_auth: config.client_auth.clone(),
+        tls_config,
         config: match &config.config_source {
             ConfigSource::Dir(dir) => Some(dir.clone()),
             ConfigSource::Embedded => None,
@@ -347,52 +396,86 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
     })
     .context("starting the reload thread")?;
 
-    let server = server.run();
-    let handle = server.handle();
-    let task = tokio::spawn(server);
     state.set_ready(true);
     tracing::info!(%local_addr, "listening (HTTPS, HTTP/2 and HTTP/1.1)");
-
     Ok(RunningServer {
         local_addr,
         metrics_addr,
         cert_pem: material.cert_pem,
         state,
         cert_resolver,
-        handle,
-        task: Some(task),
-        metrics_server,
+        phase,
+        registry,
+        runtime: started.0.take(),
         reloader,
         shutdown_delay: config.shutdown_delay,
+        shutdown_timeout: config.shutdown_timeout,
     })
 }
 
-type ServerTask = tokio::task::JoinHandle<std::io::Result<()>>;
+/// A runtime that is shut down in the background when dropped.
+struct BackgroundDrop(Option<tokio::runtime::Runtime>);
+
+impl BackgroundDrop {
+    fn get(&self) -> &tokio::runtime::Runtime {
+        // Some until `spawn` takes it out at its very end.
+        #[allow(clippy::expect_used)]
+        self.0
+            .as_ref()
+            .expect("the runtime is taken only at the end")
+    }
+}
+
+impl Drop for BackgroundDrop {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A listening socket with a backlog for bursts of connections.
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
 
 /// The plain-HTTP listener of `--metrics-listen`: `/metrics`, `/healthz`
-/// and `/readyz` only, one worker.
-fn spawn_metrics_listener(
-    addr: SocketAddr,
-    state: web::Data<AppState>,
-) -> anyhow::Result<(SocketAddr, ServerHandle, ServerTask)> {
-    let server = HttpServer::new(move || {
-        let state = state.clone();
-        App::new().configure(move |cfg| routes::configure_ops(cfg, state))
-    })
-    .disable_signals()
-    .workers(1)
-    .shutdown_timeout(1)
-    .bind(addr)
-    .with_context(|| format!("binding the metrics listener on {addr}"))?;
-    let bound = server
-        .addrs()
-        .first()
-        .copied()
-        .context("the metrics listener has no address")?;
-    let server = server.run();
-    let handle = server.handle();
-    tracing::info!(addr = %bound, "serving metrics over plain HTTP");
-    Ok((bound, handle, tokio::spawn(server)))
+/// and `/readyz` only, HTTP/1.1.
+async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    mut phase: watch::Receiver<Phase>,
+) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(5));
+    let builder = Arc::new(builder);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = phase.wait_for(|p| *p == Phase::Stopping) => return,
+        };
+        let Ok((tcp, _)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let (state, builder) = (state.clone(), builder.clone());
+        tokio::spawn(async move {
+            let activity = activity::Activity::new();
+            let service = hyper::service::service_fn(move |req| {
+                routes::handle(state.clone(), activity.clone(), routes::Routes::Ops, req)
+            });
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+            let _ = tokio::time::timeout(Duration::from_secs(60), conn).await;
+        });
+    }
 }
 
 impl RunningServer {
@@ -431,86 +514,109 @@ impl RunningServer {
         &self.cert_resolver
     }
 
-    /// The graceful stop: turns `/readyz` to 503, keeps serving for the
-    /// shutdown delay (so the pod leaves the Service endpoints before it
-    /// stops accepting), stops accepting, lets requests in flight finish (up
-    /// to the shutdown timeout) and waits for the server to end.
+    /// Connections open now (handshakes included).
+    pub fn connections(&self) -> usize {
+        self.registry.len()
+    }
+
+    /// Asks the reloader to look at the files now (what SIGHUP does).
+    pub fn reload_now(&self) {
+        if let Some(reloader) = &self.reloader {
+            reloader.now();
+        }
+    }
+
+    /// The graceful stop: turns `/readyz` to 503 and, for the shutdown
+    /// delay, keeps serving while moving clients elsewhere (HTTP/1.1
+    /// answers carry `Connection: close`, HTTP/2 connections get a
+    /// GOAWAY), so the pod leaves the Service endpoints before it stops
+    /// accepting; then stops accepting, lets every connection finish what
+    /// it has (up to the shutdown timeout) and ends the runtime.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.state.set_ready(false);
+        self.state.draining.store(true, Ordering::Release);
+        self.phase.send_replace(Phase::Draining);
         if !self.shutdown_delay.is_zero() {
             tracing::info!(delay = ?self.shutdown_delay, "not ready; still serving until the shutdown delay ends");
             tokio::time::sleep(self.shutdown_delay).await;
         }
         tracing::info!("no longer accepting connections; draining requests in flight");
-        self.handle.stop(true).await;
-        let result = self.join().await;
-        if let Some((handle, task)) = self.metrics_server.take() {
-            handle.stop(true).await;
-            let _ = task.await;
+        self.phase.send_replace(Phase::Stopping);
+        let registry = self.registry.clone();
+        let drained =
+            tokio::time::timeout(
+                self.shutdown_timeout,
+                async move { registry.wait_empty().await },
+            )
+            .await;
+        if drained.is_err() {
+            tracing::warn!(
+                connections = self.registry.len(),
+                "shutdown timeout: closing the connections still open"
+            );
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
         if let Some(reloader) = self.reloader.take() {
             // Joining waits for a reload in progress: off the async thread.
             let _ = tokio::task::spawn_blocking(move || reloader.stop()).await;
         }
-        result
-    }
-
-    /// Serves until SIGTERM or SIGINT, then stops gracefully.
-    pub async fn run_until_signal(mut self) -> anyhow::Result<()> {
-        let Some(mut task) = self.task.take() else {
-            return Ok(());
-        };
-        tokio::select! {
-            res = &mut task => {
-                // The server ended on its own: that is a failure.
-                res.context("server task failed")?.context("server failed")?;
-                anyhow::bail!("server stopped unexpectedly");
-            }
-            signal = shutdown_signal() => {
-                let signal = signal?;
-                tracing::info!(signal, "stopping");
-            }
-        }
-        self.task = Some(task);
-        self.stop().await
-    }
-
-    async fn join(&mut self) -> anyhow::Result<()> {
-        if let Some(task) = self.task.take() {
-            task.await
-                .context("server task failed")?
-                .context("server failed")?;
-        }
         Ok(())
+    }
+
+    /// Serves until SIGTERM or SIGINT, then stops gracefully. SIGHUP
+    /// reloads the certificate and config files at once; SIGUSR1 and
+    /// SIGUSR2 are logged and ignored (their default would kill the process
+    /// without a drain).
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        let signal = signals::wait(|| self.reload_now()).await?;
+        tracing::info!(signal, "stopping");
+        self.stop().await
     }
 }
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
-        if self.task.is_some() {
-            // Sends the stop command at once; there is nobody left to await it.
-            drop(self.handle.stop(false));
-        }
-        if let Some((handle, _)) = self.metrics_server.take() {
-            drop(handle.stop(false));
+        self.phase.send_replace(Phase::Stopping);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
 
-/// Waits for SIGTERM (what Kubernetes sends) or SIGINT; returns its name.
-async fn shutdown_signal() -> anyhow::Result<&'static str> {
+mod signals {
+    use anyhow::Context;
+
+    /// Waits for SIGTERM (what Kubernetes sends) or SIGINT and returns its
+    /// name; calls `reload` on each SIGHUP.
     #[cfg(unix)]
-    {
+    pub async fn wait(reload: impl Fn()) -> anyhow::Result<&'static str> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        tokio::select! {
-            _ = term.recv() => Ok("SIGTERM"),
-            _ = int.recv() => Ok("SIGINT"),
+        let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+        let mut usr1 =
+            signal(SignalKind::user_defined1()).context("installing the SIGUSR1 handler")?;
+        let mut usr2 =
+            signal(SignalKind::user_defined2()).context("installing the SIGUSR2 handler")?;
+        loop {
+            tokio::select! {
+                _ = term.recv() => return Ok("SIGTERM"),
+                _ = int.recv() => return Ok("SIGINT"),
+                _ = hup.recv() => {
+                    tracing::info!(signal = "SIGHUP", "reloading the certificate and config files now");
+                    reload();
+                }
+                _ = usr1.recv() => tracing::info!(signal = "SIGUSR1", "ignored"),
+                _ = usr2.recv() => tracing::info!(signal = "SIGUSR2", "ignored"),
+            }
         }
     }
+
+    /// Waits for Ctrl-C.
     #[cfg(not(unix))]
-    {
+    pub async fn wait(_reload: impl Fn()) -> anyhow::Result<&'static str> {
         tokio::signal::ctrl_c()
             .await
             .context("waiting for Ctrl-C")?;

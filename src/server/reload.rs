@@ -5,10 +5,14 @@
 //! - certificate: the new pair is loaded and checked, then handed to the
 //!   [`CertResolver`] (new handshakes use it, open connections keep theirs);
 //!   a broken pair is logged and counted, and the old one keeps serving;
-//! - config: the directory is loaded and compiled on this thread (off the
-//!   request path), bound to the metrics and swapped in atomically; a config
-//!   `celhook check` would refuse is logged and counted, and the last good
-//!   one keeps serving.
+//! - config: once the directory's content stayed the same for a whole
+//!   interval (a file being written is not read half done), it is loaded and
+//!   compiled on this thread (off the request path), bound to the metrics
+//!   and swapped in atomically; a config `celhook check` would refuse is
+//!   logged and counted, and the last good one keeps serving. A change that
+//!   drops rules or CRDs (what a file cut short looks like) is logged and
+//!   loaded only after five unchanged polls, or at once on SIGHUP;
+//! - client CA: a changed `--client-ca` file verifies the next handshakes.
 //!
 //! Why polling and not inotify (`notify`): Kubernetes updates Secret and
 //! ConfigMap volumes by writing a new timestamped directory and swapping the
@@ -29,48 +33,76 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use actix_web::web;
+use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 
-use super::tls::{self, CertResolver, TlsSource};
+use super::tls::{self, CertResolver, ClientAuth, TlsSource};
 use super::AppState;
-use crate::config::{self, ConfigSource};
+use crate::config::{self, Catalog, ConfigSource};
 
 /// Default for `--reload-interval`.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a change that drops rules or CRDs must stay unchanged before
+/// it is loaded (at least, and at least five polls); any other change waits
+/// one whole interval.
+const DROP_SETTLE: Duration = Duration::from_secs(10);
+const DROP_SETTLE_POLLS: u32 = 5;
 
 /// What the reloader watches.
 pub(super) struct Targets {
     pub tls: Option<(PathBuf, PathBuf)>,
     pub resolver: Arc<CertResolver>,
     pub provider: Arc<CryptoProvider>,
+    pub client_auth: Option<ClientAuth>,
+    pub tls_config: Arc<ArcSwap<rustls::ServerConfig>>,
     pub config: Option<PathBuf>,
-    pub state: web::Data<AppState>,
+    pub state: Arc<AppState>,
     pub interval: Duration,
+}
+
+/// A message to the reloader thread.
+enum Message {
+    /// Look at the files now, and load what changed without waiting for it
+    /// to settle (SIGHUP: the operator says the files are complete).
+    Now,
 }
 
 /// The running reloader thread; [`Reloader::stop`] (or drop) ends it.
 #[derive(Debug)]
 pub struct Reloader {
-    stop: Option<mpsc::Sender<()>>,
+    messages: Option<mpsc::Sender<Message>>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Now")
+    }
 }
 
 impl Reloader {
     /// Starts watching. Returns `None` when there is nothing to watch
-    /// (generated certificate and embedded config).
+    /// (generated certificate, no client CA and embedded config).
     pub(super) fn start(targets: Targets) -> std::io::Result<Option<Reloader>> {
-        if targets.tls.is_none() && targets.config.is_none() {
+        if targets.tls.is_none() && targets.config.is_none() && targets.client_auth.is_none() {
             return Ok(None);
         }
-        let (stop, stopped) = mpsc::channel();
+        let (messages, inbox) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("celhook-reload".into())
-            .spawn(move || run(targets, &stopped))?;
+            .spawn(move || run(targets, &inbox))?;
         Ok(Some(Reloader {
-            stop: Some(stop),
+            messages: Some(messages),
             thread: Some(thread),
         }))
+    }
+
+    /// Looks at the files at once (SIGHUP).
+    pub fn now(&self) {
+        if let Some(messages) = &self.messages {
+            let _ = messages.send(Message::Now);
+        }
     }
 
     /// Stops the thread and waits for it.
@@ -80,7 +112,7 @@ impl Reloader {
 
     fn shutdown(&mut self) {
         // Dropping the sender wakes the thread at once.
-        self.stop.take();
+        self.messages.take();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -93,31 +125,76 @@ impl Drop for Reloader {
     }
 }
 
-fn run(targets: Targets, stopped: &mpsc::Receiver<()>) {
+/// A config directory that changed: its fingerprint, for how many polls
+/// in a row it has stayed so, and since when.
+struct Pending {
+    fingerprint: u64,
+    polls: u32,
+    since: std::time::Instant,
+}
+
+fn run(targets: Targets, inbox: &mpsc::Receiver<Message>) {
     let mut cert_seen = targets
         .tls
         .as_ref()
         .map(|(c, k)| files_fingerprint(&[c, k]));
+    let mut ca_seen = targets
+        .client_auth
+        .as_ref()
+        .map(|auth| files_fingerprint(&[&auth.ca]));
     let mut config_seen = targets.config.as_deref().map(dir_fingerprint);
+    let mut pending: Option<Pending> = None;
     tracing::debug!(interval = ?targets.interval, "watching certificate and config files");
     loop {
-        match stopped.recv_timeout(targets.interval) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // A message or a dropped sender: stop.
-            _ => return,
-        }
+        let now = match inbox.recv_timeout(targets.interval) {
+            Err(mpsc::RecvTimeoutError::Timeout) => false,
+            Ok(Message::Now) => true,
+            // The sender is gone: stop.
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
         if let Some((cert, key)) = &targets.tls {
-            let now = files_fingerprint(&[cert, key]);
-            if cert_seen != Some(now) {
-                cert_seen = Some(now);
+            let fingerprint = files_fingerprint(&[cert, key]);
+            if cert_seen != Some(fingerprint) || now {
+                cert_seen = Some(fingerprint);
                 reload_cert(&targets, cert, key);
             }
         }
+        if let Some(auth) = &targets.client_auth {
+            let fingerprint = files_fingerprint(&[&auth.ca]);
+            if ca_seen != Some(fingerprint) || now {
+                ca_seen = Some(fingerprint);
+                reload_client_ca(&targets, auth);
+            }
+        }
         if let Some(dir) = &targets.config {
-            let now = dir_fingerprint(dir);
-            if config_seen != Some(now) {
-                config_seen = Some(now);
-                reload_config(&targets.state, dir);
+            let fingerprint = dir_fingerprint(dir);
+            if config_seen == Some(fingerprint) && !now {
+                pending = None;
+                continue;
+            }
+            // A change loads once it stayed the same for a whole interval:
+            // a file being written (or copied in pieces) is not read half
+            // done. One that drops rules or CRDs waits longer (below).
+            let (polls, since) = match &pending {
+                Some(p) if p.fingerprint == fingerprint => (p.polls + 1, p.since),
+                _ => (1, std::time::Instant::now()),
+            };
+            pending = Some(Pending {
+                fingerprint,
+                polls,
+                since,
+            });
+            if polls < 2 && !now {
+                targets.state.metrics.observe_config_reload_deferred();
+                continue;
+            }
+            let settled = now || (polls >= DROP_SETTLE_POLLS && since.elapsed() >= DROP_SETTLE);
+            match reload_config_settled(&targets.state, dir, settled) {
+                Settle::Done => {
+                    config_seen = Some(fingerprint);
+                    pending = None;
+                }
+                Settle::Wait => targets.state.metrics.observe_config_reload_deferred(),
             }
         }
     }
@@ -129,7 +206,9 @@ fn reload_cert(targets: &Targets, cert: &Path, key: &Path) {
         key: key.to_owned(),
     };
     let metrics = &targets.state.metrics;
-    match tls::load(&source, &targets.provider) {
+    let loaded = tls::load(&source, &targets.provider)
+        .and_then(|material| tls::check_validity(&material.key, cert).map(|()| material));
+    match loaded {
         Ok(material) => {
             let expiry = material.key.end_entity_cert().ok().and_then(tls::not_after);
             targets.resolver.replace(material.key);
@@ -146,20 +225,63 @@ fn reload_cert(targets: &Targets, cert: &Path, key: &Path) {
     }
 }
 
+fn reload_client_ca(targets: &Targets, auth: &ClientAuth) {
+    let metrics = &targets.state.metrics;
+    match tls::server_config(
+        targets.resolver.clone(),
+        targets.provider.clone(),
+        Some(auth),
+    ) {
+        Ok(config) => {
+            targets.tls_config.store(Arc::new(config));
+            metrics.observe_cert_reload(true);
+            tracing::info!(ca = %auth.ca.display(), "verifying client certificates with the new CA file");
+        }
+        Err(err) => {
+            metrics.observe_cert_reload(false);
+            tracing::error!(error = %err, "--client-ca file changed but is unusable; still verifying with the previous CAs");
+        }
+    }
+}
+
 /// Loads `dir`; on success binds and swaps the new catalog in. Returns
 /// whether the new config serves.
 pub fn reload_config(state: &AppState, dir: &Path) -> bool {
+    matches!(reload_config_settled(state, dir, true), Settle::Done)
+}
+
+/// What a reload attempt came to.
+enum Settle {
+    /// Loaded, or refused for good (logged): nothing more to do for this
+    /// content.
+    Done,
+    /// It drops rules or CRDs and has not settled yet: look again later.
+    Wait,
+}
+
+fn reload_config_settled(state: &AppState, dir: &Path, settled: bool) -> Settle {
     let loaded = config::load(&ConfigSource::Dir(dir.to_owned()));
     if loaded.report.has_errors() {
         state.metrics.observe_config_reload_failure();
-        for problem in crate::cli::problems(&loaded.report) {
-            tracing::error!(problem = %crate::cli::format_problem(&problem), "config problem");
+        for problem in config::report::problems(&loaded.report) {
+            tracing::error!(problem = %config::report::format_problem(&problem), "config problem");
         }
         tracing::error!(
             generation = state.metrics.config_generation(),
             "config changed but has problems; still serving the previous config"
         );
-        return false;
+        return Settle::Done;
+    }
+    let dropped = dropped(&state.catalog.load(), &loaded.catalog);
+    if !dropped.is_empty() {
+        if !settled {
+            tracing::warn!(
+                dropped = ?dropped,
+                "config change drops rules or CRDs: loading it only once it has stayed the same for {DROP_SETTLE:?} and {DROP_SETTLE_POLLS} polls, or on SIGHUP (a file still being written looks the same)"
+            );
+            return Settle::Wait;
+        }
+        tracing::warn!(dropped = ?dropped, "the new config drops rules or CRDs");
     }
     state.metrics.bind_catalog(&loaded.catalog);
     state.catalog.store(Arc::new(loaded.catalog));
@@ -172,7 +294,35 @@ pub fn reload_config(state: &AppState, dir: &Path) -> bool {
         crds = loaded.report.crds.len(),
         "serving the new config"
     );
-    true
+    Settle::Done
+}
+
+/// What `new` lacks of `old`: CRD versions gone, and versions with fewer
+/// rules, as `group/version/kind` texts.
+fn dropped(old: &Catalog, new: &Catalog) -> Vec<String> {
+    let mut out: Vec<String> = old
+        .versions()
+        .filter_map(|v| {
+            let name = format!("{}/{}/{}", v.group, v.version, v.kind);
+            match new.lookup(&v.group, &v.version, &v.kind) {
+                None => Some(format!("{name}: CRD version gone")),
+                Some(n) => {
+                    let (before, after) = (v.validator.rule_count(), n.validator.rule_count());
+                    (after < before).then(|| format!("{name}: {before} rules -> {after}"))
+                }
+            }
+        })
+        .collect();
+    let conversions = |c: &Catalog| c.conversion_count();
+    if conversions(new) < conversions(old) {
+        out.push(format!(
+            "conversion documents: {} -> {}",
+            conversions(old),
+            conversions(new)
+        ));
+    }
+    out.sort();
+    out
 }
 
 /// Hash of the files' contents; an unreadable file hashes its error kind,

@@ -8,60 +8,242 @@
 //! | `GET /readyz`    | 200 `ok` once the config is compiled and the listener bound, else 503 |
 //! | `GET /metrics`   | Prometheus text format (also on `--metrics-listen`)           |
 //!
-//! Handlers only unwrap the review, call the core and wrap its answer. Review
-//! routes are wrapped in [`limits::guard`] (in-flight count, latency,
-//! concurrency limit, deadline) and count their own outcome.
+//! A review goes straight through [`review`]: read the body within the
+//! limits (`limits`), wait for a slot, then decode, evaluate and encode on
+//! a blocking thread under the request's deadline, so that no rule or
+//! conversion holds an I/O thread and a late one is answered 504 on time.
 
+use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
-use actix_web::http::header::ContentType;
-use actix_web::middleware::from_fn;
-use actix_web::{web, HttpResponse};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Version};
 use tracing::field::Empty;
 
 mod convert;
 
-use super::{limits, AppState};
+use super::activity::Activity;
+use super::body::Body;
+use super::limits::{self, BodyRules, Held};
+use super::AppState;
 use crate::error::WebhookError;
 use crate::metrics::{Endpoint, Outcome};
 use crate::review::ReviewVersion;
 use crate::{review, validation};
 
-/// Registers the routes and the body limit on an actix app.
-pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
-    // Body limits are applied by `limits::guard`, which reads the body.
-    cfg.app_data(state)
-        .service(
-            web::resource("/validate")
-                .wrap(from_fn(limits::guard))
-                .route(web::post().to(validate)),
-        )
-        .service(
-            web::resource("/convert")
-                .wrap(from_fn(limits::guard))
-                .route(web::post().to(convert::convert)),
-        )
-        .service(web::resource("/healthz").route(web::get().to(healthz)))
-        .service(web::resource("/readyz").route(web::get().to(readyz)))
-        .service(web::resource("/metrics").route(web::get().to(metrics)));
+/// Which routes a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routes {
+    /// The HTTPS listener: reviews and the operational routes.
+    All,
+    /// The plain-HTTP `--metrics-listen` listener: operational routes only.
+    Ops,
 }
 
-/// The routes of the plain-HTTP `--metrics-listen` listener.
-pub fn configure_ops(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
-    cfg.app_data(state)
-        .service(web::resource("/healthz").route(web::get().to(healthz)))
-        .service(web::resource("/readyz").route(web::get().to(readyz)))
-        .service(web::resource("/metrics").route(web::get().to(metrics)));
+/// Answers one request of a connection.
+pub async fn handle(
+    state: Arc<AppState>,
+    activity: Arc<Activity>,
+    routes: Routes,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let in_flight = activity.request();
+    let http1 = req.version() < Version::HTTP_2;
+    let mut res = match (req.method(), req.uri().path(), routes) {
+        (&Method::POST, "/validate", Routes::All) => {
+            review(&state, &activity, Endpoint::Validate, req).await
+        }
+        (&Method::POST, "/convert", Routes::All) => {
+            review(&state, &activity, Endpoint::Convert, req).await
+        }
+        (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "ok\n"),
+        (&Method::GET, "/readyz", _) => readyz(&state),
+        (&Method::GET, "/metrics", _) => metrics(&state),
+        (_, "/validate" | "/convert", Routes::All)
+        | (_, "/healthz" | "/readyz" | "/metrics", _) => {
+            plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
+        }
+        _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+    };
+    // While stopping, HTTP/1.1 clients are told to take their next request
+    // elsewhere (HTTP/2 connections get a GOAWAY from `connection`).
+    if http1 && state.is_draining() {
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    let (parts, body) = res.into_parts();
+    Ok(Response::from_parts(
+        parts,
+        body.sent_as(in_flight.into_sending()),
+    ))
 }
 
-/// `GET /metrics`: every metric in the Prometheus text format.
-pub async fn metrics(state: web::Data<AppState>) -> Result<HttpResponse, WebhookError> {
-    let body = state.metrics.render().map_err(|err| {
-        WebhookError::Internal(anyhow::Error::new(err).context("rendering the metrics"))
-    })?;
-    Ok(HttpResponse::Ok()
-        .content_type(prometheus::TEXT_FORMAT)
-        .body(body))
+/// A review request: body, slot, evaluation, each within the deadline.
+async fn review(
+    state: &Arc<AppState>,
+    activity: &Activity,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let _timer = state.metrics.start(endpoint);
+    let budget = limits::deadline(
+        req.uri().query().unwrap_or(""),
+        state.limits.request_timeout,
+    );
+    let deadline = tokio::time::Instant::now() + budget;
+    match read_and_run(state, activity, endpoint, req, budget, deadline).await {
+        Ok(res) => res,
+        Err(err) => {
+            match &err {
+                WebhookError::Overloaded
+                | WebhookError::BodyBudgetExhausted
+                | WebhookError::ConnectionBudgetExhausted => {
+                    state.metrics.observe_overloaded(endpoint)
+                }
+                WebhookError::BodyTimeout { .. }
+                | WebhookError::BodyIdle { .. }
+                | WebhookError::DeadlineExceeded { .. } => {
+                    state.metrics.observe_deadline_exceeded(endpoint)
+                }
+                // Counted by the handler once it knew the review's kind.
+                WebhookError::Internal(_) => {}
+                _ => {
+                    state
+                        .metrics
+                        .observe_review(endpoint, "unknown", "unknown", "", Outcome::Error)
+                }
+            }
+            error_response(&err)
+        }
+    }
+}
+
+async fn read_and_run(
+    state: &Arc<AppState>,
+    activity: &Activity,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+    budget: std::time::Duration,
+    deadline: tokio::time::Instant,
+) -> Result<Response<Body>, WebhookError> {
+    let declared = limits::content_length(req.headers())?;
+    let (endpoint_budget, limit) = match endpoint {
+        Endpoint::Validate => (&state.limits.validate_bytes, state.max_request_bytes),
+        Endpoint::Convert => (&state.limits.convert_bytes, state.max_convert_request_bytes),
+    };
+    let mut held = Held::new(
+        endpoint_budget,
+        activity.held[endpoint as usize].clone(),
+        state.metrics.body_bytes_in_flight().clone(),
+    );
+    // The head is held too: over HTTP/2 a client may open many streams
+    // with large header lists and never send their bodies.
+    held.grow(head_bytes(&req))?;
+    let rules = BodyRules {
+        limit,
+        idle: state.limits.body_idle_timeout,
+        deadline,
+        budget,
+    };
+    let body = limits::read_body(req.into_body(), declared, rules, &mut held).await?;
+
+    let Ok(Ok(permit)) =
+        tokio::time::timeout_at(deadline, state.limits.concurrency.clone().acquire_owned()).await
+    else {
+        return Err(WebhookError::Overloaded);
+    };
+
+    let span = match endpoint {
+        Endpoint::Validate => tracing::info_span!(
+            "admission",
+            uid = Empty,
+            kind = Empty,
+            operation = Empty,
+            namespace = Empty,
+            object_name = Empty,
+            outcome = Empty
+        ),
+        Endpoint::Convert => tracing::info_span!(
+            "conversion",
+            uid = Empty,
+            desired = Empty,
+            objects = Empty,
+            result = Empty
+        ),
+    };
+    let task_state = state.clone();
+    // A conversion stops a little before the deadline, so that the caller
+    // gets a Failure naming the reason rather than a bare 504.
+    let std_deadline = match endpoint {
+        Endpoint::Validate => deadline.into_std(),
+        Endpoint::Convert => deadline.into_std() - budget / 20,
+    };
+    let task = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let scope = crate::cel::interrupt::enter(std_deadline);
+        let answer = span.in_scope(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| match endpoint {
+                Endpoint::Validate => answer_admission(&task_state, &body),
+                Endpoint::Convert => convert::answer(&task_state, &body, held),
+            }))
+        });
+        match answer {
+            _ if scope.expired() && endpoint == Endpoint::Validate => {
+                Err(WebhookError::DeadlineExceeded { budget })
+            }
+            Ok(answer) => answer,
+            Err(_) => Err(WebhookError::Internal(anyhow::anyhow!(
+                "{} panicked",
+                endpoint.as_str()
+            ))),
+        }
+    });
+    match tokio::time::timeout_at(deadline, task).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(join)) => Err(WebhookError::Internal(
+            anyhow::Error::new(join).context("the evaluation task failed"),
+        )),
+        // The task stops at its next check of the deadline and frees its slot.
+        Err(_) => Err(WebhookError::DeadlineExceeded { budget }),
+    }
+}
+
+/// The size of a request's head as HTTP/2 counts a header list (32 bytes
+/// of overhead per field).
+fn head_bytes(req: &Request<Incoming>) -> usize {
+    let fields: usize = req
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 32)
+        .sum();
+    fields + req.uri().to_string().len() + 32
+}
+
+/// The review's answer as a 200 with a JSON body.
+fn json(body: Body) -> Response<Body> {
+    let mut res = Response::new(body);
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// The answer to an error (see `error.rs`).
+pub fn error_response(err: &WebhookError) -> Response<Body> {
+    let answer = err.answer();
+    let mut res = plain_owned(answer.status, answer.body);
+    if answer.retry_after {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    if answer.close {
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    res
 }
 
 /// The `review_version` label of an admission review.
@@ -72,46 +254,13 @@ fn review_version_label(version: ReviewVersion) -> &'static str {
     }
 }
 
-/// `POST /validate`: decodes the AdmissionReview, runs the CRD rules, answers.
-#[tracing::instrument(
-    name = "admission",
-    skip_all,
-    fields(uid = Empty, kind = Empty, operation = Empty, namespace = Empty, object_name = Empty, outcome = Empty)
-)]
-pub async fn validate(
-    state: web::Data<AppState>,
-    // The guard read the body (or found why it could not): error.rs
-    // decides the answer to an oversized or broken body, as for every other
-    // error, and this handler counts it.
-    body: limits::ReviewBody,
-) -> Result<HttpResponse, WebhookError> {
-    let result = answer_admission(&state, body);
-    if let Err(err) = &result {
-        tracing::Span::current().record("outcome", Outcome::Error.as_str());
-        // A review we could not read has no kind; one we could is counted
-        // inside `answer_admission`.
-        if !matches!(err, WebhookError::Internal(_)) {
-            state.metrics.observe_review(
-                Endpoint::Validate,
-                "unknown",
-                "unknown",
-                "",
-                Outcome::Error,
-            );
-        }
-    }
-    result
-}
-
-fn answer_admission(
-    state: &AppState,
-    body: limits::ReviewBody,
-) -> Result<HttpResponse, WebhookError> {
-    let body = body.0?;
+/// Decodes an AdmissionReview, runs the CRD rules, encodes the answer;
+/// counts the outcome once the kind is known.
+fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, WebhookError> {
     if tracing::enabled!(tracing::Level::DEBUG) {
-        tracing::debug!(body = %String::from_utf8_lossy(&body), "admission request body");
+        tracing::debug!(body = %String::from_utf8_lossy(body), "admission request body");
     }
-    let (version, req) = review::decode_admission(&body)?;
+    let (version, req) = review::decode_admission(body)?;
 
     let span = tracing::Span::current();
     span.record("uid", req.uid.as_str());
@@ -137,19 +286,13 @@ fn answer_admission(
             outcome,
         );
     };
-    // Rules run inline: evaluation is CPU-bound and short. A panic in the
-    // core must cost one request a 500, not the worker and its connections.
-    let res =
-        match std::panic::catch_unwind(AssertUnwindSafe(|| validation::review(&catalog, &req))) {
-            Ok(res) => res,
-            Err(_) => {
-                observe(Outcome::Error);
-                return Err(WebhookError::Internal(anyhow::anyhow!(
-                    "validation panicked"
-                )));
-            }
-        };
-
+    let res = validation::review(&catalog, &req);
+    if crate::cel::interrupt::expired() {
+        observe(Outcome::Error);
+        return Err(WebhookError::DeadlineExceeded {
+            budget: state.limits.request_timeout,
+        });
+    }
     let out = match review::encode_admission(version, &res) {
         Ok(out) => out,
         Err(err) => {
@@ -187,30 +330,45 @@ fn answer_admission(
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(&out), "admission response body");
     }
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::json())
-        .body(out))
+    Ok(json(Body::full(out)))
 }
 
-/// `GET /healthz`: the process is alive and serving.
-pub async fn healthz() -> HttpResponse {
-    plain(actix_web::http::StatusCode::OK, "ok\n")
-}
-
-/// `GET /readyz`: ready for traffic (config compiled, listener bound, not stopping).
-pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    if state.is_ready() {
-        plain(actix_web::http::StatusCode::OK, "ok\n")
-    } else {
-        plain(
-            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            "not ready\n",
-        )
+/// `GET /metrics`: every metric in the Prometheus text format.
+fn metrics(state: &AppState) -> Response<Body> {
+    match state.metrics.render() {
+        Ok(body) => {
+            let mut res = Response::new(Body::full(body));
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(prometheus::TEXT_FORMAT),
+            );
+            res
+        }
+        Err(err) => error_response(&WebhookError::Internal(
+            anyhow::Error::new(err).context("rendering the metrics"),
+        )),
     }
 }
 
-fn plain(status: actix_web::http::StatusCode, body: &'static str) -> HttpResponse {
-    HttpResponse::build(status)
-        .content_type(ContentType::plaintext())
-        .body(body)
+/// `GET /readyz`: ready for traffic (config compiled, listener bound, not stopping).
+fn readyz(state: &AppState) -> Response<Body> {
+    if state.is_ready() {
+        plain(StatusCode::OK, "ok\n")
+    } else {
+        plain(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+    }
+}
+
+fn plain(status: StatusCode, body: &'static str) -> Response<Body> {
+    plain_owned(status, body.to_owned())
+}
+
+fn plain_owned(status: StatusCode, body: String) -> Response<Body> {
+    let mut res = Response::new(Body::full(body));
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
 }

@@ -102,6 +102,14 @@ pub enum TlsError {
         /// Why.
         reason: String,
     },
+    /// The certificate is expired or not valid yet.
+    #[error("the certificate in --tls-cert file {} is {reason}", path.display())]
+    Validity {
+        /// The file.
+        path: PathBuf,
+        /// Its validity, as the check found it.
+        reason: String,
+    },
     /// rcgen failed to make the self-signed certificate.
     #[error("cannot generate a self-signed certificate: {0}")]
     Generate(#[from] rcgen::Error),
@@ -368,7 +376,9 @@ impl ClientCertVerifier for NameCheckingVerifier {
         if names.iter().any(|n| self.allowed.contains(n)) {
             Ok(verified)
         } else {
-            tracing::warn!(
+            // Counted and logged (rate-limited) by the listener; the names
+            // are detail for debugging.
+            tracing::debug!(
                 ?names,
                 "refused a client certificate: no name in --allowed-client-names"
             );
@@ -402,12 +412,10 @@ impl ClientCertVerifier for NameCheckingVerifier {
 }
 
 /// The listener's rustls configuration: TLS 1.3 and 1.2 only, the
-/// certificate from `resolver`, and client certificates as `client_auth`
-/// demands (none when `None`).
-///
-/// ALPN is left empty on purpose: actix-web puts `h2` and `http/1.1` in front
-/// of whatever is configured here, and the server picks the client's most
-/// preferred protocol it knows, so the API server gets HTTP/2.
+/// certificate from `resolver`, client certificates as `client_auth`
+/// demands (none when `None`), and ALPN `h2` then `http/1.1` (the server
+/// picks the client's most preferred protocol it knows, so the API server
+/// gets HTTP/2 when it offers it).
 pub fn server_config(
     resolver: Arc<CertResolver>,
     provider: Arc<CryptoProvider>,
@@ -416,12 +424,45 @@ pub fn server_config(
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(TlsError::Config)?;
-    let config = match client_auth {
+    let mut config = match client_auth {
         None => builder.with_no_client_auth(),
         Some(auth) => builder.with_client_cert_verifier(client_verifier(auth, provider)?),
     }
     .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// Refuses a certificate outside its validity period (clock skew of a
+/// minute allowed): a reload must not replace a good certificate with one
+/// every client will refuse.
+pub fn check_validity(key: &CertifiedKey, path: &Path) -> Result<(), TlsError> {
+    let Ok(leaf) = key.end_entity_cert() else {
+        return Ok(());
+    };
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(leaf.as_ref()) else {
+        return Ok(());
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let validity = parsed.validity();
+    let (from, to) = (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    );
+    let skew = 60;
+    let reason = if now + skew < from {
+        format!("not valid before {}", validity.not_before)
+    } else if now - skew > to {
+        format!("expired at {}", validity.not_after)
+    } else {
+        return Ok(());
+    };
+    Err(TlsError::Validity {
+        path: path.to_owned(),
+        reason,
+    })
 }
 
 #[cfg(test)]

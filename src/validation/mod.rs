@@ -60,6 +60,17 @@ impl Node {
     fn is_empty(&self) -> bool {
         self.rules.is_empty() && self.properties.is_empty() && self.element.is_none()
     }
+
+    /// Rules at this node and below it.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+            + self
+                .properties
+                .iter()
+                .map(|(_, n)| n.rule_count())
+                .sum::<usize>()
+            + self.element.as_ref().map_or(0, |e| e.rule_count())
+    }
 }
 
 /// A problem in one rule, found at compile time.
@@ -80,6 +91,11 @@ pub struct Validator {
 }
 
 impl Validator {
+    /// Rules of the whole schema.
+    pub fn rule_count(&self) -> usize {
+        self.root.rule_count()
+    }
+
     /// Compiles every rule of `schema`, reporting every problem (not just the first).
     pub fn compile(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
         let mut cx = Compilation::default();
@@ -763,6 +779,11 @@ impl Walk {
             return self.out_of_budget(path, schema);
         }
         for rule in &node.rules {
+            // Past the request's deadline nothing more runs; the server
+            // answers 504 (see `cel::interrupt`).
+            if cel::interrupt::expired() {
+                return;
+            }
             let uses_old = rule.program.uses_old_self();
             let old_value = match (uses_old, rule.optional_old_self, old) {
                 (true, false, None) => continue,

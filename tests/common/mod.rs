@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
+pub mod raw_h2;
+
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::server::{self, RunningServer, ServeConfig};
 use reqwest::{Client, StatusCode, Version};
@@ -272,6 +274,15 @@ pub async fn tls_connect(
     addr: std::net::SocketAddr,
     ca_pem: &str,
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    tls_connect_alpn(addr, ca_pem, &[b"http/1.1"]).await
+}
+
+/// A raw TLS connection offering the ALPN protocols `alpn`.
+pub async fn tls_connect_alpn(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+    alpn: &[&[u8]],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     install_crypto();
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
@@ -284,7 +295,7 @@ pub async fn tls_connect(
     .expect("versions")
     .with_root_certificates(roots)
     .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");

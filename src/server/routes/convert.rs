@@ -1,36 +1,27 @@
 //! `POST /convert`: ConversionReview in, ConversionReview out.
 
-use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use hyper::body::Bytes;
+use hyper::Response;
 
-use actix_web::body::{BodySize, MessageBody};
-use actix_web::http::header::ContentType;
-use actix_web::web::Bytes;
-use actix_web::{web, HttpResponse};
-use tracing::field::Empty;
-
+use super::json;
 use crate::error::WebhookError;
 use crate::metrics::{ConversionFailure, Endpoint, Outcome};
-use crate::server::limits::ReviewBody;
+use crate::server::body::Body;
+use crate::server::limits::Held;
 use crate::server::AppState;
 use crate::{conversion, review};
 
 /// Decodes the review, converts every object (all or nothing, checked by
 /// the metadata guard) and answers Success or Failure in the review's
-/// apiVersion.
-#[tracing::instrument(
-    name = "conversion",
-    skip_all,
-    fields(uid = Empty, desired = Empty, objects = Empty, result = Empty)
-)]
-pub async fn convert(
-    state: web::Data<AppState>,
-    body: ReviewBody,
-) -> Result<HttpResponse, WebhookError> {
-    let body = body.0?;
-    let (version, req) = review::decode_conversion(&body)?;
+/// apiVersion. The answer's bytes grow `held` as they are written (one
+/// budget for the body and its answer); a review whose answer does not fit,
+/// or that passes its deadline, stops between two objects.
+pub(super) fn answer(
+    state: &AppState,
+    body: &Bytes,
+    mut held: Held,
+) -> Result<Response<Body>, WebhookError> {
+    let (version, req) = review::decode_conversion(body)?;
 
     let span = tracing::Span::current();
     span.record("uid", req.uid.as_str());
@@ -65,17 +56,26 @@ pub async fn convert(
             }
         }
     });
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        conversion::convert_each(&catalog, &req.desired_api_version, objects, |object| {
-            // Serializing a JSON value into memory does not fail in
-            // practice; should it, the request ends as a 500 below.
-            if let Err(err) = writer.push(&object) {
-                encode_error.get_or_insert(err);
-            }
-            Ok(())
-        })
-    }))
-    .map_err(|_| WebhookError::Internal(anyhow::anyhow!("conversion panicked")))?;
+    let mut converted = 0usize;
+    let outcome = conversion::convert_each(&catalog, &req.desired_api_version, objects, |object| {
+        // Serializing a JSON value into memory does not fail in
+        // practice; should it, the request ends as a 500 below.
+        let before = writer.len();
+        if let Err(err) = writer.push(&object) {
+            encode_error.get_or_insert(err);
+        }
+        converted += 1;
+        let stop = |reason: String| conversion::ConversionError::Stopped { converted, reason };
+        if let Err(err) = held.grow(writer.len() - before) {
+            return Err(stop(format!(
+                "the answer does not fit in memory now ({err})"
+            )));
+        }
+        if crate::cel::interrupt::expired() {
+            return Err(stop("the review's deadline passed".into()));
+        }
+        Ok(())
+    });
     if let Some(err) = encode_error {
         return Err(internal(err));
     }
@@ -117,12 +117,12 @@ pub async fn convert(
             );
             span.record("result", "Success");
             tracing::debug!("converted");
-            Ok(HttpResponse::Ok()
-                .content_type(ContentType::json())
-                .body(Chunks::new(writer.finish())))
+            let chunks = writer.finish().into_iter().map(Bytes::from).collect();
+            Ok(json(Body::chunks(chunks).holding(held)))
         }
         Err(err) => {
             drop(writer);
+            drop(held);
             // The API server's own names for what went wrong.
             let failure = match &err {
                 conversion::ConversionError::Guard(conversion::GuardError::Count { .. }) => {
@@ -144,41 +144,7 @@ pub async fn convert(
             let message = err.to_string();
             tracing::info!(message = %message, "conversion failed");
             let out = review::encode_conversion(version, uid, Err(&message)).map_err(internal)?;
-            Ok(HttpResponse::Ok()
-                .content_type(ContentType::json())
-                .body(out))
+            Ok(json(Body::full(out)))
         }
-    }
-}
-
-/// A response body of ready chunks with a known total length (sent with a
-/// Content-Length): the answer stays in the pieces it was written in.
-struct Chunks {
-    chunks: VecDeque<Bytes>,
-    size: u64,
-}
-
-impl Chunks {
-    fn new(chunks: Vec<Vec<u8>>) -> Self {
-        let size = chunks.iter().map(|c| c.len() as u64).sum();
-        Chunks {
-            chunks: chunks.into_iter().map(Bytes::from).collect(),
-            size,
-        }
-    }
-}
-
-impl MessageBody for Chunks {
-    type Error = std::convert::Infallible;
-
-    fn size(&self) -> BodySize {
-        BodySize::Sized(self.size)
-    }
-
-    fn poll_next(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
-        Poll::Ready(self.get_mut().chunks.pop_front().map(Ok))
     }
 }

@@ -1,0 +1,259 @@
+//! The accept path: every connection gets a task of its own at once, so no
+//! silent or slow client can hold up the next one.
+//!
+//! In order, per connection:
+//! 1. at accept: at most `--max-handshakes-per-source` handshakes in
+//!    progress per source address, and at most `--max-connections` open
+//!    (at the cap, the longest-idle connection is closed to make room; with
+//!    none idle the new one is refused);
+//! 2. the first byte and the whole ClientHello within
+//!    `--client-hello-timeout` (a plain-HTTP request gets Go's 400 answer);
+//! 3. a slot among `--max-connection-rate` handshakes being computed, and
+//!    the rest of the handshake, within `--header-timeout` of the accept;
+//! 4. then HTTP/2 or HTTP/1.1 by ALPN (`connection`).
+//!
+//! Failed handshakes are counted by reason and logged at most once per
+//! reason every ten seconds (a scanner must not flood the log).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+use tokio_rustls::LazyConfigAcceptor;
+
+use super::activity::Activity;
+use super::connection::{self, Phase, Shared};
+
+/// Go's answer to plain HTTP on a TLS port, which clients and operators know.
+const PLAIN_HTTP_ANSWER: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+/// Handshakes in progress per source address.
+#[derive(Debug)]
+pub struct Sources {
+    counts: Mutex<HashMap<IpAddr, u32>>,
+    cap: u32,
+}
+
+impl Sources {
+    /// At most `cap` handshakes in progress per address.
+    pub fn new(cap: usize) -> Arc<Self> {
+        Arc::new(Self {
+            counts: Mutex::new(HashMap::new()),
+            cap: u32::try_from(cap).unwrap_or(u32::MAX).max(1),
+        })
+    }
+
+    /// Counts a handshake from `ip` until the guard drops, if under the cap.
+    pub fn try_enter(self: &Arc<Self>, ip: IpAddr) -> Option<SourceGuard> {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(ip).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(SourceGuard {
+            sources: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One handshake in progress from an address.
+#[derive(Debug)]
+pub struct SourceGuard {
+    sources: Arc<Sources>,
+    ip: IpAddr,
+}
+
+impl Drop for SourceGuard {
+    fn drop(&mut self) {
+        let mut counts = self
+            .sources
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A log line at most every ten seconds per reason, with the count of the
+/// lines left out.
+#[derive(Debug, Default)]
+pub struct RateLimitedLog {
+    last: Mutex<HashMap<&'static str, std::time::Instant>>,
+    suppressed: AtomicU64,
+}
+
+impl RateLimitedLog {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    /// Logs a refused handshake unless one of the same reason was logged
+    /// in the last ten seconds.
+    pub fn handshake_failed(&self, reason: &'static str, peer: SocketAddr, error: &str) {
+        let now = std::time::Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        match last.get(reason) {
+            Some(at) if now.duration_since(*at) < Self::EVERY => {
+                self.suppressed.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                last.insert(reason, now);
+                let suppressed = self.suppressed.swap(0, Ordering::Relaxed);
+                tracing::warn!(
+                    reason,
+                    %peer,
+                    error,
+                    suppressed,
+                    "TLS handshake failed (at most one line per reason every 10 s; `suppressed` counts the others)"
+                );
+            }
+        }
+    }
+}
+
+/// Accepts until the phase is [`Phase::Stopping`].
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut phase = shared.phase.clone();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopping(&mut phase) => return,
+        };
+        match accepted {
+            Ok((tcp, peer)) => admit(tcp, peer, &shared),
+            Err(err) => {
+                // Out of file descriptors, mostly: wait a little rather than spin.
+                tracing::error!(error = %err, "accept failed");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+async fn stopping(phase: &mut watch::Receiver<Phase>) {
+    let _ = phase.wait_for(|p| *p == Phase::Stopping).await;
+}
+
+fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
+    let metrics = &shared.state.metrics;
+    let Some(source) = shared.sources.try_enter(peer.ip()) else {
+        metrics.observe_connection_refused("source_limit");
+        return;
+    };
+    let activity = Activity::new();
+    let Some(registered) = shared.registry.register(activity.clone(), metrics) else {
+        metrics.observe_connection_refused("connection_limit");
+        return;
+    };
+    let _ = tcp.set_nodelay(true);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let handshake = handshake(tcp, peer, source, &shared).await;
+        if let Some((tls, http2)) = handshake {
+            connection::serve(tls, http2, activity, registered, &shared).await;
+        }
+    });
+}
+
+/// Why a handshake failed: the metric's reason and the error.
+type Failure = (&'static str, String);
+
+async fn handshake(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    source: SourceGuard,
+    shared: &Shared,
+) -> Option<(tokio_rustls::server::TlsStream<TcpStream>, bool)> {
+    let result = try_handshake(tcp, shared).await;
+    drop(source);
+    match result {
+        Ok(ok) => Some(ok),
+        Err((reason, error)) => {
+            shared.state.metrics.observe_handshake_failure(reason);
+            shared.failures.handshake_failed(reason, peer, &error);
+            None
+        }
+    }
+}
+
+async fn try_handshake(
+    tcp: TcpStream,
+    shared: &Shared,
+) -> Result<(tokio_rustls::server::TlsStream<TcpStream>, bool), Failure> {
+    let settings = &shared.settings;
+    let accepted = Instant::now();
+    let hello_deadline = accepted + settings.client_hello_timeout;
+    let deadline = accepted + settings.header_timeout.max(settings.client_hello_timeout);
+    let timeout = |what: &'static str| (what, format!("{what}: the client was too slow"));
+
+    // The first byte tells TLS (a handshake record, 0x16) from plain HTTP.
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(hello_deadline, tcp.peek(&mut first)).await {
+        Err(_) => return Err(timeout("client_hello_timeout")),
+        Ok(Err(err)) => return Err(("protocol", err.to_string())),
+        Ok(Ok(0)) => return Err(("protocol", "closed before the handshake".into())),
+        Ok(Ok(_)) if first[0].is_ascii_uppercase() => {
+            let mut tcp = tcp;
+            let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                tcp.write_all(PLAIN_HTTP_ANSWER).await?;
+                tcp.shutdown().await
+            })
+            .await;
+            return Err(("plain_http", "plain HTTP on the TLS port".into()));
+        }
+        Ok(Ok(_)) => {}
+    }
+
+    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp);
+    let start = match tokio::time::timeout_at(hello_deadline, start).await {
+        Err(_) => return Err(timeout("client_hello_timeout")),
+        Ok(Err(err)) => return Err(("protocol", err.to_string())),
+        Ok(Ok(start)) => start,
+    };
+    // Signing is the costly part of a handshake: a flood of them waits here
+    // instead of taking the CPU from established connections.
+    let Ok(Ok(_permit)) =
+        tokio::time::timeout_at(deadline, shared.handshakes.clone().acquire_owned()).await
+    else {
+        return Err(timeout("handshake_timeout"));
+    };
+    let config = shared.tls_config.load_full();
+    let tls = match tokio::time::timeout_at(deadline, start.into_stream(config)).await {
+        Err(_) => return Err(timeout("handshake_timeout")),
+        Ok(Err(err)) => return Err((classify(&err), err.to_string())),
+        Ok(Ok(tls)) => tls,
+    };
+    let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    Ok((tls, http2))
+}
+
+/// The metric reason of a failed handshake.
+fn classify(err: &io::Error) -> &'static str {
+    match err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented) => {
+            "client_certificate"
+        }
+        _ => "protocol",
+    }
+}
+
+/// The concurrent handshake computations (`--max-connection-rate`).
+pub fn handshake_slots(n: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(n.max(1)))
+}

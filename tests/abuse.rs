@@ -1,0 +1,838 @@
+//! Hostile clients, end to end over real TLS sockets: every cheap input
+//! that once stopped the webhook (declared-but-unsent bodies, silent TCP
+//! connections, HTTP/2 header and flow-control abuse, rules that cost time
+//! but no CEL cost, half-written config files, signals, a stop under load)
+//! is answered within its bound while normal reviews keep their pace.
+//! Counts and durations are small and bounded.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use celhook::config::{self, ConfigSource};
+use celhook::server::{RunningServer, ServeConfig};
+use common::raw_h2::{self, frame, post_headers};
+use common::{
+    client, crontab_review, embedded_catalog, metric, post_raw, start_with, tls_connect,
+    validate_url, Http,
+};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn metrics_text(server: &RunningServer) -> String {
+    String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8")
+}
+
+/// Posts a valid CronTab review on a fresh connection and returns how long
+/// the answer took.
+async fn timed_review(server: &RunningServer, http: Http) -> Duration {
+    let client = client(server, http);
+    let started = Instant::now();
+    let answer = post_raw(&client, &validate_url(server), crontab_review(3)).await;
+    assert_eq!(answer.response()["allowed"], true);
+    started.elapsed()
+}
+
+// === bodies: bytes held as they arrive ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heads_declaring_huge_bodies_hold_nothing_and_starve_no_review() {
+    let server = start_with(ServeConfig::for_tests(), embedded_catalog()).await;
+    let mut held = Vec::new();
+    // Over HTTP/1.1: two 256 MiB /convert heads and two 8 MiB /validate
+    // heads, nothing after them.
+    for (path, declared) in [
+        ("/convert", 256usize << 20),
+        ("/convert", 256 << 20),
+        ("/validate", 8 << 20),
+        ("/validate", 8 << 20),
+    ] {
+        let mut conn = tls_connect(server.local_addr(), server.cert_pem()).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\n\r\n"
+        );
+        conn.write_all(head.as_bytes()).await.expect("head");
+        held.push(conn);
+    }
+    // Over HTTP/2: two HEADERS frames declaring 256 MiB each.
+    let mut h2 = raw_h2::connect(server.local_addr(), server.cert_pem(), &[]).await;
+    for stream in [1, 3] {
+        let block = post_headers("/convert", &[("content-length", "268435456")]);
+        h2.write_all(&frame(raw_h2::HEADERS, raw_h2::END_HEADERS, stream, &block))
+            .await
+            .expect("headers");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Nothing of the declared sizes is held (only the heads themselves),
+    // and reviews go through at once.
+    let text = metrics_text(&server);
+    let held = metric(&text, "celhook_request_body_bytes_in_flight", &[]).expect("gauge");
+    assert!(held > 0.0 && held < 4096.0, "{held} bytes held");
+    for http in [Http::H1, Http::H2] {
+        let took = timed_review(&server, http).await;
+        assert!(took < Duration::from_secs(1), "{http:?} took {took:?}");
+    }
+    drop((held, h2));
+}
+
+#[tokio::test]
+async fn a_body_that_pauses_is_cut_at_the_idle_timeout_not_the_deadline() {
+    let config = ServeConfig {
+        body_idle_timeout: Duration::from_millis(500),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let mut conn = tls_connect(server.local_addr(), server.cert_pem()).await;
+    let started = Instant::now();
+    conn.write_all(
+        b"POST /validate?timeout=20s HTTP/1.1\r\nhost: localhost\r\ncontent-length: 100\r\n\r\n{\"a\"",
+    )
+    .await
+    .expect("head");
+    let mut answer = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), conn.read_to_string(&mut answer)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("no byte for"), "{answer}");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "answered after {took:?}");
+}
+
+// === connections ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_tcp_connections_do_not_delay_a_new_https_connection() {
+    let server = start_with(ServeConfig::for_tests(), embedded_catalog()).await;
+    // From four other addresses, 50 each: under the per-source cap, so all
+    // 200 wait for their ClientHello at once.
+    let mut silent = Vec::new();
+    for i in 0..200u8 {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(std::net::SocketAddr::from(([127, 0, 0, 2 + i % 4], 0)))
+            .expect("bind a loopback source");
+        silent.push(socket.connect(server.local_addr()).await.expect("connect"));
+    }
+    for http in [Http::H1, Http::H2] {
+        let took = timed_review(&server, http).await;
+        assert!(took < Duration::from_secs(1), "{http:?} took {took:?}");
+    }
+    // They are closed after the ClientHello timeout (1 s) and counted.
+    let mut first = silent.pop().expect("one");
+    let mut buf = [0u8; 1];
+    let n = tokio::time::timeout(Duration::from_secs(3), first.read(&mut buf))
+        .await
+        .expect("closed within 3 s");
+    assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+    common::wait_for("200 ClientHello timeouts counted", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_handshake_failures_total",
+            &[("reason", "client_hello_timeout")],
+        ) >= Some(200.0)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn handshakes_in_progress_are_capped_per_source_address() {
+    let config = ServeConfig {
+        max_handshakes_per_source: 4,
+        client_hello_timeout: Duration::from_secs(5),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let mut conns = Vec::new();
+    for _ in 0..10 {
+        conns.push(
+            tokio::net::TcpStream::connect(server.local_addr())
+                .await
+                .expect("connect"),
+        );
+    }
+    common::wait_for("6 refused at accept", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_connections_refused_total",
+            &[("reason", "source_limit")],
+        ) == Some(6.0)
+    })
+    .await;
+    // The four within the cap still wait for their ClientHello; the rest
+    // were closed at once.
+    let mut closed = 0;
+    for conn in &mut conns {
+        let mut buf = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_millis(200), conn.read(&mut buf)).await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 6);
+    drop(conns);
+    // Once they are gone, the address may connect again.
+    common::wait_for("the four to be gone", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_handshake_failures_total",
+            &[("reason", "protocol")],
+        ) == Some(4.0)
+    })
+    .await;
+    let took = timed_review(&server, Http::H1).await;
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
+    let config = ServeConfig {
+        max_connections: 4,
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(tls_connect(server.local_addr(), server.cert_pem()).await);
+    }
+    // A fifth client is served; one idle connection was closed for it.
+    let took = timed_review(&server, Http::H1).await;
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    let text = metrics_text(&server);
+    assert!(
+        metric(
+            &text,
+            "celhook_connections_closed_total",
+            &[("reason", "evicted")]
+        ) >= Some(1.0),
+        "{text}"
+    );
+    assert!(server.connections() <= 4, "{}", server.connections());
+}
+
+#[tokio::test]
+async fn plain_http_on_the_tls_port_gets_gos_400() {
+    let server = start_with(ServeConfig::for_tests(), embedded_catalog()).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(3), tcp.read_to_string(&mut answer))
+        .await
+        .expect("answered")
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.0 400 Bad Request"), "{answer}");
+    assert!(
+        answer.contains("Client sent an HTTP request to an HTTPS server."),
+        "{answer}"
+    );
+    assert_eq!(
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_handshake_failures_total",
+            &[("reason", "plain_http")]
+        ),
+        Some(1.0)
+    );
+}
+
+// === HTTP/2 ===
+
+#[tokio::test]
+async fn http2_advertises_stream_and_header_limits_and_enforces_them() {
+    let config = ServeConfig {
+        header_timeout: Duration::from_millis(800),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let mut conn = raw_h2::connect(server.local_addr(), server.cert_pem(), &[]).await;
+    let settings = raw_h2::read_until(&mut conn, Duration::from_secs(3), |f| {
+        f.kind == raw_h2::SETTINGS && f.flags & raw_h2::ACK == 0
+    })
+    .await
+    .expect("the server's SETTINGS")
+    .settings();
+    // MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE.
+    assert!(settings.contains(&(0x3, 128)), "{settings:?}");
+    assert!(settings.contains(&(0x6, 64 * 1024)), "{settings:?}");
+
+    // A header list over 64 KiB is refused, not buffered.
+    let big = "x".repeat(100 * 1024);
+    let block = post_headers("/validate", &[("x-filler", &big)]);
+    let mut bytes = frame(raw_h2::HEADERS, 0, 1, &block[..16_000]);
+    for (i, chunk) in block[16_000..].chunks(16_000).enumerate() {
+        let last = 16_000 + (i + 1) * 16_000 >= block.len();
+        let flags = if last { raw_h2::END_HEADERS } else { 0 };
+        bytes.extend(frame(raw_h2::CONTINUATION, flags, 1, chunk));
+    }
+    conn.write_all(&bytes).await.expect("big headers");
+    let refused = raw_h2::read_until(&mut conn, Duration::from_secs(3), |f| {
+        (f.kind == raw_h2::HEADERS && f.stream == 1)
+            || f.kind == raw_h2::RST_STREAM
+            || f.kind == raw_h2::GOAWAY
+    })
+    .await;
+    if let Some(f) = refused {
+        // An answer without a body (431) is a refusal too; a review's
+        // answer always has one.
+        if f.kind == raw_h2::HEADERS {
+            assert!(f.flags & raw_h2::END_STREAM != 0, "{f:?}");
+            assert_ne!(f.payload, [0x88], "a 200: {f:?}");
+        }
+    } // else: the connection was closed, a refusal as well
+
+    // Half a header block on a fresh connection is cut at the header timeout.
+    let mut conn = raw_h2::connect(server.local_addr(), server.cert_pem(), &[]).await;
+    let block = post_headers("/validate", &[]);
+    let started = Instant::now();
+    conn.write_all(&frame(raw_h2::HEADERS, 0, 1, &block))
+        .await
+        .expect("half a block");
+    assert!(
+        raw_h2::closed_within(&mut conn, Duration::from_secs(3)).await,
+        "a half-sent header block was held"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    common::wait_for("the header timeout counted", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_connections_closed_total",
+            &[("reason", "header_timeout")],
+        ) == Some(1.0)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_answer_the_client_never_reads_closes_its_connection() {
+    let config = ServeConfig {
+        write_timeout: Duration::from_millis(500),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    // A window of zero: the server may send headers but no DATA.
+    let mut conn = raw_h2::connect(server.local_addr(), server.cert_pem(), &[(0x4, 0)]).await;
+    let body = crontab_review(1);
+    let len = body.len().to_string();
+    let block = post_headers("/validate", &[("content-length", &len)]);
+    let mut bytes = frame(raw_h2::HEADERS, raw_h2::END_HEADERS, 1, &block);
+    bytes.extend(frame(raw_h2::DATA, raw_h2::END_STREAM, 1, &body));
+    conn.write_all(&bytes).await.expect("request");
+    assert!(
+        raw_h2::closed_within(&mut conn, Duration::from_secs(4)).await,
+        "the stalled answer was held"
+    );
+    common::wait_for("the stall counted", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_connections_closed_total",
+            &[("reason", "write_stall")],
+        ) == Some(1.0)
+    })
+    .await;
+    // Its bytes are no longer held.
+    let took = timed_review(&server, Http::H2).await;
+    assert!(took < Duration::from_secs(1));
+}
+
+// === CPU-bound rules: off the I/O threads, cut at the deadline ===
+
+/// A CRD whose rule compiles one pattern per list item at run time.
+const REGEX_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: patterns.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: patterns, singular: pattern, kind: Pattern}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              x-kubernetes-validations:
+                - rule: "self.l.all(x, x.s.matches(x.p))"
+              properties:
+                l:
+                  type: array
+                  maxItems: 5000
+                  items:
+                    type: object
+                    properties:
+                      s: {type: string, maxLength: 64}
+                      p: {type: string, maxLength: 64}
+"#;
+
+fn pattern_review(items: usize, same_pattern: bool) -> Vec<u8> {
+    let l: Vec<Value> = (0..items)
+        .map(|i| {
+            // Unicode classes repeated: slow to compile, cheap in CEL cost.
+            let p = if same_pattern {
+                "^[\\pL\\pN]{1,60}$".to_owned()
+            } else {
+                format!("^[\\pL\\pN]{{1,{}}}$", 40 + i % 900)
+            };
+            json!({"s": "abc", "p": p})
+        })
+        .collect();
+    let object = json!({
+        "apiVersion": "example.com/v1", "kind": "Pattern",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"l": l},
+    });
+    serde_json::to_vec(&common::admission_review(
+        common::V1,
+        "CREATE",
+        ("example.com", "v1", "Pattern"),
+        Some(object),
+        None,
+    ))
+    .expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_costly_rule_is_answered_at_the_callers_deadline_and_delays_no_other_review() {
+    let loaded = config::load_texts(&[("patterns.yaml", REGEX_CRD)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let mut catalog_texts = Vec::new();
+    for (name, text) in config::embedded::FILES {
+        catalog_texts.push((*name, *text));
+    }
+    catalog_texts.push(("patterns.yaml", REGEX_CRD));
+    let catalog = config::load_texts(&catalog_texts).catalog;
+    let config = ServeConfig {
+        workers: Some(2),
+        ..ServeConfig::for_tests()
+    };
+    let server = Arc::new(start_with(config, catalog).await);
+
+    // The same pattern for every item is compiled once: a quick answer.
+    let client = client(&server, Http::H1);
+    let url = validate_url(&server);
+    let started = Instant::now();
+    let answer = post_raw(&client, &url, pattern_review(2000, true)).await;
+    assert_eq!(answer.response()["allowed"], true, "{}", answer.text);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Four requests whose patterns all differ, each with 3 s.
+    let slow: Vec<_> = (0..4)
+        .map(|_| {
+            let server = server.clone();
+            tokio::spawn(async move {
+                let client = common::client(&server, Http::H1);
+                let url = common::url(&server, "/validate?timeout=3s");
+                let started = Instant::now();
+                let answer = post_raw(&client, &url, pattern_review(5000, false)).await;
+                (started.elapsed(), answer.status)
+            })
+        })
+        .collect();
+    // Meanwhile, normal reviews on other connections keep their pace.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..5 {
+        let took = timed_review(&server, Http::H2).await;
+        assert!(
+            took < Duration::from_secs(1),
+            "a normal review took {took:?}"
+        );
+    }
+    for task in slow {
+        let (took, status) = task.await.expect("slow task");
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(
+            took < Duration::from_millis(3500),
+            "answered after {took:?}"
+        );
+    }
+    // The evaluations stopped at the deadline: their slots are free again.
+    common::wait_for("the slots to be free", || {
+        server.state().limits.concurrency.available_permits()
+            == celhook::server::DEFAULT_MAX_CONCURRENT_REQUESTS
+    })
+    .await;
+}
+
+// === config reload ===
+
+const CRONTAB_CRD: &str = include_str!("../manifests/examples/crontab.yaml");
+
+fn invalid_crontab_review() -> Vec<u8> {
+    crontab_review(20)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_written_config_file_never_lets_an_invalid_object_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("crontab.yaml");
+    std::fs::write(&file, CRONTAB_CRD).expect("write");
+    let loaded = config::load(&ConfigSource::Dir(dir.path().to_owned()));
+    let config = ServeConfig {
+        config_source: ConfigSource::Dir(dir.path().to_owned()),
+        reload_interval: Duration::from_millis(100),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, loaded.catalog).await;
+    let client = client(&server, Http::H2);
+    let denied = |answer: &common::Answer| answer.response()["allowed"] == false;
+    assert!(denied(
+        &post_raw(&client, &validate_url(&server), invalid_crontab_review()).await
+    ));
+
+    // The file is rewritten and the writer stalls just before the rules:
+    // what is there is a valid CRD without them.
+    let cut = CRONTAB_CRD
+        .find("              x-kubernetes-validations:")
+        .expect("rules in the example");
+    std::fs::write(&file, &CRONTAB_CRD[..cut]).expect("write half");
+    let until = Instant::now() + Duration::from_millis(2500);
+    let mut checked = 0;
+    while Instant::now() < until {
+        let answer = post_raw(&client, &validate_url(&server), invalid_crontab_review()).await;
+        assert!(
+            denied(&answer),
+            "let through after {checked} checks: {}",
+            answer.text
+        );
+        checked += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        metric(
+            &metrics_text(&server),
+            "celhook_config_reload_deferred_total",
+            &[]
+        ) > Some(0.0)
+    );
+    // The writer finishes: same rules, still denied.
+    std::fs::write(&file, CRONTAB_CRD).expect("write whole");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(denied(
+        &post_raw(&client, &validate_url(&server), invalid_crontab_review()).await
+    ));
+
+    // Removing the rules on purpose works: at once when asked (SIGHUP).
+    std::fs::write(&file, &CRONTAB_CRD[..cut]).expect("write without rules");
+    server.reload_now();
+    common::wait_for("the rules to be removed", || {
+        metric(&metrics_text(&server), "celhook_config_generation", &[]) == Some(2.0)
+    })
+    .await;
+    let answer = post_raw(&client, &validate_url(&server), invalid_crontab_review()).await;
+    assert_eq!(answer.response()["allowed"], true);
+}
+
+// === certificates ===
+
+fn write_pair(dir: &std::path::Path, cert: &str, key: &str) {
+    // The kubelet swaps whole files; so does this.
+    std::fs::write(dir.join("tls.crt.new"), cert).expect("write");
+    std::fs::write(dir.join("tls.key.new"), key).expect("write");
+    std::fs::rename(dir.join("tls.key.new"), dir.join("tls.key")).expect("rename");
+    std::fs::rename(dir.join("tls.crt.new"), dir.join("tls.crt")).expect("rename");
+}
+
+#[tokio::test]
+async fn an_expired_certificate_is_refused_on_reload() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = celhook::certs::Ca::new("test CA", 30).expect("ca");
+    let good = ca.serving(&["localhost".to_owned()], 30).expect("pair");
+    write_pair(dir.path(), &good.cert_pem, &good.key_pem);
+    let config = ServeConfig {
+        tls: celhook::server::TlsSource::Files {
+            cert: dir.path().join("tls.crt"),
+            key: dir.path().join("tls.key"),
+        },
+        reload_interval: Duration::from_millis(50),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+
+    // A certificate that expired yesterday.
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+    let day = time::Duration::days(1);
+    params.not_before = time::OffsetDateTime::now_utc() - day * 10;
+    params.not_after = time::OffsetDateTime::now_utc() - day;
+    let expired = params.self_signed(&key).expect("expired cert");
+    write_pair(dir.path(), &expired.pem(), &key.serialize_pem());
+    common::wait_for("the reload to be refused", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_cert_reloads_total",
+            &[("result", "failure")],
+        ) >= Some(1.0)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_cert_reloads_total",
+            &[("result", "success")],
+        ),
+        None
+    );
+    // Still serving the good one: a client trusting the CA connects.
+    let conn = tls_connect(server.local_addr(), &ca.pair.cert_pem).await;
+    drop(conn);
+}
+
+#[tokio::test]
+async fn the_client_ca_is_reloaded_and_refused_handshakes_are_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old_ca = celhook::certs::Ca::new("old CA", 30).expect("ca");
+    let new_ca = celhook::certs::Ca::new("new CA", 30).expect("ca");
+    let ca_file = dir.path().join("client-ca.crt");
+    std::fs::write(&ca_file, &old_ca.pair.cert_pem).expect("write");
+    let config = ServeConfig {
+        client_auth: Some(celhook::server::ClientAuth {
+            ca: ca_file.clone(),
+            allowed_names: vec![],
+        }),
+        reload_interval: Duration::from_millis(50),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let old_client = old_ca.client("apiserver", &[], 30).expect("client");
+    let new_client = new_ca.client("apiserver", &[], 30).expect("client");
+    let healthz = |pair: &celhook::certs::Pair| {
+        let pem = format!("{}{}", pair.cert_pem, pair.key_pem);
+        let client = common::client_builder(&server)
+            .identity(reqwest::Identity::from_pem(pem.as_bytes()).expect("identity"))
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client");
+        let url = common::url(&server, "/healthz");
+        async move { client.get(url).send().await.map(|r| r.status()) }
+    };
+    assert_eq!(
+        healthz(&old_client).await.expect("old CA accepted"),
+        StatusCode::OK
+    );
+    assert!(healthz(&new_client).await.is_err());
+
+    std::fs::write(&ca_file, &new_ca.pair.cert_pem).expect("rotate the CA");
+    common::wait_for("the new CA", || {
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_cert_reloads_total",
+            &[("result", "success")],
+        ) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        healthz(&new_client).await.expect("new CA accepted"),
+        StatusCode::OK
+    );
+    assert!(healthz(&old_client).await.is_err());
+    assert_eq!(
+        metric(
+            &metrics_text(&server),
+            "celhook_tls_handshake_failures_total",
+            &[("reason", "client_certificate")]
+        ),
+        Some(2.0)
+    );
+}
+
+// === stopping ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stop_under_http1_and_http2_load_loses_no_request() {
+    let config = ServeConfig {
+        shutdown_delay: Duration::from_millis(1500),
+        shutdown_timeout: Duration::from_secs(5),
+        workers: Some(2),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let metrics = server.state().metrics.clone();
+    let url = validate_url(&server);
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    // Pooled keep-alive clients, as the API server's: 4 over HTTP/1.1, 4
+    // over HTTP/2, each with two requests at a time.
+    for http in [Http::H1, Http::H2] {
+        for _ in 0..4 {
+            let client = client(&server, http);
+            for _ in 0..2 {
+                let (client, url, stop, answered) =
+                    (client.clone(), url.clone(), stop.clone(), answered.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut failures = Vec::new();
+                    let mut retried = 0u64;
+                    let mut retries = 0u32;
+                    while !stop.load(Ordering::Relaxed) {
+                        let sent = Instant::now();
+                        let result = client
+                            .post(&url)
+                            .header("content-type", "application/json")
+                            .body(crontab_review(2))
+                            .send()
+                            .await;
+                        match result {
+                            Ok(resp) if resp.status() == StatusCode::OK => {
+                                let v: Value = resp.json().await.expect("json");
+                                assert_eq!(v["response"]["allowed"], true);
+                                answered.fetch_add(1, Ordering::Relaxed);
+                                retries = 0;
+                            }
+                            Ok(resp) => failures.push((sent, format!("{}", resp.status()))),
+                            // A connection refused after the listener
+                            // closed: the request was never sent.
+                            Err(err) if err.is_connect() => break,
+                            // A request the client could not start on a
+                            // connection that got its GOAWAY: retried (up to three times),
+                            // as Go's transport (the API server's) does.
+                            // Were it served, the server's count below would
+                            // exceed the answers.
+                            Err(_) if retries < 3 => {
+                                retries += 1;
+                                retried += 1;
+                            }
+                            Err(err) => failures.push((sent, format!("{err:?}"))),
+                        }
+                    }
+                    (failures, retried)
+                }));
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = answered.load(Ordering::Relaxed);
+    assert!(before > 10, "too little load: {before}");
+    server.stop().await.expect("stop");
+    stop.store(true, Ordering::Relaxed);
+    let mut failures = Vec::new();
+    let mut retried = 0;
+    for task in tasks {
+        let (f, r) = task.await.expect("load task");
+        failures.extend(f);
+        retried += r;
+    }
+    eprintln!(
+        "stop: {} answered, {retried} retried after a GOAWAY",
+        answered.load(Ordering::Relaxed)
+    );
+    // Every answer the server wrote reached its client, and no request
+    // failed: HTTP/1.1 clients were told `Connection: close`, HTTP/2 ones
+    // got a GOAWAY whose streams all completed.
+    let served = metric(
+        &String::from_utf8(metrics.render().expect("render")).expect("utf-8"),
+        "celhook_requests_total",
+        &[("outcome", "allowed")],
+    )
+    .unwrap_or(0.0) as u64;
+    assert_eq!(served, answered.load(Ordering::Relaxed));
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+// === signals (the binary) ===
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_reloads_and_sigusr1_is_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("crontab.yaml"), CRONTAB_CRD).expect("write");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(dir.path())
+        .args(["--reload-interval", "1h", "--log-format", "json"])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("celhook serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut metrics_addr = None;
+    while metrics_addr.is_none() {
+        let mut line = String::new();
+        let n = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line),
+        )
+        .await
+        .expect("a log line")
+        .expect("read");
+        assert!(n > 0, "celhook exited early");
+        let value: Value = serde_json::from_str(&line).expect("JSON log line");
+        metrics_addr = value["addr"].as_str().map(str::to_owned);
+    }
+    tokio::spawn(async move {
+        let mut sink = Vec::new();
+        let _ = lines.read_to_end(&mut sink).await;
+    });
+    let metrics_url = format!("http://{}/metrics", metrics_addr.expect("addr"));
+    let generation = || {
+        let url = metrics_url.clone();
+        async move {
+            let text = reqwest::get(url)
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .expect("text");
+            metric(&text, "celhook_config_generation", &[])
+        }
+    };
+    let pid = child.id().expect("pid").to_string();
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    };
+    signal("USR1");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "SIGUSR1 killed it"
+    );
+    assert_eq!(generation().await, Some(1.0));
+
+    // A change and SIGHUP: loaded at once, though the interval is an hour.
+    let changed = CRONTAB_CRD.replace("replicas should be", "replicas must be");
+    std::fs::write(dir.path().join("crontab.yaml"), changed).expect("write");
+    signal("HUP");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while generation().await != Some(2.0) {
+        assert!(Instant::now() < deadline, "SIGHUP did not reload");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "SIGHUP killed it"
+    );
+    signal("TERM");
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exits")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+}
