@@ -37,7 +37,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
-use celhook::validation;
+
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
@@ -105,7 +105,7 @@ fn body_of(review: &Value) -> Vec<u8> {
 fn hot_path(catalog: &ArcSwap<Catalog>, body: &[u8]) -> Vec<u8> {
     let (version, req) = decode_admission(body).expect("the bench body decodes");
     let catalog = catalog.load();
-    let res = validation::review(&catalog, &req);
+    let res = catalog.review(&req);
     encode_admission(version, &res).expect("encodes")
 }
 
@@ -186,9 +186,9 @@ fn target1(c: &mut Criterion) {
     let (version, req) = decode_admission(&create_body).expect("decodes");
     let cat = core.load();
     g.bench_function("review_create_17_rules", |b| {
-        b.iter(|| validation::review(&cat, black_box(&req)))
+        b.iter(|| cat.review(black_box(&req)))
     });
-    let allowed = validation::review(&cat, &req);
+    let allowed = cat.review(&req);
     g.bench_function("encode_admission_allowed", |b| {
         b.iter(|| encode_admission(version, black_box(&allowed)).expect("encodes"))
     });

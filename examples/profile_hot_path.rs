@@ -16,7 +16,6 @@ use std::path::Path;
 
 use celhook::config::{self, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
-use celhook::validation;
 
 /// The allocator the server runs with, so that measurements match it.
 #[global_allocator]
@@ -46,7 +45,7 @@ fn main() -> Result<(), String> {
     for _ in 0..n {
         let (version, req) =
             decode_admission(std::hint::black_box(&body)).map_err(|e| e.to_string())?;
-        let res = validation::review(&loaded.catalog, &req);
+        let res = loaded.catalog.review(&req);
         allowed += u64::from(res.allowed);
         let out = encode_admission(version, &res).map_err(|e| e.to_string())?;
         std::hint::black_box(out);

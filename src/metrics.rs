@@ -26,9 +26,6 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::config::Catalog;
-use crate::validation::Node;
-
 /// Latency buckets in seconds: a review is typically answered in tens to
 /// hundreds of microseconds, so the low end is finer than Prometheus'
 /// defaults (which start at 5 ms); the top end covers the API server's 30 s
@@ -124,7 +121,7 @@ impl ConversionFailure {
 }
 
 /// The handles of one rule, attached to the compiled rule when a catalog is
-/// bound to a [`Metrics`] ([`Metrics::bind_catalog`]).
+/// bound to a [`Metrics`] (`validation::bind_metrics`).
 #[derive(Debug, Clone)]
 pub struct RuleMetrics {
     evaluations: IntCounter,
@@ -529,46 +526,17 @@ impl Metrics {
         self.tls_reloads.with_label_values(&[result]).inc();
     }
 
-    /// Creates the per-rule handles of every rule of `catalog` and attaches
-    /// them to the rules, so the validation walk records without a lookup.
-    /// Call before the catalog starts serving; rules already bound (to
-    /// this or another registry) keep their handles.
-    pub fn bind_catalog(&self, catalog: &Catalog) {
-        for version in catalog.versions() {
-            let mut path = String::new();
-            self.bind_node(
-                &version.validator.root,
-                &version.crd_name,
-                &version.version,
-                &mut path,
-            );
-        }
-    }
-
-    fn bind_node(&self, node: &Node, crd: &str, version: &str, path: &mut String) {
-        let shown = if path.is_empty() { "." } else { path.as_str() };
-        for rule in &node.rules {
-            let index = rule.index.to_string();
-            let labels = [crd, version, shown, index.as_str()];
-            let _already_bound = rule.metrics.set(RuleMetrics {
-                evaluations: self.rule_evaluations.with_label_values(&labels),
-                failed: self.rule_failures.with_label_values(&labels),
-                errors: self.rule_errors.with_label_values(&labels),
-                cost: self.rule_cost.with_label_values(&labels),
-            });
-        }
-        for (name, child) in &node.properties {
-            let len = path.len();
-            path.push('.');
-            path.push_str(name);
-            self.bind_node(child, crd, version, path);
-            path.truncate(len);
-        }
-        if let Some(element) = node.element.as_deref() {
-            let len = path.len();
-            path.push_str("[*]");
-            self.bind_node(element, crd, version, path);
-            path.truncate(len);
+    /// The handles of the rule at `index` of schema `path` (`.spec`,
+    /// `.spec.items[*]`) of a CRD version; `validation::bind_metrics`
+    /// attaches them to the compiled rules.
+    pub fn rule(&self, crd: &str, version: &str, path: &str, index: usize) -> RuleMetrics {
+        let index = index.to_string();
+        let labels = [crd, version, path, index.as_str()];
+        RuleMetrics {
+            evaluations: self.rule_evaluations.with_label_values(&labels),
+            failed: self.rule_failures.with_label_values(&labels),
+            errors: self.rule_errors.with_label_values(&labels),
+            cost: self.rule_cost.with_label_values(&labels),
         }
     }
 }

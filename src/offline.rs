@@ -11,7 +11,6 @@ use crate::cel::{self, Program};
 use crate::config::{self, Catalog};
 use crate::review::{AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation};
 use crate::schema::Schema;
-use crate::validation;
 
 /// Why an offline evaluation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +76,7 @@ pub fn eval_object(
         old_object: old.cloned(),
         dry_run: true,
     };
-    Ok(validation::review(&loaded.catalog, &request))
+    Ok(loaded.catalog.review(&request))
 }
 
 /// The group/version/kind to validate as: the object's own, or `version`

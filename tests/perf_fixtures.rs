@@ -5,7 +5,7 @@
 
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::review::decode_admission;
-use celhook::validation::{self, Node};
+use celhook::validation::Node;
 use serde_json::{json, Value};
 
 mod common;
@@ -43,7 +43,7 @@ fn rule_ids(catalog: &Catalog) -> Vec<String> {
 fn answer(catalog: &Catalog, review: &Value) -> Value {
     let body = serde_json::to_vec(review).expect("JSON");
     let (_, req) = decode_admission(&body).expect("the fixture decodes");
-    let res = validation::review(catalog, &req);
+    let res = catalog.review(&req);
     json!({"allowed": res.allowed, "message": res.status.map(|s| s.message)})
 }
 

@@ -1061,6 +1061,10 @@ impl<'a> Range<'a> {
 }
 
 fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    // Nested loops are where time goes: each start looks at the deadline.
+    if super::interrupt::tick() {
+        return Err(EvalError::new(super::interrupt::DEADLINE_MESSAGE));
+    }
     match l.kind {
         LoopKind::Bind => {
             let v = eval(&l.range, f)?;

@@ -26,17 +26,7 @@ pub enum ConfigSource {
     Embedded,
 }
 
-/// One served version of one CRD, with its rules compiled.
-#[derive(Debug)]
-pub struct CrdVersion {
-    /// `metadata.name` of the CRD, e.g. `crontabs.stable.example.com`.
-    pub crd_name: String,
-    pub group: String,
-    pub kind: String,
-    pub version: String,
-    /// The compiled schema and rules of this version.
-    pub validator: crate::validation::Validator,
-}
+pub use crate::validation::CrdVersion;
 
 /// Every loaded CRD version, by (group, version, kind).
 #[derive(Debug, Default)]
@@ -57,6 +47,15 @@ impl Catalog {
             .get(kind)?
             .get(version)
             .map(|v| v.as_ref())
+    }
+
+    /// Answers an admission request with the CRD version of its kind.
+    pub fn review(
+        &self,
+        req: &crate::review::AdmissionRequest,
+    ) -> crate::review::AdmissionResponse {
+        let version = self.lookup(&req.kind.group, &req.kind.version, &req.kind.kind);
+        crate::validation::review(version, req)
     }
 
     /// The conversion document of a CRD, by group and kind.
@@ -97,6 +96,12 @@ impl Catalog {
     /// True when no CRD is loaded.
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Attaches metric handles to every rule (`validation::bind_metrics`).
+    /// (See also the [`conversion::Conversions`] view of the catalog.)
+    pub fn bind_metrics(&self, metrics: &crate::metrics::Metrics) {
+        crate::validation::bind_metrics(self.versions(), metrics);
     }
 
     fn insert(&mut self, v: CrdVersion) {
@@ -547,3 +552,17 @@ fn parse_documents(file: &str, text: &str) -> Result<Vec<Json>, String> {
 
 #[cfg(test)]
 mod tests;
+
+impl conversion::Conversions for Catalog {
+    fn has_group(&self, group: &str) -> bool {
+        Catalog::has_group(self, group)
+    }
+
+    fn conversion(&self, group: &str, kind: &str) -> Option<&Conversion> {
+        Catalog::conversion(self, group, kind)
+    }
+
+    fn crd_of(&self, group: &str, kind: &str) -> Option<&str> {
+        Catalog::crd_of(self, group, kind)
+    }
+}

@@ -17,11 +17,21 @@ use std::collections::HashMap;
 use serde_json::{Map, Value as Json};
 
 use crate::cel::{self, Program, Value};
-use crate::config::Catalog;
 use crate::schema::{Schema, Type};
 
 pub use document::{DocumentProblem, CONVERSION_API_VERSION, CONVERSION_KIND};
 pub use guard::GuardError;
+
+/// What conversion needs of the loaded config (the config's catalog is
+/// one): the conversion documents, and which CRDs serve which kinds.
+pub trait Conversions {
+    /// True when a loaded CRD has this group.
+    fn has_group(&self, group: &str) -> bool;
+    /// The conversion document of the CRD serving a group and kind.
+    fn conversion(&self, group: &str, kind: &str) -> Option<&Conversion>;
+    /// `metadata.name` of the CRD serving a group and kind.
+    fn crd_of(&self, group: &str, kind: &str) -> Option<&str>;
+}
 
 /// A compiled conversion document for one CRD.
 #[derive(Debug)]
@@ -398,7 +408,7 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 /// Converts every object of a review to `desired`, in order, all or nothing,
 /// and checks the answer with the [`guard`]. Objects are moved, not copied.
 pub fn convert_all(
-    catalog: &Catalog,
+    catalog: &(impl Conversions + ?Sized),
     desired: &str,
     objects: Vec<Json>,
 ) -> Result<Vec<Json>, ConversionError> {
@@ -417,7 +427,7 @@ pub fn convert_all(
 /// what it was given). Each input object is freed once converted; an input
 /// may also be parsed only when its turn comes (an `Err` is a parse error).
 pub fn convert_each(
-    catalog: &Catalog,
+    catalog: &(impl Conversions + ?Sized),
     desired: &str,
     objects: impl IntoIterator<Item = Result<Json, String>>,
     mut emit: impl FnMut(Json) -> Result<(), ConversionError>,
@@ -459,7 +469,11 @@ pub fn convert_each(
 
 /// Converts one object to `desired`; the error is the reason, without the
 /// object's name.
-pub fn convert_one(catalog: &Catalog, desired: &str, object: Json) -> Result<Json, String> {
+pub fn convert_one(
+    catalog: &(impl Conversions + ?Sized),
+    desired: &str,
+    object: Json,
+) -> Result<Json, String> {
     let (group, version) = split_api_version(desired);
     let Some(api_version) = object.get("apiVersion").and_then(Json::as_str) else {
         return Err("apiVersion is missing".into());

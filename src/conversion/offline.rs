@@ -5,7 +5,7 @@
 use serde_json::Value as Json;
 
 use super::guard;
-use crate::config::Catalog;
+use super::Conversions;
 
 /// The input format of a file, kept for the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,7 @@ impl Format {
 /// Converts every object of `text` (a file named `name`) to `desired`.
 /// Errors name the file, the document and the object.
 pub fn convert_text(
-    catalog: &Catalog,
+    catalog: &(impl Conversions + ?Sized),
     desired: &str,
     name: &str,
     text: &str,
@@ -89,7 +89,7 @@ pub fn convert_text(
     }
 }
 
-fn one(catalog: &Catalog, desired: &str, object: Json) -> Result<Json, String> {
+fn one(catalog: &(impl Conversions + ?Sized), desired: &str, object: Json) -> Result<Json, String> {
     let original = guard::Original::of(&object);
     let label = format!("({})", original.display_name());
     let converted =

@@ -3,7 +3,7 @@
 use serde_json::{json, Value as Json};
 
 use super::*;
-use crate::config::{self, ConfigSource};
+use crate::config::{self, Catalog, ConfigSource};
 
 fn catalog() -> Catalog {
     let loaded = config::load(&ConfigSource::Embedded);

@@ -23,15 +23,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify};
 
 use super::activity::Activity;
 use super::io::Tracked;
-use super::listener::{RateLimitedLog, Sources};
 use super::routes::{self, Routes};
 use super::AppState;
 use crate::metrics::Metrics;
@@ -69,30 +67,22 @@ const MAX_SEND_BUFFER: usize = 64 * 1024;
 /// How often the watchdog looks.
 const TICK: Duration = Duration::from_millis(250);
 
-/// What every connection of a listener shares.
-pub struct Shared {
+/// What every served connection of a listener shares.
+pub struct Served {
     pub state: Arc<AppState>,
     pub settings: Settings,
     pub registry: Arc<Registry>,
-    pub sources: Arc<Sources>,
-    pub handshakes: Arc<Semaphore>,
-    pub tls_config: Arc<ArcSwap<rustls::ServerConfig>>,
     pub phase: watch::Receiver<Phase>,
-    pub failures: RateLimitedLog,
     h1: hyper::server::conn::http1::Builder,
     h2: hyper::server::conn::http2::Builder<TokioExecutor>,
 }
 
-impl Shared {
+impl Served {
     /// The shared parts, with hyper set up from `settings`.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         state: Arc<AppState>,
         settings: Settings,
         registry: Arc<Registry>,
-        sources: Arc<Sources>,
-        handshakes: Arc<Semaphore>,
-        tls_config: Arc<ArcSwap<rustls::ServerConfig>>,
         phase: watch::Receiver<Phase>,
     ) -> Self {
         let mut h1 = hyper::server::conn::http1::Builder::new();
@@ -115,11 +105,7 @@ impl Shared {
             state,
             settings,
             registry,
-            sources,
-            handshakes,
-            tls_config,
             phase,
-            failures: RateLimitedLog::default(),
             h1,
             h2,
         }
@@ -265,7 +251,7 @@ pub async fn serve<T>(
     http2: bool,
     activity: Arc<Activity>,
     registered: Registered,
-    shared: &Arc<Shared>,
+    shared: &Served,
 ) where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -290,7 +276,7 @@ async fn watch_over<C: Graceful>(
     http2: bool,
     activity: &Activity,
     registered: &Registered,
-    shared: &Shared,
+    shared: &Served,
 ) {
     let settings = &shared.settings;
     let metrics = &shared.state.metrics;

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
@@ -29,7 +30,16 @@ use tokio::time::Instant;
 use tokio_rustls::LazyConfigAcceptor;
 
 use super::activity::Activity;
-use super::connection::{self, Phase, Shared};
+use super::connection::{self, Phase, Served};
+
+/// What the accept path shares: the served side, and the handshake limits.
+pub struct Accept {
+    pub served: Arc<Served>,
+    pub sources: Arc<Sources>,
+    pub handshakes: Arc<Semaphore>,
+    pub tls_config: Arc<ArcSwap<rustls::ServerConfig>>,
+    pub failures: RateLimitedLog,
+}
 
 /// Go's answer to plain HTTP on a TLS port, which clients and operators know.
 const PLAIN_HTTP_ANSWER: &[u8] =
@@ -125,8 +135,8 @@ impl RateLimitedLog {
 }
 
 /// Accepts until the phase is [`Phase::Stopping`].
-pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut phase = shared.phase.clone();
+pub async fn accept_loop(listener: TcpListener, shared: Arc<Accept>) {
+    let mut phase = shared.served.phase.clone();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -147,14 +157,14 @@ async fn stopping(phase: &mut watch::Receiver<Phase>) {
     let _ = phase.wait_for(|p| *p == Phase::Stopping).await;
 }
 
-fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
-    let metrics = &shared.state.metrics;
+fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Accept>) {
+    let metrics = &shared.served.state.metrics;
     let Some(source) = shared.sources.try_enter(peer.ip()) else {
         metrics.observe_connection_refused("source_limit");
         return;
     };
     let activity = Activity::new();
-    let Some(registered) = shared.registry.register(activity.clone(), metrics) else {
+    let Some(registered) = shared.served.registry.register(activity.clone(), metrics) else {
         metrics.observe_connection_refused("connection_limit");
         return;
     };
@@ -163,7 +173,7 @@ fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     tokio::spawn(async move {
         let handshake = handshake(tcp, peer, source, &shared).await;
         if let Some((tls, http2)) = handshake {
-            connection::serve(tls, http2, activity, registered, &shared).await;
+            connection::serve(tls, http2, activity, registered, &shared.served).await;
         }
     });
 }
@@ -175,14 +185,18 @@ async fn handshake(
     tcp: TcpStream,
     peer: SocketAddr,
     source: SourceGuard,
-    shared: &Shared,
+    shared: &Accept,
 ) -> Option<(tokio_rustls::server::TlsStream<TcpStream>, bool)> {
     let result = try_handshake(tcp, shared).await;
     drop(source);
     match result {
         Ok(ok) => Some(ok),
         Err((reason, error)) => {
-            shared.state.metrics.observe_handshake_failure(reason);
+            shared
+                .served
+                .state
+                .metrics
+                .observe_handshake_failure(reason);
             shared.failures.handshake_failed(reason, peer, &error);
             None
         }
@@ -191,9 +205,9 @@ async fn handshake(
 
 async fn try_handshake(
     tcp: TcpStream,
-    shared: &Shared,
+    shared: &Accept,
 ) -> Result<(tokio_rustls::server::TlsStream<TcpStream>, bool), Failure> {
-    let settings = &shared.settings;
+    let settings = &shared.served.settings;
     let accepted = Instant::now();
     let hello_deadline = accepted + settings.client_hello_timeout;
     let deadline = accepted + settings.header_timeout.max(settings.client_hello_timeout);

@@ -230,7 +230,7 @@ impl AppState {
     /// State serving `catalog` (bound to `metrics` as config generation 1)
     /// with the limits of `config`, not yet ready.
     pub fn new(catalog: Catalog, config: &ServeConfig, metrics: Metrics) -> Self {
-        metrics.bind_catalog(&catalog);
+        catalog.bind_metrics(&metrics);
         metrics.observe_config_loaded(1, std::time::SystemTime::now());
         Self {
             catalog: ArcSwap::from_pointee(catalog),
@@ -357,7 +357,7 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
 
     let (phase, phase_rx) = watch::channel(Phase::Serving);
     let registry = connection::Registry::new(config.max_connections);
-    let shared = Arc::new(connection::Shared::new(
+    let served = Arc::new(connection::Served::new(
         state.clone(),
         connection::Settings {
             client_hello_timeout: config.client_hello_timeout,
@@ -367,11 +367,15 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
             max_concurrent_streams: config.http2_max_concurrent_streams,
         },
         registry.clone(),
-        listener::Sources::new(config.max_handshakes_per_source),
-        listener::handshake_slots(config.max_connection_rate),
-        tls_config.clone(),
         phase_rx.clone(),
     ));
+    let shared = Arc::new(listener::Accept {
+        served,
+        sources: listener::Sources::new(config.max_handshakes_per_source),
+        handshakes: listener::handshake_slots(config.max_connection_rate),
+        tls_config: tls_config.clone(),
+        failures: listener::RateLimitedLog::default(),
+    });
     runtime.spawn(listener::accept_loop(listener, shared));
     if let (Some(metrics_listener), Some(addr)) = (metrics_listener, metrics_addr) {
         runtime.spawn(serve_metrics(metrics_listener, state.clone(), phase_rx));

@@ -283,7 +283,7 @@ fn reload_config_settled(state: &AppState, dir: &Path, settled: bool) -> Settle 
         }
         tracing::warn!(dropped = ?dropped, "the new config drops rules or CRDs");
     }
-    state.metrics.bind_catalog(&loaded.catalog);
+    loaded.catalog.bind_metrics(&state.metrics);
     state.catalog.store(Arc::new(loaded.catalog));
     let generation = state.metrics.config_generation() + 1;
     state

@@ -271,11 +271,11 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     span.record("object_name", req.name.as_str());
 
     let catalog = state.catalog.load();
+    // The one lookup of the request: validation gets the CRD version.
+    let crd_version = catalog.lookup(&req.kind.group, &req.kind.version, &req.kind.kind);
     // Only kinds the config serves become label values: the set stays
     // bounded whatever a caller sends.
-    let kind_label = catalog
-        .lookup(&req.kind.group, &req.kind.version, &req.kind.kind)
-        .map_or("unknown", |v| v.kind.as_str());
+    let kind_label = crd_version.map_or("unknown", |v| v.kind.as_str());
     let observe = |outcome: Outcome| {
         span.record("outcome", outcome.as_str());
         state.metrics.observe_review(
@@ -286,7 +286,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
             outcome,
         );
     };
-    let res = validation::review(&catalog, &req);
+    let res = validation::review(crd_version, &req);
     if crate::cel::interrupt::expired() {
         observe(Outcome::Error);
         return Err(WebhookError::DeadlineExceeded {

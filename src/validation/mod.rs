@@ -8,8 +8,7 @@ mod field_path;
 use serde_json::Value as Json;
 
 use crate::cel::{self, ErrorKind, Program, Value};
-use crate::config::Catalog;
-use crate::metrics::RuleResult;
+use crate::metrics::{Metrics, RuleResult};
 use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
 use crate::schema::{ListType, Schema};
 
@@ -30,7 +29,7 @@ pub struct Rule {
     /// Index of the rule in its node's list (for metrics and logs).
     pub index: usize,
     /// Metric handles, attached when the catalog is bound to a registry
-    /// (`Metrics::bind_catalog`); empty in `check` and unit tests.
+    /// ([`bind_metrics`]); empty in `check` and unit tests.
     pub metrics: crate::metrics::RuleMetricsSlot,
 }
 
@@ -781,7 +780,7 @@ impl Walk {
         for rule in &node.rules {
             // Past the request's deadline nothing more runs; the server
             // answers 504 (see `cel::interrupt`).
-            if cel::interrupt::expired() {
+            if cel::interrupt::tick() {
                 return;
             }
             let uses_old = rule.program.uses_old_self();
@@ -910,10 +909,24 @@ fn find_by_keys<'o>(item: &Json, olds: &'o [Json], keys: &[String]) -> Option<&'
     })
 }
 
-/// Answers one admission request: allowed, or denied with the API server's
-/// `Invalid` status. Never panics; runtime errors of rules become denials.
-pub fn review(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
-    let Some(version) = catalog.lookup(&req.kind.group, &req.kind.version, &req.kind.kind) else {
+/// One served version of one CRD, with its rules compiled.
+#[derive(Debug)]
+pub struct CrdVersion {
+    /// `metadata.name` of the CRD, e.g. `crontabs.stable.example.com`.
+    pub crd_name: String,
+    pub group: String,
+    pub kind: String,
+    pub version: String,
+    /// The compiled schema and rules of this version.
+    pub validator: Validator,
+}
+
+/// Answers one admission request for the CRD version of its kind (`None`:
+/// a kind no loaded CRD serves, allowed): allowed, or denied with the API
+/// server's `Invalid` status. Never panics; runtime errors of rules become
+/// denials.
+pub fn review(version: Option<&CrdVersion>, req: &AdmissionRequest) -> AdmissionResponse {
+    let Some(version) = version else {
         return AdmissionResponse::allow(&req.uid);
     };
     let old = match req.operation {
@@ -940,6 +953,44 @@ pub fn review(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
     };
     response.warnings = outcome.warnings;
     response
+}
+
+/// Creates the metric handles of every rule of `versions` and attaches them
+/// to the rules, so the walk records without a lookup. Call before the
+/// versions serve; rules already bound (to this or another registry) keep
+/// their handles.
+pub fn bind_metrics<'a>(versions: impl Iterator<Item = &'a CrdVersion>, metrics: &Metrics) {
+    fn bind(node: &Node, crd: &str, version: &str, path: &mut String, metrics: &Metrics) {
+        let shown = if path.is_empty() { "." } else { path.as_str() };
+        for rule in &node.rules {
+            let _already_bound = rule
+                .metrics
+                .set(metrics.rule(crd, version, shown, rule.index));
+        }
+        for (name, child) in &node.properties {
+            let len = path.len();
+            path.push('.');
+            path.push_str(name);
+            bind(child, crd, version, path, metrics);
+            path.truncate(len);
+        }
+        if let Some(element) = node.element.as_deref() {
+            let len = path.len();
+            path.push_str("[*]");
+            bind(element, crd, version, path, metrics);
+            path.truncate(len);
+        }
+    }
+    for version in versions {
+        let mut path = String::new();
+        bind(
+            &version.validator.root,
+            &version.crd_name,
+            &version.version,
+            &mut path,
+            metrics,
+        );
+    }
 }
 
 #[cfg(test)]

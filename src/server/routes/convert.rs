@@ -57,25 +57,26 @@ pub(super) fn answer(
         }
     });
     let mut converted = 0usize;
-    let outcome = conversion::convert_each(&catalog, &req.desired_api_version, objects, |object| {
-        // Serializing a JSON value into memory does not fail in
-        // practice; should it, the request ends as a 500 below.
-        let before = writer.len();
-        if let Err(err) = writer.push(&object) {
-            encode_error.get_or_insert(err);
-        }
-        converted += 1;
-        let stop = |reason: String| conversion::ConversionError::Stopped { converted, reason };
-        if let Err(err) = held.grow(writer.len() - before) {
-            return Err(stop(format!(
-                "the answer does not fit in memory now ({err})"
-            )));
-        }
-        if crate::cel::interrupt::expired() {
-            return Err(stop("the review's deadline passed".into()));
-        }
-        Ok(())
-    });
+    let outcome =
+        conversion::convert_each(&**catalog, &req.desired_api_version, objects, |object| {
+            // Serializing a JSON value into memory does not fail in
+            // practice; should it, the request ends as a 500 below.
+            let before = writer.len();
+            if let Err(err) = writer.push(&object) {
+                encode_error.get_or_insert(err);
+            }
+            converted += 1;
+            let stop = |reason: String| conversion::ConversionError::Stopped { converted, reason };
+            if let Err(err) = held.grow(writer.len() - before) {
+                return Err(stop(format!(
+                    "the answer does not fit in memory now ({err})"
+                )));
+            }
+            if crate::cel::interrupt::expired() {
+                return Err(stop("the review's deadline passed".into()));
+            }
+            Ok(())
+        });
     if let Some(err) = encode_error {
         return Err(internal(err));
     }
