@@ -14,6 +14,7 @@ pub mod config;
 pub mod conversion;
 pub mod error;
 #[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod metrics;
 pub mod offline;

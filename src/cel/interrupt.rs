@@ -24,6 +24,7 @@ thread_local! {
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
     static EXPIRED: Cell<bool> = const { Cell::new(false) };
     static TICKS: Cell<u32> = const { Cell::new(0) };
+    static INLINE: Cell<bool> = const { Cell::new(false) };
     static PATTERNS: RefCell<Vec<(String, Regex)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -35,8 +36,19 @@ pub struct Scope(());
 pub fn enter(deadline: Instant) -> Scope {
     DEADLINE.set(Some(deadline));
     EXPIRED.set(false);
+    INLINE.set(false);
     PATTERNS.with_borrow_mut(Vec::clear);
     Scope(())
+}
+
+/// Like [`enter`], for a first attempt on a thread that must not be held
+/// long (an I/O thread): besides the deadline, the first run-time regex
+/// compile counts as expired, so the caller can run the work again where
+/// time is not an issue.
+pub fn enter_inline(deadline: Instant) -> Scope {
+    let scope = enter(deadline);
+    INLINE.set(true);
+    scope
 }
 
 impl Scope {
@@ -50,6 +62,7 @@ impl Drop for Scope {
     fn drop(&mut self) {
         DEADLINE.set(None);
         EXPIRED.set(false);
+        INLINE.set(false);
         PATTERNS.with_borrow_mut(Vec::clear);
     }
 }
@@ -98,6 +111,9 @@ pub fn regex(
     }) {
         return Ok(re);
     }
+    if INLINE.get() {
+        EXPIRED.set(true);
+    }
     if expired() {
         return Err(DEADLINE_MESSAGE.into());
     }
@@ -142,6 +158,17 @@ mod tests {
         assert!(seen.is_some(), "no tick saw the deadline");
         // Once seen, every tick sees it.
         assert!((0..5).all(|_| tick()));
+    }
+
+    #[test]
+    fn an_inline_attempt_stops_at_its_first_regex_compile() {
+        let scope = enter_inline(Instant::now() + Duration::from_secs(60));
+        let compiled = regex("a+", |p| Regex::new(p).map_err(|e| e.to_string()));
+        assert!(compiled.is_err());
+        assert!(scope.expired());
+        drop(scope);
+        let _scope = enter(Instant::now() + Duration::from_secs(60));
+        assert!(regex("a+", |p| Regex::new(p).map_err(|e| e.to_string())).is_ok());
     }
 
     #[test]

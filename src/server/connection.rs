@@ -213,38 +213,6 @@ impl Drop for Registered {
     }
 }
 
-/// A hyper connection that can be shut down gracefully.
-trait Graceful: Future<Output = hyper::Result<()>> {
-    fn graceful(self: Pin<&mut Self>);
-}
-
-impl<I, S, B> Graceful for hyper::server::conn::http1::Connection<I, S>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    B: hyper::body::Body + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    fn graceful(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
-
-impl<I, S, B, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    B: hyper::body::Body + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
-{
-    fn graceful(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
-
 /// Serves a connection whose TLS handshake is done.
 pub async fn serve<T>(
     tls: T,
@@ -261,18 +229,24 @@ pub async fn serve<T>(
     let service = service_fn(move |req| {
         routes::handle(state.clone(), service_activity.clone(), Routes::All, req)
     });
+    // The two connection types share no trait for `graceful_shutdown`.
     if http2 {
         let conn = shared.h2.serve_connection(io, service);
-        watch_over(conn, true, &activity, &registered, shared).await;
+        let graceful =
+            |c: Pin<&mut _>| hyper::server::conn::http2::Connection::graceful_shutdown(c);
+        watch_over(conn, graceful, true, &activity, &registered, shared).await;
     } else {
         let conn = shared.h1.serve_connection(io, service);
-        watch_over(conn, false, &activity, &registered, shared).await;
+        let graceful =
+            |c: Pin<&mut _>| hyper::server::conn::http1::Connection::graceful_shutdown(c);
+        watch_over(conn, graceful, false, &activity, &registered, shared).await;
     }
 }
 
 /// Drives `conn` to its end, closing it as the module docs say.
-async fn watch_over<C: Graceful>(
+async fn watch_over<C: Future<Output = hyper::Result<()>>>(
     conn: C,
+    graceful: impl Fn(Pin<&mut C>),
     http2: bool,
     activity: &Activity,
     registered: &Registered,
@@ -291,7 +265,7 @@ async fn watch_over<C: Graceful>(
         if !closing {
             closing = true;
             metrics.observe_connection_closed(reason);
-            conn.graceful();
+            graceful(conn);
         }
     };
     loop {

@@ -47,6 +47,13 @@ impl Traffic {
         self.last_write_ms.load(Ordering::Relaxed)
     }
 
+    /// Records a write that moved bytes.
+    fn wrote(&self, res: &Poll<io::Result<usize>>) {
+        if matches!(res, Poll::Ready(Ok(n)) if *n > 0) {
+            self.last_write_ms.store(self.now_ms(), Ordering::Relaxed);
+        }
+    }
+
     /// Since when an HTTP/2 header block has been incomplete, if it is.
     pub fn header_block_since_ms(&self) -> Option<u64> {
         match self.header_since_ms.load(Ordering::Relaxed) {
@@ -184,13 +191,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = res {
-            if n > 0 {
-                this.traffic
-                    .last_write_ms
-                    .store(this.traffic.now_ms(), Ordering::Relaxed);
-            }
-        }
+        this.traffic.wrote(&res);
         res
     }
 
@@ -201,13 +202,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = res {
-            if n > 0 {
-                this.traffic
-                    .last_write_ms
-                    .store(this.traffic.now_ms(), Ordering::Relaxed);
-            }
-        }
+        this.traffic.wrote(&res);
         res
     }
 

@@ -268,6 +268,8 @@ pub struct RunningServer {
     cert_resolver: Arc<tls::CertResolver>,
     phase: watch::Sender<Phase>,
     registry: Arc<connection::Registry>,
+    /// The accept loops; each ends (closing its socket) when stopping.
+    listeners: Vec<tokio::task::JoinHandle<()>>,
     runtime: Option<tokio::runtime::Runtime>,
     reloader: Option<reload::Reloader>,
     shutdown_delay: Duration,
@@ -376,9 +378,9 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
         tls_config: tls_config.clone(),
         failures: listener::RateLimitedLog::default(),
     });
-    runtime.spawn(listener::accept_loop(listener, shared));
+    let mut listeners = vec![runtime.spawn(listener::accept_loop(listener, shared))];
     if let (Some(metrics_listener), Some(addr)) = (metrics_listener, metrics_addr) {
-        runtime.spawn(serve_metrics(metrics_listener, state.clone(), phase_rx));
+        listeners.push(runtime.spawn(serve_metrics(metrics_listener, state.clone(), phase_rx)));
         tracing::info!(%addr, "serving metrics over plain HTTP");
     }
 
@@ -410,6 +412,7 @@ pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<Runn
         cert_resolver,
         phase,
         registry,
+        listeners,
         runtime: started.0.take(),
         reloader,
         shutdown_delay: config.shutdown_delay,
@@ -546,6 +549,10 @@ impl RunningServer {
         }
         tracing::info!("no longer accepting connections; draining requests in flight");
         self.phase.send_replace(Phase::Stopping);
+        // Not accepting means the sockets are closed when `stop` returns.
+        for listener in std::mem::take(&mut self.listeners) {
+            let _ = listener.await;
+        }
         let registry = self.registry.clone();
         let drained =
             tokio::time::timeout(

@@ -89,9 +89,12 @@ impl Reloader {
             return Ok(None);
         }
         let (messages, inbox) = mpsc::channel();
+        // What is served now, taken before the thread starts: a change made
+        // right after start is a change, however late the thread runs.
+        let seen = Seen::of(&targets);
         let thread = std::thread::Builder::new()
             .name("celhook-reload".into())
-            .spawn(move || run(targets, &inbox))?;
+            .spawn(move || run(targets, seen, &inbox))?;
         Ok(Some(Reloader {
             messages: Some(messages),
             thread: Some(thread),
@@ -133,16 +136,35 @@ struct Pending {
     since: std::time::Instant,
 }
 
-fn run(targets: Targets, inbox: &mpsc::Receiver<Message>) {
-    let mut cert_seen = targets
-        .tls
-        .as_ref()
-        .map(|(c, k)| files_fingerprint(&[c, k]));
-    let mut ca_seen = targets
-        .client_auth
-        .as_ref()
-        .map(|auth| files_fingerprint(&[&auth.ca]));
-    let mut config_seen = targets.config.as_deref().map(dir_fingerprint);
+/// Fingerprints of the files as they were last loaded.
+struct Seen {
+    cert: Option<u64>,
+    ca: Option<u64>,
+    config: Option<u64>,
+}
+
+impl Seen {
+    fn of(targets: &Targets) -> Self {
+        Self {
+            cert: targets
+                .tls
+                .as_ref()
+                .map(|(c, k)| files_fingerprint(&[c, k])),
+            ca: targets
+                .client_auth
+                .as_ref()
+                .map(|auth| files_fingerprint(&[&auth.ca])),
+            config: targets.config.as_deref().map(dir_fingerprint),
+        }
+    }
+}
+
+fn run(targets: Targets, seen: Seen, inbox: &mpsc::Receiver<Message>) {
+    let Seen {
+        cert: mut cert_seen,
+        ca: mut ca_seen,
+        config: mut config_seen,
+    } = seen;
     let mut pending: Option<Pending> = None;
     tracing::debug!(interval = ?targets.interval, "watching certificate and config files");
     loop {

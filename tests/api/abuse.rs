@@ -5,7 +5,7 @@
 //! is answered within its bound while normal reviews keep their pace.
 //! Counts and durations are small and bounded.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -469,7 +469,7 @@ async fn a_costly_rule_is_answered_at_the_callers_deadline_and_delays_no_other_r
 
 // === config reload ===
 
-const CRONTAB_CRD: &str = include_str!("../manifests/examples/crontab.yaml");
+const CRONTAB_CRD: &str = include_str!("../../manifests/examples/crontab.yaml");
 
 fn invalid_crontab_review() -> Vec<u8> {
     crontab_review(20)

@@ -4,7 +4,7 @@
 //! TLS handshakes. In every case the server keeps answering the other
 //! requests correctly, and within their deadlines.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

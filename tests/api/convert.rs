@@ -7,7 +7,7 @@
 //! here independently of the server's own guard, with the API server's
 //! rules for conversion answers.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

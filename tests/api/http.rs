@@ -1,7 +1,7 @@
 //! The HTTPS listener end to end: health endpoints, TLS versions, ALPN
 //! (HTTP/2 and HTTP/1.1), certificates from PEM files, and stopping.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::Arc;

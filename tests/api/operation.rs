@@ -2,7 +2,7 @@
 //! reload of certificate and config under load, mTLS, and the graceful stop of the binary on SIGTERM under load.
 #![cfg(unix)] // Secret-volume symlinks, `kill -TERM`
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -188,7 +188,7 @@ impl Load {
                             // A request the client could not start on a
                             // connection that got its GOAWAY during the
                             // stop: retried (up to three times), as Go's transport (the API
-                            // server's) does. tests/abuse.rs checks against
+                            // server's) does. tests/api/abuse.rs checks against
                             // the server's own count that no retried request
                             // had been served.
                             Err(err) if retries < 3 && !err.is_connect() && !err.is_timeout() => {

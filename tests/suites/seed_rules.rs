@@ -2,7 +2,7 @@
 //! rules" sections, through the real HTTPS endpoint: an object that passes,
 //! and objects that fail with the API server's field and message.
 
-mod common;
+use crate::common;
 
 use common::*;
 use reqwest::Client;

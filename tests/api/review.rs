@@ -2,7 +2,7 @@
 //! apiVersion, operations and kinds that are always allowed, and every bad
 //! input getting a 4xx that names the problem (never a 500).
 
-mod common;
+use crate::common;
 
 use common::{
     admission_review, client, crontab, fixture, post_raw, post_review, start, start_with,

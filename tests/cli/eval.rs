@@ -1,7 +1,7 @@
 //! `celhook eval` through the built binary: offline answers that match the
 //! webhook's, transition rules on UPDATE, and single expressions.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

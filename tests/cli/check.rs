@@ -1,7 +1,7 @@
 //! The `celhook` binary: exit codes, `check`'s output, and `serve` starting
 //! from `CELHOOK_*` variables and stopping cleanly on SIGTERM.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};

@@ -8,7 +8,7 @@ use celhook::review::decode_admission;
 use celhook::validation::Node;
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 
 fn catalog(dir: &str) -> Catalog {
     let loaded = config::load(&ConfigSource::Dir(common::fixture_path(&format!(

@@ -1,0 +1,14 @@
+//! The HTTPS service end to end: the real server on a real TLS socket on
+//! 127.0.0.1, called by real HTTPS clients over HTTP/1.1 and HTTP/2 (and by
+//! hand-written bytes where a client must misbehave). One test binary, one
+//! module per concern, sharing `tests/common`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod abuse;
+mod convert;
+mod http;
+mod operation;
+mod review;
+mod robustness;
