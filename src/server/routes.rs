@@ -120,6 +120,7 @@ async fn review(
     }
 }
 
+/// The steps of a review (module docs): body, slot, evaluation.
 async fn read_and_run(
     state: &Arc<AppState>,
     activity: &Activity,
@@ -128,62 +129,15 @@ async fn read_and_run(
     budget: std::time::Duration,
     deadline: tokio::time::Instant,
 ) -> Result<Response<Body>, WebhookError> {
-    let declared = limits::content_length(req.headers())?;
-    let (endpoint_budget, limit) = match endpoint {
-        Endpoint::Validate => (&state.limits.validate_bytes, state.max_request_bytes),
-        Endpoint::Convert => (&state.limits.convert_bytes, state.max_convert_request_bytes),
-    };
-    let mut held = Held::new(
-        endpoint_budget,
-        activity.held[endpoint as usize].clone(),
-        state.metrics.body_bytes_in_flight().clone(),
-    );
-    // The head is held too: over HTTP/2 a client may open many streams
-    // with large header lists and never send their bodies.
-    held.grow(head_bytes(&req))?;
-    let rules = BodyRules {
-        limit,
-        idle: state.limits.body_idle_timeout,
-        deadline,
-        budget,
-    };
-    let body = limits::read_body(req.into_body(), declared, rules, &mut held).await?;
-
+    let (body, held) = read(state, activity, endpoint, req, budget, deadline).await?;
     let Ok(Ok(permit)) =
         tokio::time::timeout_at(deadline, state.limits.concurrency.clone().acquire_owned()).await
     else {
         return Err(WebhookError::Overloaded);
     };
-
-    let span = match endpoint {
-        Endpoint::Validate => tracing::info_span!(
-            "admission",
-            uid = Empty,
-            kind = Empty,
-            operation = Empty,
-            namespace = Empty,
-            object_name = Empty,
-            outcome = Empty
-        ),
-        Endpoint::Convert => tracing::info_span!(
-            "conversion",
-            uid = Empty,
-            desired = Empty,
-            objects = Empty,
-            result = Empty
-        ),
-    };
-    // Most reviews take tens of microseconds: a first attempt runs right
-    // here, under a budget of a millisecond, sparing the hand-over to
-    // another thread. One that needs longer, or compiles a pattern at run
-    // time, is abandoned and runs again on the blocking pool under the
-    // whole deadline, so no review holds an I/O thread for long.
+    let span = review_span(endpoint);
     if endpoint == Endpoint::Validate {
-        let inline_deadline = (tokio::time::Instant::now() + INLINE_BUDGET).min(deadline);
-        let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
-        let answer = span.in_scope(|| evaluate(state, endpoint, &body, None));
-        if !scope.expired() {
-            drop(permit);
+        if let Some(answer) = try_inline(state, &body, &span, deadline) {
             return answer;
         }
     }
@@ -210,6 +164,78 @@ async fn read_and_run(
         )),
         // The task stops at its next check of the deadline and frees its slot.
         Err(_) => Err(WebhookError::DeadlineExceeded { budget }),
+    }
+}
+
+/// Reads the body within the endpoint's limits; the bytes stay held (with
+/// the head's) while the review is answered.
+async fn read(
+    state: &AppState,
+    activity: &Activity,
+    endpoint: Endpoint,
+    req: Request<Incoming>,
+    budget: std::time::Duration,
+    deadline: tokio::time::Instant,
+) -> Result<(Bytes, Held), WebhookError> {
+    let declared = limits::content_length(req.headers())?;
+    let (endpoint_budget, limit) = match endpoint {
+        Endpoint::Validate => (&state.limits.validate_bytes, state.max_request_bytes),
+        Endpoint::Convert => (&state.limits.convert_bytes, state.max_convert_request_bytes),
+    };
+    let mut held = Held::new(
+        endpoint_budget,
+        activity.held[endpoint as usize].clone(),
+        state.metrics.body_bytes_in_flight().clone(),
+    );
+    // The head is held too: over HTTP/2 a client may open many streams
+    // with large header lists and never send their bodies.
+    held.grow(head_bytes(&req))?;
+    let rules = BodyRules {
+        limit,
+        idle: state.limits.body_idle_timeout,
+        deadline,
+        budget,
+    };
+    let body = limits::read_body(req.into_body(), declared, rules, &mut held).await?;
+    Ok((body, held))
+}
+
+/// Most reviews take tens of microseconds: a first attempt runs right here,
+/// under a budget of a millisecond, sparing the hand-over to another thread.
+/// One that needs longer, or compiles a pattern at run time, is abandoned
+/// (`None`) and runs again on the blocking pool under the whole deadline, so
+/// no review holds an I/O thread for long.
+fn try_inline(
+    state: &AppState,
+    body: &Bytes,
+    span: &tracing::Span,
+    deadline: tokio::time::Instant,
+) -> Option<Result<Response<Body>, WebhookError>> {
+    let inline_deadline = (tokio::time::Instant::now() + INLINE_BUDGET).min(deadline);
+    let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
+    let answer = span.in_scope(|| evaluate(state, Endpoint::Validate, body, None));
+    (!scope.expired()).then_some(answer)
+}
+
+/// The span of one review, its fields recorded once it is decoded.
+fn review_span(endpoint: Endpoint) -> tracing::Span {
+    match endpoint {
+        Endpoint::Validate => tracing::info_span!(
+            "admission",
+            uid = Empty,
+            kind = Empty,
+            operation = Empty,
+            namespace = Empty,
+            object_name = Empty,
+            outcome = Empty
+        ),
+        Endpoint::Convert => tracing::info_span!(
+            "conversion",
+            uid = Empty,
+            desired = Empty,
+            objects = Empty,
+            result = Empty
+        ),
     }
 }
 
