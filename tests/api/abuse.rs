@@ -65,12 +65,19 @@ async fn heads_declaring_huge_bodies_hold_nothing_and_starve_no_review() {
             .await
             .expect("headers");
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // Nothing of the declared sizes is held (only the heads themselves),
-    // and reviews go through at once.
-    let text = metrics_text(&server);
-    let held = metric(&text, "celhook_request_body_bytes_in_flight", &[]).expect("gauge");
-    assert!(held > 0.0 && held < 4096.0, "{held} bytes held");
+    // Nothing of the declared sizes is held (only the six heads
+    // themselves), and reviews go through at once.
+    let held = || {
+        metric(
+            &metrics_text(&server),
+            "celhook_request_body_bytes_in_flight",
+            &[],
+        )
+    };
+    common::wait_for("the heads to be read", || held() > Some(1000.0)).await;
+    let held = held().expect("gauge");
+    eprintln!("heads: {held} bytes held");
+    assert!(held < 4096.0, "{held} bytes held");
     for http in [Http::H1, Http::H2] {
         let took = timed_review(&server, http).await;
         assert!(took < Duration::from_secs(1), "{http:?} took {took:?}");
@@ -231,14 +238,16 @@ async fn plain_http_on_the_tls_port_gets_gos_400() {
         answer.contains("Client sent an HTTP request to an HTTPS server."),
         "{answer}"
     );
-    assert_eq!(
+    // Counted once the server is done with the socket, which may be just
+    // after the client read the end of it.
+    common::wait_for("the plain-HTTP attempt counted", || {
         metric(
             &metrics_text(&server),
             "celhook_tls_handshake_failures_total",
-            &[("reason", "plain_http")]
-        ),
-        Some(1.0)
-    );
+            &[("reason", "plain_http")],
+        ) == Some(1.0)
+    })
+    .await;
 }
 
 // === HTTP/2 ===
@@ -640,14 +649,16 @@ async fn the_client_ca_is_reloaded_and_refused_handshakes_are_counted() {
         StatusCode::OK
     );
     assert!(healthz(&old_client).await.is_err());
-    assert_eq!(
+    // Counted once the server has sent its alert: maybe just after the
+    // client saw it.
+    common::wait_for("both refusals counted", || {
         metric(
             &metrics_text(&server),
             "celhook_tls_handshake_failures_total",
-            &[("reason", "client_certificate")]
-        ),
-        Some(2.0)
-    );
+            &[("reason", "client_certificate")],
+        ) == Some(2.0)
+    })
+    .await;
 }
 
 // === stopping ===
