@@ -31,36 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRONTAB_CRD = open(os.path.join(ROOT, "manifests/examples/crontab.yaml")).read()
 
-PATTERN_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: patterns.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: patterns, singular: pattern, kind: Pattern}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              x-kubernetes-validations:
-                - rule: "self.l.all(x, x.s.matches(x.p))"
-              properties:
-                l:
-                  type: array
-                  maxItems: 5000
-                  items:
-                    type: object
-                    properties:
-                      s: {type: string, maxLength: 64}
-                      p: {type: string, maxLength: 64}
-"""
+PATTERN_CRD = open(os.path.join(ROOT, "tests/fixtures/crds/patterns.yaml")).read()
 
 
 def review(kind, obj, uid="u1"):

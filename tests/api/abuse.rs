@@ -352,36 +352,7 @@ async fn an_answer_the_client_never_reads_closes_its_connection() {
 // === CPU-bound rules: off the I/O threads, cut at the deadline ===
 
 /// A CRD whose rule compiles one pattern per list item at run time.
-const REGEX_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: patterns.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: patterns, singular: pattern, kind: Pattern}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              x-kubernetes-validations:
-                - rule: "self.l.all(x, x.s.matches(x.p))"
-              properties:
-                l:
-                  type: array
-                  maxItems: 5000
-                  items:
-                    type: object
-                    properties:
-                      s: {type: string, maxLength: 64}
-                      p: {type: string, maxLength: 64}
-"#;
+const REGEX_CRD: &str = include_str!("../fixtures/crds/patterns.yaml");
 
 fn pattern_review(items: usize, same_pattern: bool) -> Vec<u8> {
     let l: Vec<Value> = (0..items)
