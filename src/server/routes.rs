@@ -271,7 +271,9 @@ fn head_bytes(req: &Request<Incoming>) -> usize {
         .iter()
         .map(|(name, value)| name.as_str().len() + value.len() + 32)
         .sum();
-    fields + req.uri().to_string().len() + 32
+    let uri = req.uri();
+    let target = uri.path().len() + uri.query().map_or(0, |q| q.len() + 1);
+    fields + target + 32
 }
 
 /// The review's answer as a 200 with a JSON body.

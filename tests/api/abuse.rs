@@ -732,44 +732,14 @@ async fn a_stop_under_http1_and_http2_load_loses_no_request() {
 async fn sighup_reloads_and_sigusr1_is_ignored() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("crontab.yaml"), CRONTAB_CRD).expect("write");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--config")
-        .arg(dir.path())
-        .args(["--reload-interval", "1h", "--log-format", "json"])
-        .env_remove("RUST_LOG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("celhook serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = tokio::io::BufReader::new(stderr);
-    let mut metrics_addr = None;
-    while metrics_addr.is_none() {
-        let mut line = String::new();
-        let n = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line),
-        )
-        .await
-        .expect("a log line")
-        .expect("read");
-        assert!(n > 0, "celhook exited early");
-        let value: Value = serde_json::from_str(&line).expect("JSON log line");
-        metrics_addr = value["addr"].as_str().map(str::to_owned);
-    }
-    tokio::spawn(async move {
-        let mut sink = Vec::new();
-        let _ = lines.read_to_end(&mut sink).await;
-    });
-    let metrics_url = format!("http://{}/metrics", metrics_addr.expect("addr"));
+    let mut celhook = common::ServeProcess::start([
+        "--config".as_ref(),
+        dir.path().as_os_str(),
+        "--reload-interval".as_ref(),
+        "1h".as_ref(),
+    ])
+    .await;
+    let metrics_url = format!("http://{}/metrics", celhook.metrics_addr);
     let generation = || {
         let url = metrics_url.clone();
         async move {
@@ -782,37 +752,23 @@ async fn sighup_reloads_and_sigusr1_is_ignored() {
             metric(&text, "celhook_config_generation", &[])
         }
     };
-    let pid = child.id().expect("pid").to_string();
-    let signal = |name: &str| {
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &pid])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-    };
-    signal("USR1");
+    celhook.signal("USR1");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        child.try_wait().expect("try_wait").is_none(),
-        "SIGUSR1 killed it"
-    );
+    assert!(celhook.is_running(), "SIGUSR1 killed it");
     assert_eq!(generation().await, Some(1.0));
 
     // A change and SIGHUP: loaded at once, though the interval is an hour.
     let changed = CRONTAB_CRD.replace("replicas should be", "replicas must be");
     std::fs::write(dir.path().join("crontab.yaml"), changed).expect("write");
-    signal("HUP");
+    celhook.signal("HUP");
     let deadline = Instant::now() + Duration::from_secs(10);
     while generation().await != Some(2.0) {
         assert!(Instant::now() < deadline, "SIGHUP did not reload");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(
-        child.try_wait().expect("try_wait").is_none(),
-        "SIGHUP killed it"
-    );
-    signal("TERM");
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+    assert!(celhook.is_running(), "SIGHUP killed it");
+    celhook.signal("TERM");
+    let status = tokio::time::timeout(Duration::from_secs(15), celhook.child.wait())
         .await
         .expect("exits")
         .expect("wait");

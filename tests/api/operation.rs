@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use celhook::certs::{Ca, Pair};
 use celhook::config::{self, ConfigSource};
 use celhook::server::{ClientAuth, RunningServer, ServeConfig, TlsSource};
-use common::{crontab_review, fixture_path, metric, start_with, tls_connect, wait_for};
+use common::{
+    crontab_review, fixture_path, metric, start_with, tls_connect, wait_for, ServeProcess,
+};
 use reqwest::{Client, StatusCode};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -559,63 +561,18 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
     let ca = Ca::new("test CA", 30).expect("ca");
     let volume = tls_volume(&serving(&ca));
     let delay = Duration::from_millis(1500);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--tls-cert")
-        .arg(volume.path("tls.crt"))
-        .arg("--tls-key")
-        .arg(volume.path("tls.key"))
-        .args(["--shutdown-delay", "1500ms", "--shutdown-timeout", "5s"])
-        .args(["--log-format", "json"])
-        .env_remove("RUST_LOG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("celhook serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = tokio::io::BufReader::new(stderr);
-    let (mut addr, mut metrics_addr) = (None, None);
-    let mut log = Vec::new();
-    while addr.is_none() || metrics_addr.is_none() {
-        let mut line = String::new();
-        let n = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line),
-        )
-        .await
-        .expect("a log line within 30 s")
-        .expect("read");
-        assert!(n > 0, "celhook exited early: {log:?}");
-        let value: Value = serde_json::from_str(&line).expect("JSON log line");
-        if let Some(a) = value["local_addr"].as_str() {
-            addr = Some(a.to_owned());
-        }
-        if let Some(a) = value["addr"].as_str() {
-            metrics_addr = Some(a.to_owned());
-        }
-        log.push(line);
-    }
-    let (addr, metrics_addr) = (addr.expect("addr"), metrics_addr.expect("metrics addr"));
-    // Keep draining stderr so the child never blocks on a full pipe.
-    let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        loop {
-            let mut line = String::new();
-            match tokio::io::AsyncBufReadExt::read_line(&mut lines, &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let _ = log_tx.send(line);
-                }
-            }
-        }
-    });
+    let mut celhook = ServeProcess::start([
+        "--tls-cert".as_ref(),
+        volume.path("tls.crt").as_os_str(),
+        "--tls-key".as_ref(),
+        volume.path("tls.key").as_os_str(),
+        "--shutdown-delay".as_ref(),
+        "1500ms".as_ref(),
+        "--shutdown-timeout".as_ref(),
+        "5s".as_ref(),
+    ])
+    .await;
+    let (addr, metrics_addr) = (celhook.addr.clone(), celhook.metrics_addr.clone());
 
     // A denial is logged at info, inside the review's span, with the
     // failed rules and without the body.
@@ -628,7 +585,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
     .await;
     assert_eq!(denied.response()["allowed"], false);
     let line = loop {
-        let line = tokio::time::timeout(Duration::from_secs(10), log_rx.recv())
+        let line = tokio::time::timeout(Duration::from_secs(10), celhook.log.recv())
             .await
             .expect("a denial log line within 10 s")
             .expect("log open");
@@ -673,13 +630,8 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
         .expect("readyz");
     assert_eq!(ready.status(), StatusCode::OK);
 
-    let pid = child.id().expect("pid").to_string();
     let sigterm = Instant::now();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
+    celhook.signal("TERM");
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Not ready at once, still serving during the delay.
     let not_ready = plain
@@ -689,7 +641,7 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
         .expect("readyz during the delay");
     assert_eq!(not_ready.status(), StatusCode::SERVICE_UNAVAILABLE);
 
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(15), celhook.child.wait())
         .await
         .expect("exits within 15 s of SIGTERM")
         .expect("wait");

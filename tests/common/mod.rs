@@ -344,3 +344,90 @@ pub fn crontab_review(replicas: i64) -> Vec<u8> {
     );
     serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
 }
+
+/// `celhook serve` as a child process, as an operator runs it: JSON logs,
+/// both listeners on free ports of 127.0.0.1, the addresses read from its
+/// log; later log lines arrive on `log` (stderr is drained so the child
+/// never blocks on a full pipe).
+pub struct ServeProcess {
+    pub child: tokio::process::Child,
+    /// The HTTPS listener, `127.0.0.1:<port>`.
+    pub addr: String,
+    /// The plain-HTTP metrics listener.
+    pub metrics_addr: String,
+    /// Log lines after the ones that named the addresses.
+    pub log: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl ServeProcess {
+    /// Starts `celhook serve` with `args` after the listener and log flags.
+    pub async fn start<I, S>(args: I) -> ServeProcess
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["--metrics-listen", "127.0.0.1:0", "--log-format", "json"])
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("celhook serve starts");
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let (mut addr, mut metrics_addr) = (None, None);
+        let mut seen = Vec::new();
+        while addr.is_none() || metrics_addr.is_none() {
+            let mut line = String::new();
+            let n = tokio::time::timeout(Duration::from_secs(30), lines.read_line(&mut line))
+                .await
+                .expect("a log line within 30 s")
+                .expect("read");
+            assert!(n > 0, "celhook exited early: {seen:?}");
+            let value: Value = serde_json::from_str(&line).expect("JSON log line");
+            if let Some(a) = value["local_addr"].as_str() {
+                addr = Some(a.to_owned());
+            }
+            if let Some(a) = value["addr"].as_str() {
+                metrics_addr = Some(a.to_owned());
+            }
+            seen.push(line);
+        }
+        let (tx, log) = tokio::sync::mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            loop {
+                let mut line = String::new();
+                match lines.read_line(&mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let _ = tx.send(line);
+                    }
+                }
+            }
+        });
+        ServeProcess {
+            child,
+            addr: addr.expect("addr"),
+            metrics_addr: metrics_addr.expect("metrics addr"),
+            log,
+        }
+    }
+
+    /// Sends the signal `name` (`TERM`, `HUP`, ...) with `kill`.
+    pub fn signal(&self, name: &str) {
+        let pid = self.child.id().expect("pid").to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// True while the process runs.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+}
