@@ -7,7 +7,8 @@
 //! answer. `server` is the HTTPS edge around that; `error` is the one place
 //! where failures become HTTP answers.
 
-pub mod cel;
+/// The CEL engine (crate `celhook-cel`, under `crates/cel`).
+pub use celhook_cel as cel;
 pub mod certs;
 pub mod cli;
 pub mod config;
@@ -19,7 +20,8 @@ pub mod fuzz;
 pub mod metrics;
 pub mod offline;
 pub mod review;
-pub mod schema;
+/// The schema model (crate `celhook-schema`, under `crates/schema`).
+pub use celhook_schema as schema;
 pub mod server;
 pub mod telemetry;
 pub mod validation;

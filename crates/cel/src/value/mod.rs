@@ -3,17 +3,28 @@
 //! number becomes an `int` or a `double` by its schema, a string with
 //! `format: date-time` a timestamp, and so on, only when a rule reads it.
 
-use std::cmp::Ordering;
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, TimeDelta};
+use chrono::{DateTime, FixedOffset, NaiveDate, TimeDelta};
 use serde_json::Value as Json;
 
-use crate::schema::{Format, ListType, Schema, Type};
+use celhook_schema::{Format, ListType, Schema, Type};
 
-use super::error::EvalError;
-use super::library::LibValue;
+pub mod arith;
+pub mod compare;
+pub mod error;
+pub mod json;
+pub mod k8s;
+pub mod time;
+
+pub use compare::{compare, equals, numeric_cmp};
+pub use json::to_json;
+pub use time::{format_timestamp, in_range, parse_timestamp, parse_timestamp_unbounded};
+
+use compare::key_equals;
+use k8s::LibValue;
 
 /// A string value: borrowed from the request or the program, or computed.
 #[derive(Clone)]
@@ -42,7 +53,7 @@ pub enum List<'a> {
     },
     Owned(Rc<Vec<Value<'a>>>),
     /// A literal list of constants of the program.
-    Const(&'a [super::compile::Const]),
+    Const(&'a [crate::value::Const]),
 }
 
 /// `obj[key]`. Small objects (list items such as ports) are scanned in
@@ -216,7 +227,7 @@ impl<'a> Value<'a> {
                             }
                         }
                         Format::Duration => {
-                            if let Ok(d) = super::functions::parse_duration(s) {
+                            if let Ok(d) = crate::value::time::parse_duration(s) {
                                 return Value::Duration(d);
                             }
                         }
@@ -267,109 +278,6 @@ impl<'a> Value<'a> {
     }
 }
 
-/// Parses an RFC 3339 timestamp as strictly as cel-go (Go's time.RFC3339):
-/// upper-case `T` and `Z`, no leap seconds, years 1 to 9999.
-pub fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
-    parse_timestamp_unbounded(s).filter(in_range)
-}
-
-/// As [`parse_timestamp`], without the year range: `None` for text that is
-/// not a timestamp at all. Go also takes a comma before the fraction and
-/// more than nine fractional digits (dropping the excess).
-pub fn parse_timestamp_unbounded(s: &str) -> Option<DateTime<FixedOffset>> {
-    let s = &normalize_fraction(s)?;
-    let b = s.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let shape = b.len() >= 20
-        && digits(0..4)
-        && b[4] == b'-'
-        && digits(5..7)
-        && b[7] == b'-'
-        && digits(8..10)
-        && b[10] == b'T'
-        && digits(11..13)
-        && b[13] == b':'
-        && digits(14..16)
-        && b[16] == b':'
-        && digits(17..19);
-    if !shape || &s[17..19] > "59" {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 || n > 9 {
-            return None;
-        }
-        rest = &frac[n..];
-    }
-    let zone_ok = rest == "Z"
-        || (rest.len() == 6
-            && rest.is_ascii()
-            && matches!(rest.as_bytes()[0], b'+' | b'-')
-            && rest.as_bytes()[3] == b':'
-            && rest[1..3].bytes().all(|c| c.is_ascii_digit())
-            && rest[4..6].bytes().all(|c| c.is_ascii_digit()));
-    if !zone_ok {
-        return None;
-    }
-    let year: i32 = s[0..4].parse().ok()?;
-    if year == 0 {
-        // chrono reads year 0; cel-go calls it out of range.
-        let shifted = format!("0001{}", &s[4..]);
-        return DateTime::parse_from_rfc3339(&shifted)
-            .ok()
-            .and_then(|t| t.with_year(0));
-    }
-    DateTime::parse_from_rfc3339(s).ok()
-}
-
-/// `,5` as `.5`, and a fraction cut to nine digits.
-fn normalize_fraction(s: &str) -> Option<String> {
-    // Byte 19 must start a character: `2025-01-01T00:00:0\u{200a}...` is
-    // not a timestamp (and must not be split inside a character).
-    if s.len() < 20 || !s.is_char_boundary(19) {
-        return None;
-    }
-    let (head, rest) = s.split_at(19);
-    let rest = match rest.strip_prefix(',') {
-        Some(r) => format!(".{r}"),
-        None => rest.to_owned(),
-    };
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n > 9 {
-            return Some(format!("{head}.{}{}", &frac[..9], &frac[n..]));
-        }
-    }
-    Some(format!("{head}{rest}"))
-}
-
-/// cel-go's timestamps run from year 1 to year 9999.
-pub fn in_range(t: &DateTime<FixedOffset>) -> bool {
-    (1..=9999).contains(&t.naive_utc().year())
-}
-
-/// Prints a timestamp as cel-go does: RFC 3339 with the fraction's trailing
-/// zeros dropped, `Z` for UTC, the written offset otherwise.
-pub fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
-    let secs = t.format("%Y-%m-%dT%H:%M:%S").to_string();
-    let nanos = t.timestamp_subsec_nanos();
-    let frac = if nanos == 0 {
-        String::new()
-    } else {
-        let f = format!("{nanos:09}");
-        format!(".{}", f.trim_end_matches('0'))
-    };
-    let zone = if t.offset().local_minus_utc() == 0 {
-        "Z".to_owned()
-    } else {
-        t.format("%:z").to_string()
-    };
-    format!("{secs}{frac}{zone}")
-}
-
 /// An object of the schema, as opposed to a map (additionalProperties, or
 /// untyped data).
 fn is_object(schema: &Schema) -> bool {
@@ -410,7 +318,7 @@ impl<'a> List<'a> {
                 })
             }
             List::Owned(v) => v.get(i).cloned(),
-            List::Const(c) => c.get(i).map(super::eval::constant),
+            List::Const(c) => c.get(i).map(crate::value::constant),
         }
     }
 
@@ -443,7 +351,7 @@ pub enum Elements<'a, 'l> {
         schema: &'a Schema,
     },
     Owned(std::slice::Iter<'l, Value<'a>>),
-    Const(std::slice::Iter<'a, super::compile::Const>),
+    Const(std::slice::Iter<'a, crate::value::Const>),
 }
 
 impl<'a> Iterator for Elements<'a, '_> {
@@ -454,7 +362,7 @@ impl<'a> Iterator for Elements<'a, '_> {
         match self {
             Elements::Json { items, schema } => items.next().map(|j| Value::from_json(j, schema)),
             Elements::Owned(v) => v.next().cloned(),
-            Elements::Const(c) => c.next().map(super::eval::constant),
+            Elements::Const(c) => c.next().map(crate::value::constant),
         }
     }
 
@@ -585,143 +493,7 @@ impl<'a> Map<'a> {
     }
 }
 
-/// Whether the stored key `stored` answers a lookup of `key`: keys match
-/// numerically across int, uint and an integral double looked up, but a
-/// double stored as a key only matches a double, as cel-go looks keys up.
-fn key_equals(stored: &Value<'_>, key: &Value<'_>) -> bool {
-    match (stored, key) {
-        (Value::Double(x), Value::Double(y)) => x == y,
-        (Value::Double(_), _) => false,
-        _ => equals(stored, key).unwrap_or(false),
-    }
-}
-
 // === equality and ordering ===
-
-/// CEL equality: numbers compare across int, uint and double; values of
-/// different types are unequal; lists typed `set` or `map` by the schema
-/// compare without regard to order.
-pub fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, EvalError> {
-    Ok(match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Str(x), Value::Str(y)) => **x == **y,
-        (Value::Bytes(x), Value::Bytes(y)) => x == y,
-        (Value::Duration(x), Value::Duration(y)) => x == y,
-        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
-        (Value::Type(x), Value::Type(y)) => x == y,
-        (Value::List(x), Value::List(y)) => list_equals(x, y)?,
-        (Value::Map(x), Value::Map(y)) => map_equals(x, y)?,
-        (Value::Optional(x), Value::Optional(y)) => match (x, y) {
-            (None, None) => true,
-            (Some(x), Some(y)) => equals(x, y)?,
-            _ => false,
-        },
-        (Value::Lib(x), Value::Lib(y)) => x.equals(y),
-        _ => match numeric_cmp(a, b) {
-            Some(o) => o == Ordering::Equal,
-            None => false,
-        },
-    })
-}
-
-fn list_equals(x: &List<'_>, y: &List<'_>) -> Result<bool, EvalError> {
-    if x.len() != y.len() {
-        return Ok(false);
-    }
-    let (lt, _) = x.list_type();
-    if matches!(lt, ListType::Set | ListType::Map) || y.list_type().0 != ListType::Atomic {
-        // Unordered: every element of x has an equal one in y (sizes match
-        // and elements are unique by the list type's guarantee).
-        let ys: Vec<Value<'_>> = y.iter().collect();
-        for a in x.iter() {
-            let mut found = false;
-            for b in &ys {
-                if equals(&a, b)? {
-                    found = true;
-                    break;
-                }
-            }
-            if !found {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    }
-    for (a, b) in x.iter().zip(y.iter()) {
-        if !equals(&a, &b)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn map_equals(x: &Map<'_>, y: &Map<'_>) -> Result<bool, EvalError> {
-    // Objects that keep unknown fields are equal only if those are too.
-    if let (Map::Json { obj: a, schema }, Map::Json { obj: b, .. }) = (x, y) {
-        if schema.preserve_unknown_fields && !schema.is_map() {
-            let known = |(k, _): &(&String, &Json)| schema.property(k).is_none();
-            if !a.iter().filter(known).eq(b.iter().filter(known)) {
-                return Ok(false);
-            }
-        }
-    }
-    if x.len() != y.len() {
-        return Ok(false);
-    }
-    for (k, v) in x.entries() {
-        match y.get(&k) {
-            Some(w) => {
-                if !equals(&v, &w)? {
-                    return Ok(false);
-                }
-            }
-            None => return Ok(false),
-        }
-    }
-    Ok(true)
-}
-
-/// Ordering of two numbers of any numeric type; `None` for non-numbers and NaN.
-pub fn numeric_cmp(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
-    match (a, b) {
-        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
-        (Value::Uint(x), Value::Uint(y)) => Some(x.cmp(y)),
-        (Value::Double(x), Value::Double(y)) => x.partial_cmp(y),
-        (Value::Int(x), Value::Uint(y)) => Some(if *x < 0 {
-            Ordering::Less
-        } else {
-            (*x as u64).cmp(y)
-        }),
-        (Value::Uint(x), Value::Int(y)) => Some(if *y < 0 {
-            Ordering::Greater
-        } else {
-            x.cmp(&(*y as u64))
-        }),
-        (Value::Int(x), Value::Double(y)) => int_double_cmp(*x as f64, *y),
-        (Value::Double(x), Value::Int(y)) => int_double_cmp(*x, *y as f64),
-        (Value::Uint(x), Value::Double(y)) => int_double_cmp(*x as f64, *y),
-        (Value::Double(x), Value::Uint(y)) => int_double_cmp(*x, *y as f64),
-        _ => None,
-    }
-}
-
-fn int_double_cmp(x: f64, y: f64) -> Option<Ordering> {
-    x.partial_cmp(&y)
-}
-
-/// CEL ordering for `<`, `<=`, `>`, `>=`; `None` when the types have no
-/// common ordering (a "no such overload" error for the caller).
-pub fn compare(a: &Value<'_>, b: &Value<'_>) -> Option<Ordering> {
-    match (a, b) {
-        (Value::Str(x), Value::Str(y)) => Some((**x).cmp(&**y)),
-        (Value::Bytes(x), Value::Bytes(y)) => Some(x.cmp(y)),
-        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
-        (Value::Duration(x), Value::Duration(y)) => Some(x.cmp(y)),
-        (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
-        _ => numeric_cmp(a, b),
-    }
-}
 
 impl fmt::Debug for Value<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -751,40 +523,58 @@ impl fmt::Debug for Value<'_> {
     }
 }
 
-/// Converts a value to JSON (for `celhook eval` output and conversion).
-pub fn to_json(v: &Value<'_>) -> Json {
+/// Constants of the program.
+#[derive(Debug)]
+pub enum Const {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(Arc<str>),
+    Bytes(Arc<[u8]>),
+    Type(TypeName),
+}
+
+#[inline(always)]
+pub fn constant(c: &Const) -> Value<'_> {
+    match c {
+        Const::Null => Value::Null,
+        Const::Bool(b) => Value::Bool(*b),
+        Const::Int(i) => Value::Int(*i),
+        Const::Uint(u) => Value::Uint(*u),
+        Const::Double(d) => Value::Double(*d),
+        Const::Str(s) => Value::Str(Str::Borrowed(s)),
+        Const::Bytes(b) => Value::Bytes(Rc::from(&**b)),
+        Const::Type(t) => Value::Type(*t),
+    }
+}
+
+/// The size cel-go uses for cost: code points of a string, bytes of bytes,
+/// entries of a list or map, 1 for anything else.
+pub fn size(v: &Value<'_>) -> u64 {
     match v {
-        Value::Null => Json::Null,
-        Value::Bool(b) => Json::Bool(*b),
-        Value::Int(i) => Json::from(*i),
-        Value::Uint(u) => Json::from(*u),
-        Value::Double(d) => serde_json::Number::from_f64(*d)
-            .map(Json::Number)
-            .unwrap_or(Json::Null),
-        Value::Str(s) => Json::String(s.to_string()),
-        Value::Bytes(b) => {
-            use base64::Engine;
-            Json::String(base64::engine::general_purpose::STANDARD.encode(b))
-        }
-        Value::Duration(d) => Json::String(super::functions::format_duration(*d)),
-        Value::Timestamp(t) => Json::String(format_timestamp(t)),
-        Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
-        Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
-        Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),
-        Value::Map(m) => {
-            let mut out = serde_json::Map::new();
-            for (k, v) in m.entries() {
-                let key = match &k {
-                    Value::Str(s) => s.to_string(),
-                    other => format!("{other:?}"),
-                };
-                out.insert(key, to_json(&v));
-            }
-            Json::Object(out)
-        }
-        Value::Type(t) => Json::String(t.name().to_owned()),
-        Value::Optional(None) => Json::Null,
-        Value::Optional(Some(v)) => to_json(v),
-        Value::Lib(l) => Json::String(l.display()),
+        Value::Str(s) => str_size(s),
+        Value::Bytes(b) => b.len() as u64,
+        Value::List(l) => l.len() as u64,
+        Value::Map(m) => m.len() as u64,
+        Value::Optional(Some(v)) => size(v),
+        _ => 1,
+    }
+}
+
+/// A string's CEL size: its characters.
+#[inline]
+pub fn str_size(s: &str) -> u64 {
+    if s.is_ascii() {
+        s.len() as u64
+    } else {
+        s.chars().count() as u64
+    }
+}
+
+impl From<&str> for Str<'_> {
+    fn from(s: &str) -> Self {
+        Str::Owned(Rc::from(s))
     }
 }

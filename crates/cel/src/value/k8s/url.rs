@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::go_quote;
+use crate::text::go_quote;
 
 /// A parsed URL (the fields of Go's `url.URL` the library reads).
 #[derive(Clone, Debug, Default)]

@@ -335,13 +335,6 @@ impl Quantity {
         base * format!("1e{exp}").parse::<f64>().unwrap_or(f64::NAN)
     }
 
-    /// Exact comparison.
-    pub fn cmp(&self, other: &Quantity) -> Ordering {
-        let (a, sa) = self.big();
-        let (b, sb) = other.big();
-        cmp_scaled(&a, sa, &b, sb)
-    }
-
     /// `self + other`, staying on the int64 path while it can; a zero
     /// receiver takes the other's format.
     pub fn add(&self, other: &Quantity) -> Quantity {
@@ -530,6 +523,31 @@ impl fmt::Display for Quantity {
         write!(f, "{n}{suffix}")
     }
 }
+
+// Order and equality are the library's (values equal when they compare
+// equal: `200M == 0.2G`), so `==` and the comparison functions agree.
+/// Exact comparison.
+impl Ord for Quantity {
+    fn cmp(&self, other: &Quantity) -> Ordering {
+        let (a, sa) = self.big();
+        let (b, sb) = other.big();
+        cmp_scaled(&a, sa, &b, sb)
+    }
+}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Quantity) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Quantity) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Quantity {}
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! Unit tests of the engine through its public API.
 
 use super::*;
-use crate::schema::Schema;
+use celhook_schema::Schema;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde_json::json;
 

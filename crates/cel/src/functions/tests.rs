@@ -3,8 +3,9 @@
 
 use serde_json::{json, Value as Json};
 
-use crate::cel::value::ANY;
-use crate::cel::{to_json, Options, Program, Value, PER_EXPRESSION_COST_LIMIT};
+use super::Func;
+use crate::value::ANY;
+use crate::{to_json, Options, Program, Value, PER_EXPRESSION_COST_LIMIT};
 
 fn eval(expr: &str) -> Result<Json, String> {
     let p = Program::compile(expr, &ANY, Options::default()).map_err(|e| e.message)?;
@@ -620,4 +621,13 @@ fn strings_format_follows_the_cel_go_probes() {
     assert!(eval("[1, 'a'].size() == 2")
         .unwrap_err()
         .contains("expected type 'int' but found 'string'"));
+}
+
+#[test]
+fn lookup_respects_member_and_arity() {
+    assert_eq!(Func::lookup("size", false, 1), Some(Func::Size));
+    assert_eq!(Func::lookup("size", true, 0), Some(Func::Size));
+    assert_eq!(Func::lookup("size", true, 1), None);
+    assert!(Func::lookup_any("size"));
+    assert!(!Func::lookup_any("nope"));
 }

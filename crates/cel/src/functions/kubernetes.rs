@@ -5,107 +5,18 @@
 
 use std::rc::Rc;
 
-use super::error::EvalError;
-use super::types::Ty;
-use super::value::{Map, TypeName, Value};
+use crate::types::Ty;
+use crate::value::error::EvalError;
+use crate::value::k8s::LibValue;
+use crate::value::{Map, TypeName, Value};
 
-pub(crate) mod format;
-pub(crate) mod net;
-pub(crate) mod quantity;
-pub(crate) mod re2;
-pub(crate) mod semver;
-pub(crate) mod strings_format;
-pub(crate) mod url;
+use crate::value::k8s::format::{self, NamedFormat};
+use crate::value::k8s::net::{Cidr, Ip};
+use crate::value::k8s::quantity::Quantity;
+use crate::value::k8s::semver::Semver;
+use crate::value::k8s::url::GoUrl;
 
-#[cfg(test)]
-mod tests;
-
-use format::NamedFormat;
-use net::{Cidr, Ip};
-use quantity::Quantity;
-use semver::Semver;
-use url::GoUrl;
-
-/// A value of one of the library types (opaque to CEL: only the library's
-/// functions, equality and `type()` apply).
-#[derive(Debug, Clone)]
-pub enum LibValue {
-    Quantity(Quantity),
-    Ip(Ip),
-    Cidr(Cidr),
-    Url(GoUrl),
-    Semver(Semver),
-    Format(&'static NamedFormat),
-}
-
-impl LibValue {
-    /// The CEL type of the value.
-    pub fn type_name(&self) -> TypeName {
-        match self {
-            LibValue::Quantity(_) => TypeName::Quantity,
-            LibValue::Ip(_) => TypeName::Ip,
-            LibValue::Cidr(_) => TypeName::Cidr,
-            LibValue::Url(_) => TypeName::Url,
-            LibValue::Semver(_) => TypeName::Semver,
-            LibValue::Format(_) => TypeName::NamedFormat,
-        }
-    }
-
-    /// The Go type the API server's values have (`%T`), which cel-go names
-    /// in some runtime errors.
-    pub fn go_type_name(&self) -> &'static str {
-        match self {
-            LibValue::Quantity(_) => "cel.Quantity",
-            LibValue::Ip(_) => "cel.IP",
-            LibValue::Cidr(_) => "cel.CIDR",
-            LibValue::Url(_) => "cel.URL",
-            LibValue::Semver(_) => "cel.Semver",
-            LibValue::Format(_) => "cel.Format",
-        }
-    }
-
-    /// Equality as each library type defines it; values of different
-    /// library types are unequal.
-    pub fn equals(&self, other: &LibValue) -> bool {
-        match (self, other) {
-            (LibValue::Quantity(a), LibValue::Quantity(b)) => a.cmp(b).is_eq(),
-            (LibValue::Ip(a), LibValue::Ip(b)) => a == b,
-            (LibValue::Cidr(a), LibValue::Cidr(b)) => a == b,
-            // The API server compares URLs by their string form.
-            (LibValue::Url(a), LibValue::Url(b)) => a.to_string() == b.to_string(),
-            (LibValue::Semver(a), LibValue::Semver(b)) => a.cmp(b).is_eq(),
-            (LibValue::Format(a), LibValue::Format(b)) => a.name == b.name,
-            _ => false,
-        }
-    }
-
-    /// The text `string(x)` and JSON output give (quantities, URLs and
-    /// semvers have no `string()` overload in CEL; this is for display).
-    pub fn display(&self) -> String {
-        match self {
-            LibValue::Quantity(q) => q.to_string(),
-            LibValue::Ip(ip) => ip.to_string(),
-            LibValue::Cidr(c) => c.to_string(),
-            LibValue::Url(u) => u.to_string(),
-            LibValue::Semver(v) => v.to_string(),
-            LibValue::Format(f) => f.name.to_owned(),
-        }
-    }
-}
-
-/// The CEL name of a library type given as a qualified identifier
-/// (`net.IP`, `kubernetes.Quantity`, ...), for type literals.
-pub(crate) fn type_by_name(name: &str) -> Option<TypeName> {
-    Some(match name {
-        "kubernetes.Quantity" => TypeName::Quantity,
-        "net.IP" => TypeName::Ip,
-        "net.CIDR" => TypeName::Cidr,
-        "kubernetes.URL" => TypeName::Url,
-        "kubernetes.Semver" => TypeName::Semver,
-        "kubernetes.NamedFormat" => TypeName::NamedFormat,
-        _ => return None,
-    })
-}
+use super::strings_format;
 
 macro_rules! lib_funcs {
     ($( $variant:ident = $name:literal : member $($m:literal),* ; global $($g:literal),* ; )*) => {
@@ -569,36 +480,4 @@ pub(crate) fn estimate_cost(f: LibFunc, sizes: &[f64]) -> f64 {
         Validate => scaled(size(1), 0.1) * (format::MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25),
         _ => 1.0,
     }
-}
-
-/// Go's `strconv.Quote`: the API server's messages quote inputs this way.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

@@ -3,25 +3,28 @@
 //! load into celhook's own program tree against the schema of the node they
 //! sit on, and evaluated directly over the request's JSON.
 
-mod compile;
-mod cost;
-mod error;
+// The layers, from the bottom: each module imports only those above it
+// in this list.
+mod check;
 mod estimate;
-mod eval;
 mod functions;
 pub mod interrupt;
-mod library;
-mod memo;
+mod ir;
+mod plan;
+mod re2;
+mod runtime;
+mod syntax;
+pub mod text;
 mod types;
-mod value;
+pub mod value;
 
-pub use error::{CompileError, ErrorKind, EvalError};
 pub use estimate::{factor_text, max_cardinality};
 /// Go's `%q`: the API server quotes values in its messages this way.
-pub(crate) use library::go_quote;
+pub use text::go_quote;
+pub use value::error::{CompileError, ErrorKind, EvalError};
 pub use value::{to_json, List, Map, Str, TypeName, Value};
 
-use crate::schema::Schema;
+use celhook_schema::Schema;
 
 /// The API server's per-expression runtime cost limit.
 pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
@@ -45,10 +48,10 @@ pub struct Options {
 /// A compiled CEL expression. Shared read-only between requests.
 #[derive(Debug)]
 pub struct Program {
-    ir: compile::Ir,
+    ir: ir::Ir,
     slots: usize,
     /// Memo cells the evaluation needs (`memo`).
-    memos: memo::Cells,
+    memos: ir::Cells,
     uses_old_self: bool,
     result_type: String,
     estimated_cost: f64,
@@ -66,23 +69,24 @@ impl Program {
 
     /// [`Program::compile`], with or without the memo pass (tests and the
     /// fuzz targets compare the two).
-    pub(crate) fn compile_planned(
+    #[doc(hidden)]
+    pub fn compile_planned(
         source: &str,
         self_schema: &Schema,
         opts: Options,
         plan_memos: bool,
     ) -> Result<Program, CompileError> {
-        let decls = compile::Decls {
+        let decls = check::Decls {
             self_schema,
             old_self: opts.old_self,
             optional_old_self: opts.optional_old_self,
         };
-        let mut c = compile::compile(source, &decls)?;
+        let mut c = check::compile(source, &decls)?;
         let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
         let memos = if plan_memos {
-            memo::plan(&mut c.ir)
+            plan::plan(&mut c.ir)
         } else {
-            memo::Cells::default()
+            ir::Cells::default()
         };
         Ok(Program {
             estimated_cost,
@@ -118,13 +122,13 @@ impl Program {
         old_self: Option<Value<'a>>,
         limit: u64,
     ) -> (Result<Value<'a>, EvalError>, u64) {
-        let mut vars: eval::Vars<'a> = vec![Value::Null; self.slots.max(2)];
-        vars[compile::SELF_SLOT] = this;
+        let mut vars: runtime::Vars<'a> = vec![Value::Null; self.slots.max(2)];
+        vars[check::SELF_SLOT] = this;
         if let Some(old) = old_self {
-            vars[compile::OLD_SELF_SLOT] = old;
+            vars[check::OLD_SELF_SLOT] = old;
         }
-        let mut frame = eval::Frame::new(vars, self.memos, limit);
-        let result = eval::eval(&self.ir, &mut frame);
+        let mut frame = runtime::Frame::new(vars, self.memos, limit);
+        let result = runtime::eval(&self.ir, &mut frame);
         (result, frame.cost)
     }
 }

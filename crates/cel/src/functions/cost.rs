@@ -4,34 +4,11 @@
 //! worst-case estimate used at load to refuse rules that could exceed the
 //! limits on a large object.
 
-use super::functions::Func;
-use super::value::Value;
+use super::Func;
+use crate::value::{size, str_size, Value};
 
 /// Factor by which string and bytes lengths scale traversal costs.
 const TRAVERSAL: f64 = 0.1;
-
-/// The size cel-go uses for cost: code points of a string, bytes of bytes,
-/// entries of a list or map, 1 for anything else.
-pub(crate) fn size(v: &Value<'_>) -> u64 {
-    match v {
-        Value::Str(s) => str_size(s),
-        Value::Bytes(b) => b.len() as u64,
-        Value::List(l) => l.len() as u64,
-        Value::Map(m) => m.len() as u64,
-        Value::Optional(Some(v)) => size(v),
-        _ => 1,
-    }
-}
-
-/// A string's CEL size: its characters.
-#[inline]
-pub(crate) fn str_size(s: &str) -> u64 {
-    if s.is_ascii() {
-        s.len() as u64
-    } else {
-        s.chars().count() as u64
-    }
-}
 
 fn scaled(n: u64, factor: f64) -> u64 {
     (n as f64 * factor).ceil() as u64

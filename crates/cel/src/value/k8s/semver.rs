@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use super::go_quote;
+use crate::text::go_quote;
 
 /// A pre-release identifier.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,9 +172,31 @@ impl Semver {
         }
         Semver::parse(&parts.join("."))
     }
+}
 
-    /// Semantic version precedence (build metadata ignored).
-    pub fn cmp(&self, other: &Semver) -> Ordering {
+impl fmt::Display for Semver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        for (i, p) in self.pre.iter().enumerate() {
+            f.write_str(if i == 0 { "-" } else { "." })?;
+            match p {
+                Pre::Num(n) => write!(f, "{n}")?,
+                Pre::Str(s) => f.write_str(s)?,
+            }
+        }
+        for (i, b) in self.build.iter().enumerate() {
+            f.write_str(if i == 0 { "+" } else { "." })?;
+            f.write_str(b)?;
+        }
+        Ok(())
+    }
+}
+
+// Order and equality are the library's (values equal when they compare
+// equal: `200M == 0.2G`), so `==` and the comparison functions agree.
+/// Semantic version precedence (build metadata ignored).
+impl Ord for Semver {
+    fn cmp(&self, other: &Semver) -> Ordering {
         let core =
             (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch));
         if core != Ordering::Equal {
@@ -201,23 +223,19 @@ impl Semver {
     }
 }
 
-impl fmt::Display for Semver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
-        for (i, p) in self.pre.iter().enumerate() {
-            f.write_str(if i == 0 { "-" } else { "." })?;
-            match p {
-                Pre::Num(n) => write!(f, "{n}")?,
-                Pre::Str(s) => f.write_str(s)?,
-            }
-        }
-        for (i, b) in self.build.iter().enumerate() {
-            f.write_str(if i == 0 { "+" } else { "." })?;
-            f.write_str(b)?;
-        }
-        Ok(())
+impl PartialOrd for Semver {
+    fn partial_cmp(&self, other: &Semver) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
+
+impl PartialEq for Semver {
+    fn eq(&self, other: &Semver) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Semver {}
 
 #[cfg(test)]
 mod tests {

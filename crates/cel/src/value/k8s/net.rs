@@ -7,7 +7,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::go_quote;
+use crate::text::go_quote;
 
 /// An IPv4 or IPv6 address (never zoned, never IPv4-mapped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,10 +4,11 @@
 //! request). Kubernetes refuses rules whose estimate passes its limits; so
 //! does celhook, at load.
 
-use super::compile::{BinOp, Const, Ir, LoopKind};
-use super::functions::Func;
-use super::value::TypeName;
-use crate::schema::{Format, Schema, Type};
+use crate::functions::Func;
+use crate::ir::{BinOp, Ir, LoopKind};
+use crate::value::Const;
+use crate::value::TypeName;
+use celhook_schema::{Format, Schema, Type};
 
 /// The API server's largest request body: every size bound derives from it.
 pub(crate) const MAX_REQUEST_BYTES: f64 = 3.0 * 1024.0 * 1024.0;
@@ -301,7 +302,10 @@ fn call<'s>(f: Func, args: &[Shape<'s>]) -> (f64, Shape<'s>) {
                 Some(TypeName::String | TypeName::Map) => Shape::unbounded(),
                 _ => one,
             };
-            (super::library::estimate_cost(l, &sizes), result)
+            (
+                crate::functions::kubernetes::estimate_cost(l, &sizes),
+                result,
+            )
         }
         // cel-go sizes no `charAt` result.
         CharAt => (1.0, Shape::unbounded()),

@@ -26,53 +26,10 @@
 
 use std::collections::HashMap;
 
-use super::compile::{BinOp, Ir, LoopKind};
+use crate::ir::{BinOp, Cells, Ir, LoopKind, Scan, ScanExpr};
 
 /// The identity of a chain: its variable and the fields selected, in order.
 type Chain = (usize, Vec<Box<str>>);
-
-/// The memo cells a program needs, of each kind.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Cells {
-    /// Kept per binding of the variable (`Ir::Memo`).
-    pub by_binding: usize,
-    /// Kept per element the variable is bound to (`Ir::ElemMemo`).
-    pub by_element: usize,
-    /// Element reads of scanned loops ([`Scan`]).
-    pub by_scan: usize,
-}
-
-/// A loop whose body the evaluator can run over kept element reads (see
-/// the module comment): its shape, mirroring the body's tree.
-#[derive(Debug)]
-pub(crate) struct Scan {
-    /// The evaluator's cell that keeps the element reads of one list.
-    pub cell: usize,
-    /// Reads kept per element (chains on the element read twice share one).
-    pub slots: usize,
-    /// Comparisons, each with its other side evaluated once per run.
-    pub compares: usize,
-    pub body: ScanExpr,
-}
-
-/// The body of a [`Scan`], node for node over the loop body's `Ir`.
-#[derive(Debug)]
-pub(crate) enum ScanExpr {
-    And(Box<ScanExpr>, Box<ScanExpr>),
-    Or(Box<ScanExpr>, Box<ScanExpr>),
-    Not(Box<ScanExpr>),
-    /// An `Ir::Bin` comparison: one side reads only the element (kept in
-    /// `slot`), the other does not read it (kept per run in `compare`).
-    Compare {
-        slot: usize,
-        compare: usize,
-        element_left: bool,
-    },
-    /// A boolean that reads only the element, kept whole in `slot`.
-    Pred {
-        slot: usize,
-    },
-}
 
 /// How a chain is kept.
 #[derive(Clone, Copy)]
@@ -274,7 +231,7 @@ fn mentions(ir: &mut Ir, var: usize) -> bool {
 
 fn unwrap_memos(ir: &mut Ir) {
     if let Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } = ir {
-        let inner = std::mem::replace(&mut **inner, Ir::Const(super::compile::Const::Null));
+        let inner = std::mem::replace(&mut **inner, Ir::Const(crate::value::Const::Null));
         *ir = inner;
         unwrap_memos(ir);
     } else if let Ir::Select { operand, .. } = ir {
@@ -441,10 +398,7 @@ fn wrap(ir: &mut Ir, cells: &HashMap<Chain, Kind>) {
     if let Some(chain) = chain_of(ir) {
         if let Some(&kind) = cells.get(&chain) {
             let var = chain.0;
-            let inner = Box::new(std::mem::replace(
-                ir,
-                Ir::Const(super::compile::Const::Null),
-            ));
+            let inner = Box::new(std::mem::replace(ir, Ir::Const(crate::value::Const::Null)));
             *ir = match kind {
                 Kind::Binding(cell) => Ir::Memo { cell, var, inner },
                 Kind::Element(cell) => Ir::ElemMemo { cell, var, inner },

@@ -1,0 +1,162 @@
+//! The program tree the checker builds and the evaluator runs: variables
+//! as slots, calls resolved to functions, constant regexes compiled, and
+//! the marks the planner adds (memo cells, scanned loops).
+
+use std::sync::Arc;
+
+use crate::functions::Func;
+use crate::value::Const;
+
+/// A compiled expression node.
+#[derive(Debug)]
+pub(crate) enum Ir {
+    Const(Const),
+    Var(usize),
+    Select {
+        operand: Box<Ir>,
+        field: Box<str>,
+        test: bool,
+        /// Where the checker found `field` among the properties of the
+        /// operand's schema node: the evaluator tries that position first.
+        position: Option<u32>,
+    },
+    OptSelect {
+        operand: Box<Ir>,
+        field: Box<str>,
+    },
+    Index(Box<Ir>, Box<Ir>),
+    OptIndex(Box<Ir>, Box<Ir>),
+    And(Box<Ir>, Box<Ir>),
+    Or(Box<Ir>, Box<Ir>),
+    Not(Box<Ir>),
+    Cond(Box<Ir>, Box<Ir>, Box<Ir>),
+    Bin(BinOp, Box<Ir>, Box<Ir>),
+    List(Vec<Ir>, Vec<bool>),
+    /// A list literal of constants, built once: evaluating it allocates
+    /// nothing (`x in ['TCP', 'UDP']`).
+    ConstList(Vec<Const>),
+    Map(Vec<(Ir, Ir, bool)>),
+    Call(Func, Vec<Ir>),
+    /// `matches` with a constant pattern, compiled at load.
+    Matches(Box<Ir>, Arc<regex::Regex>),
+    /// Another call with a constant regex argument (`find`, `findAll`),
+    /// compiled at load; see `functions::constant_regex_arg`.
+    RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
+    Loop(Box<Loop>),
+    /// A chain of selections on variable `var` kept in memo `cell` until
+    /// the variable is bound again (see `memo`).
+    Memo {
+        cell: usize,
+        var: usize,
+        inner: Box<Ir>,
+    },
+    /// A chain of selections on loop variable `var` kept in memo `cell`
+    /// for each JSON object the variable is bound to (see `memo`).
+    ElemMemo {
+        cell: usize,
+        var: usize,
+        inner: Box<Ir>,
+    },
+}
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+}
+
+/// The macros that iterate or bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoopKind {
+    All,
+    Exists,
+    ExistsOne,
+    /// `map(v, f)`, or `map(v, p, f)` with `filter` set.
+    Map,
+    Filter,
+    /// `transformList(i, v, [p,] f)`.
+    TransformList,
+    /// `transformMap(k, v, [p,] f)`.
+    TransformMap,
+    /// `transformMapEntry(k, v, [p,] f)`.
+    TransformMapEntry,
+    SortBy,
+    /// `cel.bind(v, init, body)`: `range` is the init, `var` its slot.
+    Bind,
+    /// `opt.optMap(v, f)`.
+    OptMap,
+    /// `opt.optFlatMap(v, f)`.
+    OptFlatMap,
+}
+
+/// A macro loop over a list or map.
+#[derive(Debug)]
+pub(crate) struct Loop {
+    pub kind: LoopKind,
+    pub range: Ir,
+    /// The (first) iteration variable's slot.
+    pub var: usize,
+    /// The second variable of two-variable forms.
+    pub var2: Option<usize>,
+    /// Predicate, mapping or body.
+    pub body: Ir,
+    /// The filter of `map(v, p, f)` and of the transform forms.
+    pub filter: Option<Ir>,
+    /// Set by the memo pass when the body compares a field of the element
+    /// with a value the loop does not change (see `memo::Scan`).
+    pub scan: Option<crate::ir::Scan>,
+}
+
+/// The memo cells a program needs, of each kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cells {
+    /// Kept per binding of the variable (`Ir::Memo`).
+    pub by_binding: usize,
+    /// Kept per element the variable is bound to (`Ir::ElemMemo`).
+    pub by_element: usize,
+    /// Element reads of scanned loops ([`Scan`]).
+    pub by_scan: usize,
+}
+
+/// A loop whose body the evaluator can run over kept element reads (see
+/// the module comment): its shape, mirroring the body's tree.
+#[derive(Debug)]
+pub(crate) struct Scan {
+    /// The evaluator's cell that keeps the element reads of one list.
+    pub cell: usize,
+    /// Reads kept per element (chains on the element read twice share one).
+    pub slots: usize,
+    /// Comparisons, each with its other side evaluated once per run.
+    pub compares: usize,
+    pub body: ScanExpr,
+}
+
+/// The body of a [`Scan`], node for node over the loop body's `Ir`.
+#[derive(Debug)]
+pub(crate) enum ScanExpr {
+    And(Box<ScanExpr>, Box<ScanExpr>),
+    Or(Box<ScanExpr>, Box<ScanExpr>),
+    Not(Box<ScanExpr>),
+    /// An `Ir::Bin` comparison: one side reads only the element (kept in
+    /// `slot`), the other does not read it (kept per run in `compare`).
+    Compare {
+        slot: usize,
+        compare: usize,
+        element_left: bool,
+    },
+    /// A boolean that reads only the element, kept whole in `slot`.
+    Pred {
+        slot: usize,
+    },
+}

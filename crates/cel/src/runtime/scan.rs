@@ -1,0 +1,292 @@
+//! Scanned loops: bodies the planner marked (`ir::Scan`) run over element
+//! reads kept across runs instead of through the general evaluator.
+
+use super::*;
+
+/// A loop marked by the memo pass as a scan (`memo::Scan`): element reads
+/// are kept per element (for the evaluation, when the list is the
+/// request's JSON), the other sides of comparisons once per run, and each
+/// step charges what the plain loop would. `None`, with the cost put back,
+/// on any error or a spent budget: the plain loop then runs and fails
+/// where it would.
+pub(super) fn scan_loop<'a>(
+    l: &'a Loop,
+    scan: &'a Scan,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let n = list.len();
+    if n == 0 {
+        return None;
+    }
+    let key = match list {
+        // The length too: the reads are laid out by it.
+        List::Json { items, schema } => Some((
+            items.as_ptr() as usize,
+            std::ptr::from_ref(*schema) as usize,
+            items.len(),
+        )),
+        _ => None,
+    };
+    let mut cache = match (key, f.scans[scan.cell].take()) {
+        (Some(key), Some(cache)) if cache.list == key => cache,
+        _ => ScanCache {
+            list: key.unwrap_or_default(),
+            failed: false,
+            full: 0,
+            reads: vec![None; scan.slots * n],
+        },
+    };
+    let result = if cache.failed {
+        None
+    } else {
+        let start = f.cost;
+        let mut run = ScanRun {
+            var: l.var,
+            n,
+            list,
+            reads: &mut cache.reads,
+            full: &mut cache.full,
+            compares: scan.compares,
+            others: Vec::new(),
+        };
+        let result = match (&scan.body, &l.body) {
+            // One comparison, most scanned bodies: over the kept reads
+            // directly, with no walk of the body per element.
+            (
+                ScanExpr::Compare {
+                    slot, element_left, ..
+                },
+                Ir::Bin(op, a, b),
+            ) => run.compare(l.kind, *op, a, b, *slot, *element_left, f),
+            (body, _) => scan_steps(l.kind, 0..n, list, f, |i, f| run.expr(body, &l.body, i, f)),
+        };
+        if result.is_none() {
+            f.cost = start;
+            cache.failed = true;
+        }
+        result
+    };
+    if key.is_some() {
+        f.scans[scan.cell] = Some(cache);
+    }
+    result
+}
+
+/// One run of a scanned loop.
+pub(super) struct ScanRun<'a, 'r> {
+    var: usize,
+    n: usize,
+    list: &'r List<'a>,
+    reads: &'r mut [Option<(u64, Value<'a>)>],
+    full: &'r mut u64,
+    compares: usize,
+    /// The other side of each comparison, evaluated when first needed
+    /// (allocated then: a one-comparison body does without).
+    others: Vec<Option<(u64, Value<'a>)>>,
+}
+
+impl<'a> ScanRun<'a, '_> {
+    /// The body on element `i`, walking `ir` along with `e`; charged
+    /// as [`eval`] charges it.
+    fn expr(&mut self, e: &ScanExpr, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<bool> {
+        match (e, ir) {
+            (ScanExpr::And(x, y), Ir::And(a, b)) => {
+                Some(self.expr(x, a, i, f)? && self.expr(y, b, i, f)?)
+            }
+            (ScanExpr::Or(x, y), Ir::Or(a, b)) => {
+                Some(self.expr(x, a, i, f)? || self.expr(y, b, i, f)?)
+            }
+            (ScanExpr::Not(x), Ir::Not(a)) => {
+                let r = self.expr(x, a, i, f)?;
+                f.charge(1).ok()?;
+                Some(!r)
+            }
+            (ScanExpr::Pred { slot }, ir) => {
+                let at = self.read(*slot, ir, i, f)?;
+                let (cost, r) = self.reads[at].as_ref()?;
+                let r = match r {
+                    Value::Bool(r) => *r,
+                    _ => return None,
+                };
+                f.charge(*cost).ok()?;
+                Some(r)
+            }
+            (
+                ScanExpr::Compare {
+                    slot,
+                    compare,
+                    element_left,
+                },
+                Ir::Bin(op, a, b),
+            ) => {
+                let (element, other) = if *element_left { (a, b) } else { (b, a) };
+                let at = self.read(*slot, element, i, f)?;
+                self.other(*compare, other, f)?;
+                let (read_cost, read) = self.reads[at].as_ref()?;
+                let (other_cost, x) = self.others[*compare].as_ref()?;
+                compare_kept(*op, read, read_cost + other_cost, x, *element_left, b, f)
+            }
+            _ => None,
+        }
+    }
+
+    /// A body of one comparison `a op b`, the element's side in `slot`:
+    /// every element read first, the other side once, then the steps.
+    #[allow(clippy::too_many_arguments)]
+    fn compare(
+        &mut self,
+        kind: LoopKind,
+        op: BinOp,
+        a: &'a Ir,
+        b: &'a Ir,
+        slot: usize,
+        element_left: bool,
+        f: &mut Frame<'a>,
+    ) -> Option<Value<'a>> {
+        let (element, other) = if element_left { (a, b) } else { (b, a) };
+        let base = self.all_reads(slot, element, f)?;
+        let (other_cost, x) = run_other(other, f)?;
+        let reads = self.reads[base..base + self.n].iter();
+        scan_steps(kind, reads, self.list, f, |read, f| {
+            let (cost, read) = read.as_ref()?;
+            compare_kept(op, read, cost + other_cost, &x, element_left, b, f)
+        })
+    }
+
+    /// Where the element side in `slot` for element `i` is kept, read now
+    /// if not yet.
+    #[inline]
+    fn read(&mut self, slot: usize, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<usize> {
+        let at = slot * self.n + i;
+        if self.reads[at].is_none() {
+            f.bind(self.var, self.list.get(i)?);
+            let before = f.cost;
+            let r = operand(ir, f);
+            let cost = f.cost - before;
+            f.cost = before;
+            self.reads[at] = Some((cost, r.ok()?));
+        }
+        Some(at)
+    }
+
+    /// Every element's read of `slot`; where the first is kept.
+    fn all_reads(&mut self, slot: usize, ir: &'a Ir, f: &mut Frame<'a>) -> Option<usize> {
+        let bit = 1u64.checked_shl(slot as u32).unwrap_or(0);
+        if *self.full & bit == 0 {
+            for i in 0..self.n {
+                self.read(slot, ir, i, f)?;
+            }
+            *self.full |= bit;
+        }
+        Some(slot * self.n)
+    }
+
+    /// The other side of comparison `compare`, evaluated once per run.
+    #[inline]
+    fn other(&mut self, compare: usize, ir: &'a Ir, f: &mut Frame<'a>) -> Option<()> {
+        if self.others.is_empty() {
+            self.others = vec![None; self.compares];
+        }
+        if self.others[compare].is_none() {
+            self.others[compare] = Some(run_other(ir, f)?);
+        }
+        Some(())
+    }
+}
+
+/// The steps of a scanned loop, with `body` deciding element `i`; charged
+/// as [`quantify`], [`exists_one`] and [`filter`] charge.
+pub(super) fn scan_steps<'a, T>(
+    kind: LoopKind,
+    elements: impl ExactSizeIterator<Item = T>,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+    mut body: impl FnMut(T, &mut Frame<'a>) -> Option<bool>,
+) -> Option<Value<'a>> {
+    let n = elements.len();
+    match kind {
+        LoopKind::All | LoopKind::Exists => {
+            let (decide, step, condition) = quantifier(kind);
+            for (i, e) in elements.enumerate() {
+                f.charge(step).ok()?;
+                if body(e, f)? == decide {
+                    f.charge(if i + 1 < n { condition } else { 0 } + 1).ok()?;
+                    return Some(Value::Bool(decide));
+                }
+            }
+            f.charge(1).ok()?;
+            Some(Value::Bool(!decide))
+        }
+        LoopKind::ExistsOne => {
+            let mut count = 0i64;
+            for e in elements {
+                if body(e, f)? {
+                    count += 1;
+                    f.charge(2).ok()?;
+                }
+            }
+            f.charge(2).ok()?;
+            Some(Value::Bool(count == 1))
+        }
+        LoopKind::Filter => {
+            let mut out = Vec::new();
+            for (i, e) in elements.enumerate() {
+                if body(e, f)? {
+                    out.push(list.get(i)?);
+                    f.charge(13).ok()?;
+                }
+            }
+            f.charge(1).ok()?;
+            Some(Value::list(out))
+        }
+        _ => None,
+    }
+}
+
+/// The other side of a comparison, with its charge (not charged).
+pub(super) fn run_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Option<(u64, Value<'a>)> {
+    let before = f.cost;
+    let r = operand(ir, f);
+    let cost = f.cost - before;
+    f.cost = before;
+    Some((cost, r.ok()?))
+}
+
+/// `read op x` (or `x op read`), charged `operands` for the two sides and
+/// what the comparison costs. Strings and ints, by far the most compared,
+/// skip the generic path.
+#[inline(always)]
+pub(super) fn compare_kept<'a>(
+    op: BinOp,
+    read: &Value<'a>,
+    operands: u64,
+    x: &Value<'a>,
+    element_left: bool,
+    b: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Option<bool> {
+    match (read, x, op) {
+        (Value::Str(s), Value::Str(t), BinOp::Eq | BinOp::Ne) => {
+            f.charge(operands + cost::compare_cost_str(s, t)).ok()?;
+            return Some((**s == **t) == (op == BinOp::Eq));
+        }
+        (Value::Int(i), Value::Int(j), _) => {
+            let (i, j) = if element_left { (*i, *j) } else { (*j, *i) };
+            let r = int_compare(op, i, j)?;
+            f.charge(operands + 1).ok()?;
+            return Some(r);
+        }
+        _ => {}
+    }
+    f.charge(operands).ok()?;
+    let (p, q) = if element_left {
+        (read.copy(), x.copy())
+    } else {
+        (x.copy(), read.copy())
+    };
+    match bin_values(op, p, q, b, f) {
+        Ok(Value::Bool(r)) => Some(r),
+        _ => None,
+    }
+}

@@ -1,0 +1,238 @@
+//! Source text to the `cel` crate's AST: the nesting guard that runs
+//! before the parser, the parser with optional syntax and the Kubernetes
+//! macro set, and cel-go's layout of syntax errors.
+
+use cel::common::ast::{CallExpr, Expr, IdedExpr, SourceInfo};
+use cel::parser::{Macro, MacroExprHelper, ParseError};
+
+use crate::value::error::CompileError;
+
+type MacroResult = Result<Option<IdedExpr>, ParseError>;
+
+/// The deepest nesting an expression may have (brackets, a run of unary
+/// operators, or chained `?:`): the `cel` crate's own recursion limit,
+/// checked before its recursive-descent parser runs.
+pub const MAX_NESTING: usize = 96;
+
+/// Nesting above which parsing moves to a thread with [`DEEP_PARSE_STACK`]:
+/// the generated parser takes tens of KiB of stack per level, more than a
+/// worker thread's 2 MiB allows for a few dozen levels.
+pub(crate) const SHALLOW_NESTING: usize = 8;
+
+pub(crate) const DEEP_PARSE_STACK: usize = 256 * 1024 * 1024;
+
+/// How deeply `source` nests: the most open brackets at any point, the
+/// longest run of unary operators, or the number of `?` (ternaries nest
+/// without brackets), whichever is largest. String literals are skipped.
+/// Hand-written: it must run before, and instead of, the parser.
+pub fn nesting(source: &str) -> usize {
+    scan_nesting(source, true)
+}
+
+/// [`nesting`] with brackets inside string literals counted too.
+pub(crate) fn raw_nesting(source: &str) -> usize {
+    scan_nesting(source, false)
+}
+
+fn scan_nesting(source: &str, skip_literals: bool) -> usize {
+    let b = source.as_bytes();
+    let (mut i, mut depth, mut max, mut unary, mut questions) = (0, 0usize, 0usize, 0usize, 0usize);
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' if skip_literals => {
+                i = skip_literal(b, i);
+                unary = 0;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'?' => questions += 1,
+            _ => {}
+        }
+        if matches!(c, b'!' | b'-') {
+            unary += 1;
+            max = max.max(unary);
+        } else if !c.is_ascii_whitespace() {
+            unary = 0;
+        }
+        i += 1;
+    }
+    max.max(questions)
+}
+
+/// The index just past the string literal whose quote is at `start`.
+fn skip_literal(b: &[u8], start: usize) -> usize {
+    let c = b[start];
+    let raw = start > 0 && matches!(b[start - 1], b'r' | b'R');
+    let triple = b[start..].starts_with(&[c, c, c]);
+    let quote_len = if triple { 3 } else { 1 };
+    let mut i = start + quote_len;
+    while i < b.len() {
+        // A one-quote literal cannot span lines (the lexer stops there).
+        if !triple && b[i] == b'\n' {
+            return i;
+        }
+        if b[i] == b'\\' && !raw {
+            i += 2;
+            continue;
+        }
+        if b[i..].starts_with(&[c, c, c][..quote_len]) {
+            return i + quote_len;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Parses with optional syntax and the Kubernetes macro set.
+pub(crate) fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError> {
+    let env = environment();
+    env.parser()
+        .parse_with_source_info(source)
+        .map_err(|errs| CompileError {
+            message: errs
+                .errors
+                .iter()
+                .map(|e| format_error(source, e.pos.0, e.pos.1 - 1, &e.msg))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            instantiation: false,
+        })
+}
+
+/// cel-go's error layout: `ERROR: <input>:L:C: msg`, the source line, and a
+/// caret under the column (1-based in the text, dots before the caret).
+pub(crate) fn format_error(source: &str, line: isize, col0: isize, msg: &str) -> String {
+    let line = line.max(1);
+    let col0 = col0.max(0);
+    let mut out = format!("ERROR: <input>:{line}:{}: {msg}", col0 + 1);
+    if let Some(text) = source.lines().nth((line - 1) as usize) {
+        out.push_str("\n | ");
+        out.push_str(text);
+        out.push_str("\n | ");
+        for _ in 0..col0 {
+            out.push('.');
+        }
+        out.push('^');
+    }
+    out
+}
+
+pub(crate) fn environment() -> cel::Env {
+    // The cel crate's default Env has no macros; ours expand every macro
+    // into a call the compiler below recognises, so the evaluator runs each
+    // as a tight loop rather than a generic comprehension.
+    let mut env = cel::Env::default();
+    let macros = [
+        Macro::global("has", 1, has_macro),
+        Macro::receiver("all", 2, loop_macro("@all", 1)),
+        Macro::receiver("all", 3, loop_macro("@all", 2)),
+        Macro::receiver("exists", 2, loop_macro("@exists", 1)),
+        Macro::receiver("exists", 3, loop_macro("@exists", 2)),
+        Macro::receiver("exists_one", 2, loop_macro("@exists_one", 1)),
+        Macro::receiver("exists_one", 3, loop_macro("@exists_one", 2)),
+        Macro::receiver("existsOne", 2, loop_macro("@exists_one", 1)),
+        Macro::receiver("existsOne", 3, loop_macro("@exists_one", 2)),
+        Macro::receiver("map", 2, loop_macro("@map", 1)),
+        Macro::receiver("map", 3, loop_macro("@map", 1)),
+        Macro::receiver("filter", 2, loop_macro("@filter", 1)),
+        Macro::receiver("transformList", 3, loop_macro("@transformList", 2)),
+        Macro::receiver("transformList", 4, loop_macro("@transformList", 2)),
+        Macro::receiver("transformMap", 3, loop_macro("@transformMap", 2)),
+        Macro::receiver("transformMap", 4, loop_macro("@transformMap", 2)),
+        Macro::receiver("transformMapEntry", 3, loop_macro("@transformMapEntry", 2)),
+        Macro::receiver("transformMapEntry", 4, loop_macro("@transformMapEntry", 2)),
+        Macro::receiver("sortBy", 2, loop_macro("@sortBy", 1)),
+        Macro::receiver("optMap", 2, loop_macro("@optMap", 1)),
+        Macro::receiver("optFlatMap", 2, loop_macro("@optFlatMap", 1)),
+        Macro::receiver("bind", 3, bind_macro),
+    ];
+    for m in macros {
+        // Each (name, receiver, arity) is listed once above.
+        let _ = env.add_macro(m);
+    }
+    env
+}
+
+fn has_macro(
+    h: &mut MacroExprHelper<'_>,
+    _target: &mut Option<IdedExpr>,
+    args: &mut Vec<IdedExpr>,
+) -> MacroResult {
+    let arg = args.remove(0);
+    match arg.expr {
+        Expr::Select(mut sel) if !sel.test => {
+            sel.test = true;
+            Ok(Some(h.next_expr(Expr::Select(sel))))
+        }
+        _ => Err(h.new_error(arg.id, "invalid argument to has() macro")),
+    }
+}
+
+fn loop_macro(
+    name: &'static str,
+    vars: usize,
+) -> impl Fn(&mut MacroExprHelper<'_>, &mut Option<IdedExpr>, &mut Vec<IdedExpr>) -> MacroResult
+       + Send
+       + Sync
+       + 'static {
+    move |h, target, args| {
+        for a in args.iter().take(vars) {
+            if !matches!(a.expr, Expr::Ident(_)) {
+                return Err(h.new_error(a.id, "argument must be a simple name"));
+            }
+        }
+        let call = CallExpr {
+            func_name: name.to_owned(),
+            target: target.take().map(Box::new),
+            args: std::mem::take(args),
+        };
+        Ok(Some(h.next_expr(Expr::Call(call))))
+    }
+}
+
+fn bind_macro(
+    h: &mut MacroExprHelper<'_>,
+    target: &mut Option<IdedExpr>,
+    args: &mut Vec<IdedExpr>,
+) -> MacroResult {
+    // Only `cel.bind(..)`: a `bind` on anything else stays a plain call.
+    if !matches!(target.as_ref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "cel") {
+        return Ok(None);
+    }
+    if !matches!(args[0].expr, Expr::Ident(_)) {
+        return Err(h.new_error(
+            args[0].id,
+            "cel.bind() variable names must be simple identifiers",
+        ));
+    }
+    target.take();
+    let call = CallExpr {
+        func_name: "@bind".to_owned(),
+        target: None,
+        args: std::mem::take(args),
+    };
+    Ok(Some(h.next_expr(Expr::Call(call))))
+}
+
+/// 1-based line and 0-based column (in characters) of a byte offset.
+pub(crate) fn line_col(source: &str, offset: usize) -> (isize, isize) {
+    let mut line = 1;
+    let mut col = 0;
+    for (i, ch) in source.char_indices() {
+        if i >= offset {
+            break;
+        }
+        if ch == '\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+    }
+    (line, col)
+}
