@@ -7,7 +7,7 @@
 
 use hyper::StatusCode;
 
-use crate::review::{ConversionReviewError, ReviewError};
+use crate::review::ReviewError;
 
 /// Everything that stops a request from getting a review answer.
 #[derive(Debug, thiserror::Error)]
@@ -15,9 +15,6 @@ pub enum WebhookError {
     /// The body is not a review we can answer (400).
     #[error(transparent)]
     Review(#[from] ReviewError),
-    /// The body is not a ConversionReview we can answer (400).
-    #[error(transparent)]
-    ConversionReview(#[from] ConversionReviewError),
     /// The body is larger than `--max-request-bytes` (413).
     #[error("request body exceeds the limit of {limit} bytes")]
     PayloadTooLarge {
@@ -80,9 +77,7 @@ impl WebhookError {
     /// The HTTP status of this error.
     pub fn status_code(&self) -> StatusCode {
         match self {
-            WebhookError::Review(_) | WebhookError::ConversionReview(_) | WebhookError::Body(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            WebhookError::Review(_) | WebhookError::Body(_) => StatusCode::BAD_REQUEST,
             WebhookError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             WebhookError::Overloaded
             | WebhookError::BodyBudgetExhausted
@@ -135,7 +130,7 @@ mod tests {
 
     #[test]
     fn review_errors_are_400_and_name_the_problem() {
-        let err = WebhookError::from(ReviewError::MissingUid);
+        let err = WebhookError::from(ReviewError::MissingUid(crate::review::Review::Admission));
         let answer = err.answer();
         assert_eq!(answer.status, StatusCode::BAD_REQUEST);
         assert!(answer.body.contains("request.uid"), "{}", answer.body);

@@ -14,11 +14,11 @@ pub mod cli;
 pub mod config;
 pub mod conversion;
 pub mod error;
+pub mod eval;
 #[doc(hidden)]
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod metrics;
-pub mod offline;
 pub mod review;
 /// The schema model (crate `celhook-schema`, under `crates/schema`).
 pub use celhook_schema as schema;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use celhook::cli::{self, CheckArgs, Command, ConvertArgs, EvalArgs, OutputFormat};
 use celhook::config;
-use celhook::offline;
+use celhook::eval;
 use celhook::server::{self, ServeConfig, TlsError};
 use celhook::telemetry::{self, LogFormat};
 
@@ -81,9 +81,9 @@ fn eval(args: &EvalArgs) -> ExitCode {
             old,
             output,
         } => (|| {
-            let object = offline::read_document(object)?;
-            let old = old.as_deref().map(offline::read_document).transpose()?;
-            let response = offline::eval_object(crd, version.as_deref(), &object, old.as_ref())?;
+            let object = eval::read_document(object)?;
+            let old = old.as_deref().map(eval::read_document).transpose()?;
+            let response = eval::eval_object(crd, version.as_deref(), &object, old.as_ref())?;
             match output {
                 OutputFormat::Json => {
                     // The AdmissionReview the server would send, pretty-printed.
@@ -103,8 +103,8 @@ fn eval(args: &EvalArgs) -> ExitCode {
             Ok(response.allowed)
         })(),
         EvalArgs::Expr { expr, this } => (|| {
-            let this = this.as_deref().map(offline::read_document).transpose()?;
-            match offline::eval_expr(expr, this.as_ref())? {
+            let this = this.as_deref().map(eval::read_document).transpose()?;
+            match eval::eval_expr(expr, this.as_ref())? {
                 Ok(v) => {
                     out(&format!("{v}\n"));
                     Ok(true)
@@ -120,7 +120,7 @@ fn eval(args: &EvalArgs) -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(EXIT_FAILURE),
         Err(err) => {
-            let err: offline::OfflineError = err;
+            let err: eval::CommandError = err;
             eprintln!("celhook eval: {err}");
             ExitCode::from(EXIT_USAGE)
         }
@@ -163,7 +163,7 @@ fn convert(args: &ConvertArgs) -> ExitCode {
         let result = std::fs::read_to_string(file)
             .map_err(|e| format!("{name}: cannot read: {e}"))
             .and_then(|text| {
-                celhook::conversion::offline::convert_text(&loaded.catalog, &args.to, &name, &text)
+                celhook::conversion::files::convert_text(&loaded.catalog, &args.to, &name, &text)
             });
         match result {
             Ok(text) => {

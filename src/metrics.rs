@@ -72,7 +72,7 @@ impl Endpoint {
 
 /// How a request ended, as counted in `celhook_requests_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RequestOutcome {
     /// An admission review answered `allowed: true`, or a conversion that succeeded.
     Allowed,
     /// An admission review answered `allowed: false`, or a conversion answered `Failure`.
@@ -81,13 +81,13 @@ pub enum Outcome {
     Error,
 }
 
-impl Outcome {
+impl RequestOutcome {
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Allowed => "allowed",
-            Outcome::Denied => "denied",
-            Outcome::Error => "error",
+            RequestOutcome::Allowed => "allowed",
+            RequestOutcome::Denied => "denied",
+            RequestOutcome::Error => "error",
         }
     }
 }
@@ -454,7 +454,7 @@ impl Metrics {
         review_version: &str,
         kind: &str,
         operation: &str,
-        outcome: Outcome,
+        outcome: RequestOutcome,
     ) {
         self.requests
             .with_label_values(&[
@@ -472,7 +472,7 @@ impl Metrics {
         self.overloaded
             .with_label_values(&[endpoint.as_str()])
             .inc();
-        self.observe_review(endpoint, "unknown", "unknown", "", Outcome::Error);
+        self.observe_review(endpoint, "unknown", "unknown", "", RequestOutcome::Error);
     }
 
     /// Counts a request abandoned at its deadline.
@@ -480,7 +480,7 @@ impl Metrics {
         self.deadline_exceeded
             .with_label_values(&[endpoint.as_str()])
             .inc();
-        self.observe_review(endpoint, "unknown", "unknown", "", Outcome::Error);
+        self.observe_review(endpoint, "unknown", "unknown", "", RequestOutcome::Error);
     }
 
     /// Counts `objects` objects of CRD `crd` converted from version `from`
@@ -594,7 +594,7 @@ mod tests {
             "v1",
             "CronTab",
             "CREATE",
-            Outcome::Denied,
+            RequestOutcome::Denied,
         );
         assert!(text(&a).contains(
             "celhook_requests_total{endpoint=\"validate\",kind=\"CronTab\",operation=\"CREATE\",outcome=\"denied\",review_version=\"v1\"} 1"

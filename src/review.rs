@@ -10,11 +10,12 @@ use kube_core::response::Status;
 use serde::{Deserialize, Serialize};
 
 mod conversion;
+mod error;
 pub use conversion::{
-    decode_conversion, encode_conversion, ConversionRequest, ConversionReviewError,
-    ConversionReviewVersion, SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1,
-    CONVERSION_V1BETA1,
+    decode_conversion, encode_conversion, ConversionRequest, ConversionReviewVersion,
+    SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1, CONVERSION_V1BETA1,
 };
+pub use error::{Review, ReviewError};
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,61 +123,6 @@ impl Operation {
     }
 }
 
-/// Why a body is not an AdmissionReview we can answer. Each variant becomes a
-/// 400 whose body is the `Display` text, so the text names the problem.
-#[derive(Debug, thiserror::Error)]
-pub enum ReviewError {
-    /// The body is empty.
-    #[error("empty request body: expected an AdmissionReview")]
-    Empty,
-    /// The body is not JSON (serde's message carries line and column).
-    #[error("malformed JSON: {0}")]
-    Syntax(#[source] serde_json::Error),
-    /// The body is JSON, but a field has the wrong type or is duplicated.
-    #[error("invalid AdmissionReview: {0}")]
-    Data(#[source] serde_json::Error),
-    /// The top-level value is not a JSON object.
-    #[error("invalid AdmissionReview: the body must be a JSON object")]
-    NotAnObject,
-    /// `apiVersion` is missing.
-    #[error("invalid AdmissionReview: apiVersion is missing (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})")]
-    MissingApiVersion,
-    /// `apiVersion` is not one we speak.
-    #[error(
-        "unsupported review apiVersion {0:?} (expected {ADMISSION_V1} or {ADMISSION_V1BETA1})"
-    )]
-    UnsupportedApiVersion(String),
-    /// `kind` is missing.
-    #[error("invalid AdmissionReview: kind is missing (expected AdmissionReview)")]
-    MissingKind,
-    /// `kind` is not AdmissionReview.
-    #[error("unsupported review kind {0:?} (expected AdmissionReview)")]
-    UnsupportedKind(String),
-    /// `request` is missing or null.
-    #[error("invalid AdmissionReview: request is missing")]
-    MissingRequest,
-    /// `request.uid` is missing, null or empty.
-    #[error("invalid AdmissionReview: request.uid is missing or empty")]
-    MissingUid,
-    /// `request.kind` is missing or lacks its version or kind.
-    #[error("invalid AdmissionReview: request.kind must name a version and a kind")]
-    MissingRequestKind,
-    /// `request.operation` is missing.
-    #[error("invalid AdmissionReview: request.operation is missing")]
-    MissingOperation,
-    /// `request.operation` is not one of the four admission operations.
-    #[error("invalid AdmissionReview: request.operation {0:?} is not one of CREATE, UPDATE, DELETE, CONNECT")]
-    UnsupportedOperation(String),
-    /// `request.object` or `request.oldObject` is present but not an object.
-    #[error("invalid AdmissionReview: request.{field} must be a JSON object, got {found}")]
-    NotAJsonObject {
-        /// `object` or `oldObject`.
-        field: &'static str,
-        /// The JSON type received.
-        found: &'static str,
-    },
-}
-
 /// The review as it arrives on the wire: only what we read. Unknown fields
 /// (userInfo, resource, options, ...) are skipped by serde without being
 /// built. Everything is optional here so that a missing field becomes a
@@ -210,15 +156,15 @@ struct WireRequest {
 /// object/oldObject. The objects are moved into the request, never copied.
 pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => return Err(ReviewError::Empty),
+        None => return Err(ReviewError::Empty(Review::Admission)),
         // Anything else that is valid JSON would reach serde's sequence
         // form of the struct; reject it with a clear message instead.
         Some(b'{') => {}
         Some(_) => {
             // Still let serde report genuinely malformed JSON with its position.
             return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(err) => Err(json_error(err)),
-                Ok(_) => Err(ReviewError::NotAnObject),
+                Err(err) => Err(ReviewError::from_json(Review::Admission, err)),
+                Ok(_) => Err(ReviewError::NotAnObject(Review::Admission)),
             };
         }
     }
@@ -230,24 +176,29 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(body),
     }
-    .map_err(json_error)?;
+    .map_err(|e| ReviewError::from_json(Review::Admission, e))?;
 
     let version = match wire.api_version.as_deref() {
-        None => return Err(ReviewError::MissingApiVersion),
+        None => return Err(ReviewError::MissingApiVersion(Review::Admission)),
         Some(ADMISSION_V1) => ReviewVersion::V1,
         Some(ADMISSION_V1BETA1) => ReviewVersion::V1Beta1,
-        Some(other) => return Err(ReviewError::UnsupportedApiVersion(other.to_owned())),
+        Some(other) => {
+            return Err(ReviewError::UnsupportedApiVersion(
+                Review::Admission,
+                other.to_owned(),
+            ))
+        }
     };
-    match wire.kind.as_deref() {
-        None => return Err(ReviewError::MissingKind),
-        Some(ADMISSION_REVIEW_KIND) => {}
-        Some(other) => return Err(ReviewError::UnsupportedKind(other.to_owned())),
+    if wire.kind.as_deref() != Some(ADMISSION_REVIEW_KIND) {
+        return Err(ReviewError::WrongKind(Review::Admission, wire.kind));
     }
 
-    let req = wire.request.ok_or(ReviewError::MissingRequest)?;
+    let req = wire
+        .request
+        .ok_or(ReviewError::MissingRequest(Review::Admission))?;
     let uid = match req.uid {
         Some(uid) if !uid.is_empty() => uid,
-        _ => return Err(ReviewError::MissingUid),
+        _ => return Err(ReviewError::MissingUid(Review::Admission)),
     };
     let kind = match req.kind {
         Some(gvk) if !gvk.version.is_empty() && !gvk.kind.is_empty() => gvk,
@@ -277,14 +228,6 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
             dry_run: req.dry_run.unwrap_or(false),
         },
     ))
-}
-
-fn json_error(err: serde_json::Error) -> ReviewError {
-    match err.classify() {
-        serde_json::error::Category::Data => ReviewError::Data(err),
-        // Syntax, Eof, and Io (which cannot happen when reading a slice).
-        _ => ReviewError::Syntax(err),
-    }
 }
 
 fn check_object(field: &'static str, value: Option<&serde_json::Value>) -> Result<(), ReviewError> {
@@ -453,8 +396,8 @@ mod tests {
 
     #[test]
     fn rejects_an_empty_body() {
-        assert!(matches!(decode_err(b""), ReviewError::Empty));
-        assert!(matches!(decode_err(b" \n\t"), ReviewError::Empty));
+        assert!(matches!(decode_err(b""), ReviewError::Empty(_)));
+        assert!(matches!(decode_err(b" \n\t"), ReviewError::Empty(_)));
     }
 
     #[test]
@@ -491,7 +434,7 @@ mod tests {
     fn rejects_a_body_that_is_not_an_object() {
         for body in [&b"[]"[..], b"\"AdmissionReview\"", b"42", b"null"] {
             assert!(
-                matches!(decode_err(body), ReviewError::NotAnObject),
+                matches!(decode_err(body), ReviewError::NotAnObject(_)),
                 "{body:?}"
             );
         }
@@ -501,24 +444,27 @@ mod tests {
     fn rejects_missing_or_unknown_api_version_and_kind() {
         let body = serde_json::to_vec(&json!({"kind": "AdmissionReview", "request": request()}))
             .expect("json");
-        assert!(matches!(decode_err(&body), ReviewError::MissingApiVersion));
+        assert!(matches!(
+            decode_err(&body),
+            ReviewError::MissingApiVersion(_)
+        ));
 
         let err = decode_err(&review("admission.k8s.io/v2", request()));
         assert!(
-            matches!(err, ReviewError::UnsupportedApiVersion(ref v) if v == "admission.k8s.io/v2")
+            matches!(err, ReviewError::UnsupportedApiVersion(_, ref v) if v == "admission.k8s.io/v2")
         );
         assert!(err.to_string().contains("\"admission.k8s.io/v2\""), "{err}");
 
         let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "request": request()}))
             .expect("json");
-        assert!(matches!(decode_err(&body), ReviewError::MissingKind));
+        assert!(matches!(decode_err(&body), ReviewError::WrongKind(_, None)));
 
         let body = serde_json::to_vec(&json!({
             "apiVersion": ADMISSION_V1, "kind": "ConversionReview", "request": request()
         }))
         .expect("json");
         let err = decode_err(&body);
-        assert!(matches!(err, ReviewError::UnsupportedKind(ref k) if k == "ConversionReview"));
+        assert!(matches!(err, ReviewError::WrongKind(_, Some(ref k)) if k == "ConversionReview"));
     }
 
     #[test]
@@ -526,10 +472,10 @@ mod tests {
         let body =
             serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "kind": "AdmissionReview"}))
                 .expect("json");
-        assert!(matches!(decode_err(&body), ReviewError::MissingRequest));
+        assert!(matches!(decode_err(&body), ReviewError::MissingRequest(_)));
         assert!(matches!(
             decode_err(&review(ADMISSION_V1, Value::Null)),
-            ReviewError::MissingRequest
+            ReviewError::MissingRequest(_)
         ));
     }
 
@@ -542,7 +488,7 @@ mod tests {
         ] {
             assert!(matches!(
                 decode_err(&review(ADMISSION_V1, req)),
-                ReviewError::MissingUid
+                ReviewError::MissingUid(_)
             ));
         }
     }
@@ -550,7 +496,7 @@ mod tests {
     #[test]
     fn rejects_a_uid_of_the_wrong_type_naming_the_type() {
         let err = decode_err(&review(ADMISSION_V1, with("uid", json!(42))));
-        assert!(matches!(err, ReviewError::Data(_)), "{err:?}");
+        assert!(matches!(err, ReviewError::Data(..)), "{err:?}");
         assert!(
             err.to_string().contains("invalid type: integer `42`"),
             "{err}"
@@ -610,7 +556,7 @@ mod tests {
     fn rejects_duplicate_fields() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","kind":"AdmissionReview","request":{}}"#;
         let err = decode_err(body);
-        assert!(matches!(err, ReviewError::Data(_)), "{err:?}");
+        assert!(matches!(err, ReviewError::Data(..)), "{err:?}");
         assert!(err.to_string().contains("duplicate field `kind`"), "{err}");
     }
 

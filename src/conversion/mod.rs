@@ -8,8 +8,8 @@
 //! Pure functions over `serde_json::Value`: no IO.
 
 pub mod document;
+pub mod files;
 pub mod guard;
-pub mod offline;
 pub mod stash;
 
 use std::collections::HashMap;
@@ -72,7 +72,7 @@ struct Assignment {
 
 /// Why one object could not be converted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConvertError {
+pub enum ObjectError {
     /// An expression failed at run time.
     #[error("{at} (path {path}, expr {expr:?}) failed: {reason}")]
     Expression {
@@ -92,7 +92,7 @@ pub enum ConvertError {
 
 /// Why a review could not be answered with Success: the `result.message`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConversionError {
+pub enum ReviewFailure {
     /// `desiredAPIVersion` is not `group/version` of a loaded CRD.
     #[error("desiredAPIVersion {desired:?}: {reason}")]
     Desired {
@@ -142,11 +142,11 @@ impl Conversion {
     /// Converts `object` (at `from`) to `to`, stashing what the target
     /// cannot hold and restoring what an earlier conversion stashed. An
     /// object already at `to` comes back unchanged.
-    pub fn convert(&self, mut object: Json, from: &str, to: &str) -> Result<Json, ConvertError> {
+    pub fn convert(&self, mut object: Json, from: &str, to: &str) -> Result<Json, ObjectError> {
         if from == to {
             return Ok(object);
         }
-        let mut stash = stash::take(&mut object).map_err(ConvertError::Object)?;
+        let mut stash = stash::take(&mut object).map_err(ObjectError::Object)?;
         let mut out = self.translate(&object, from, to)?;
         if let Some(entries) = stash.remove(&self.api_version(to)) {
             stash::restore(&mut out, &entries);
@@ -162,15 +162,15 @@ impl Conversion {
         } else {
             stash.insert(from_api, lost);
         }
-        stash::put(&mut out, &stash).map_err(ConvertError::Object)?;
+        stash::put(&mut out, &stash).map_err(ObjectError::Object)?;
         Ok(out)
     }
 
     /// The plain conversion, without the stash: source -> hub -> target.
-    fn translate(&self, object: &Json, from: &str, to: &str) -> Result<Json, ConvertError> {
+    fn translate(&self, object: &Json, from: &str, to: &str) -> Result<Json, ObjectError> {
         let plan = |v: &str| {
             self.plans.get(v).ok_or_else(|| {
-                ConvertError::Object(format!("{v} is not a version of {}", self.crd_name))
+                ObjectError::Object(format!("{v} is not a version of {}", self.crd_name))
             })
         };
         let (source, target, hub) = (plan(from)?, plan(to)?, plan(&self.hub)?);
@@ -193,12 +193,12 @@ impl Conversion {
         target: &VersionPlan,
         assignments: &[Assignment],
         to: &str,
-    ) -> Result<Json, ConvertError> {
+    ) -> Result<Json, ObjectError> {
         let mut values = Vec::with_capacity(assignments.len());
         for a in assignments {
             let this = Value::from_json(object, &source.schema);
             let (result, _cost) = a.program.eval(this, None, cel::PER_EXPRESSION_COST_LIMIT);
-            let value = result.map_err(|e| ConvertError::Expression {
+            let value = result.map_err(|e| ObjectError::Expression {
                 at: a.at.clone(),
                 path: a.path.join("."),
                 expr: a.expr.clone(),
@@ -211,7 +211,7 @@ impl Conversion {
             if let (Some(v), Some(schema)) = (&value, &a.value_schema) {
                 if let Some(m) = mismatch(v, schema) {
                     let path = a.path.join(".");
-                    return Err(ConvertError::Expression {
+                    return Err(ObjectError::Expression {
                         at: a.at.clone(),
                         reason: m.describe(&path),
                         path,
@@ -223,13 +223,13 @@ impl Conversion {
         }
         let mut out = object.clone();
         let Some(map) = out.as_object_mut() else {
-            return Err(ConvertError::Object(
+            return Err(ObjectError::Object(
                 "the object is not a JSON object".into(),
             ));
         };
         map.insert("apiVersion".into(), Json::String(self.api_version(to)));
         for (a, value) in assignments.iter().zip(values) {
-            place(&mut out, &a.path, value).map_err(|reason| ConvertError::Expression {
+            place(&mut out, &a.path, value).map_err(|reason| ObjectError::Expression {
                 at: a.at.clone(),
                 path: a.path.join("."),
                 expr: a.expr.clone(),
@@ -411,7 +411,7 @@ pub fn convert_all(
     catalog: &(impl Conversions + ?Sized),
     desired: &str,
     objects: Vec<Json>,
-) -> Result<Vec<Json>, ConversionError> {
+) -> Result<Vec<Json>, ReviewFailure> {
     let mut out = Vec::with_capacity(objects.len());
     convert_each(catalog, desired, objects.into_iter().map(Ok), |converted| {
         out.push(converted);
@@ -430,11 +430,11 @@ pub fn convert_each(
     catalog: &(impl Conversions + ?Sized),
     desired: &str,
     objects: impl IntoIterator<Item = Result<Json, String>>,
-    mut emit: impl FnMut(Json) -> Result<(), ConversionError>,
-) -> Result<(), ConversionError> {
+    mut emit: impl FnMut(Json) -> Result<(), ReviewFailure>,
+) -> Result<(), ReviewFailure> {
     let (group, version) = split_api_version(desired);
     if version.is_empty() || !catalog.has_group(group) {
-        return Err(ConversionError::Desired {
+        return Err(ReviewFailure::Desired {
             desired: desired.to_owned(),
             reason: format!("no CRD of group {group:?} is loaded"),
         });
@@ -443,7 +443,7 @@ pub fn convert_each(
     let mut emitted = 0usize;
     for (index, object) in objects.into_iter().enumerate() {
         expected += 1;
-        let object = object.map_err(|reason| ConversionError::Object {
+        let object = object.map_err(|reason| ReviewFailure::Object {
             index,
             name: "unparsed".into(),
             reason,
@@ -452,7 +452,7 @@ pub fn convert_each(
         // object is converted.
         let original = guard::Original::of(&object);
         let converted =
-            convert_one(catalog, desired, object).map_err(|reason| ConversionError::Object {
+            convert_one(catalog, desired, object).map_err(|reason| ReviewFailure::Object {
                 index,
                 name: original.display_name(),
                 reason,

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
+use super::{Review, ReviewError};
+
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
 pub const CONVERSION_V1: &str = "apiextensions.k8s.io/v1";
 /// apiVersion string of apiextensions.k8s.io/v1beta1 reviews.
@@ -59,49 +61,6 @@ impl ConversionRequest<'_> {
     }
 }
 
-/// Why a body is not a ConversionReview we can answer (each a 400).
-#[derive(Debug, thiserror::Error)]
-pub enum ConversionReviewError {
-    /// The body is empty.
-    #[error("empty request body: expected a ConversionReview")]
-    Empty,
-    /// The body is not JSON.
-    #[error("malformed JSON: {0}")]
-    Syntax(#[source] serde_json::Error),
-    /// The body is JSON, but a field has the wrong type.
-    #[error("invalid ConversionReview: {0}")]
-    Data(#[source] serde_json::Error),
-    /// The top-level value is not a JSON object.
-    #[error("invalid ConversionReview: the body must be a JSON object")]
-    NotAnObject,
-    /// `apiVersion` is missing.
-    #[error("invalid ConversionReview: apiVersion is missing (expected {CONVERSION_V1} or {CONVERSION_V1BETA1})")]
-    MissingApiVersion,
-    /// `apiVersion` is not one we speak.
-    #[error(
-        "unsupported review apiVersion {0:?} (expected {CONVERSION_V1} or {CONVERSION_V1BETA1})"
-    )]
-    UnsupportedApiVersion(String),
-    /// `kind` is missing or not ConversionReview.
-    #[error("invalid ConversionReview: kind must be ConversionReview, got {0:?}")]
-    Kind(Option<String>),
-    /// `request` is missing.
-    #[error("invalid ConversionReview: request is missing")]
-    MissingRequest,
-    /// `request.uid` is missing or empty.
-    #[error("invalid ConversionReview: request.uid is missing or empty")]
-    MissingUid,
-    /// `request.desiredAPIVersion` is missing or empty.
-    #[error("invalid ConversionReview: request.desiredAPIVersion is missing or empty")]
-    MissingDesiredApiVersion,
-    /// `request.objects` is missing.
-    #[error("invalid ConversionReview: request.objects is missing")]
-    MissingObjects,
-    /// An element of `request.objects` is not a JSON object.
-    #[error("invalid ConversionReview: request.objects[{0}] must be a JSON object")]
-    ObjectNotAnObject(usize),
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireReview<'a> {
@@ -123,44 +82,48 @@ struct WireRequest<'a> {
 /// Decodes a ConversionReview body, parsing it once.
 pub fn decode_conversion(
     body: &[u8],
-) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ConversionReviewError> {
+) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ReviewError> {
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => return Err(ConversionReviewError::Empty),
+        None => return Err(ReviewError::Empty(Review::Conversion)),
         Some(b'{') => {}
         Some(_) => {
             return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(err) => Err(json_error(err)),
-                Ok(_) => Err(ConversionReviewError::NotAnObject),
+                Err(err) => Err(ReviewError::from_json(Review::Conversion, err)),
+                Ok(_) => Err(ReviewError::NotAnObject(Review::Conversion)),
             };
         }
     }
-    let wire: WireReview = serde_json::from_slice(body).map_err(json_error)?;
+    let wire: WireReview =
+        serde_json::from_slice(body).map_err(|e| ReviewError::from_json(Review::Conversion, e))?;
     let version = match wire.api_version.as_deref() {
-        None => return Err(ConversionReviewError::MissingApiVersion),
+        None => return Err(ReviewError::MissingApiVersion(Review::Conversion)),
         Some(CONVERSION_V1) => ConversionReviewVersion::V1,
         Some(CONVERSION_V1BETA1) => ConversionReviewVersion::V1Beta1,
         Some(other) => {
-            return Err(ConversionReviewError::UnsupportedApiVersion(
+            return Err(ReviewError::UnsupportedApiVersion(
+                Review::Conversion,
                 other.to_owned(),
             ))
         }
     };
     if wire.kind.as_deref() != Some(CONVERSION_REVIEW_KIND) {
-        return Err(ConversionReviewError::Kind(wire.kind));
+        return Err(ReviewError::WrongKind(Review::Conversion, wire.kind));
     }
-    let req = wire.request.ok_or(ConversionReviewError::MissingRequest)?;
+    let req = wire
+        .request
+        .ok_or(ReviewError::MissingRequest(Review::Conversion))?;
     let uid = req
         .uid
         .filter(|u| !u.is_empty())
-        .ok_or(ConversionReviewError::MissingUid)?;
+        .ok_or(ReviewError::MissingUid(Review::Conversion))?;
     let desired_api_version = req
         .desired_api_version
         .filter(|d| !d.is_empty())
-        .ok_or(ConversionReviewError::MissingDesiredApiVersion)?;
-    let objects = req.objects.ok_or(ConversionReviewError::MissingObjects)?;
+        .ok_or(ReviewError::MissingDesiredApiVersion)?;
+    let objects = req.objects.ok_or(ReviewError::MissingObjects)?;
     // A RawValue starts at its first byte: an object starts with '{'.
     if let Some(i) = objects.iter().position(|o| !o.get().starts_with('{')) {
-        return Err(ConversionReviewError::ObjectNotAnObject(i));
+        return Err(ReviewError::ObjectNotAnObject(i));
     }
     Ok((
         version,
@@ -170,13 +133,6 @@ pub fn decode_conversion(
             objects,
         },
     ))
-}
-
-fn json_error(err: serde_json::Error) -> ConversionReviewError {
-    match err.classify() {
-        serde_json::error::Category::Data => ConversionReviewError::Data(err),
-        _ => ConversionReviewError::Syntax(err),
-    }
 }
 
 #[derive(Serialize)]

@@ -29,7 +29,7 @@ use super::body::Body;
 use super::limits::{self, BodyRules, Held};
 use super::AppState;
 use crate::error::WebhookError;
-use crate::metrics::{Endpoint, Outcome};
+use crate::metrics::{Endpoint, RequestOutcome};
 use crate::review::ReviewVersion;
 use crate::{review, validation};
 
@@ -109,11 +109,13 @@ async fn review(
                 }
                 // Counted by the handler once it knew the review's kind.
                 WebhookError::Internal(_) => {}
-                _ => {
-                    state
-                        .metrics
-                        .observe_review(endpoint, "unknown", "unknown", "", Outcome::Error)
-                }
+                _ => state.metrics.observe_review(
+                    endpoint,
+                    "unknown",
+                    "unknown",
+                    "",
+                    RequestOutcome::Error,
+                ),
             }
             error_response(&err)
         }
@@ -331,7 +333,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     // Only kinds the config serves become label values: the set stays
     // bounded whatever a caller sends.
     let kind_label = crd_version.map_or("unknown", |v| v.kind.as_str());
-    let observe = |outcome: Outcome| {
+    let observe = |outcome: RequestOutcome| {
         span.record("outcome", outcome.as_str());
         state.metrics.observe_review(
             Endpoint::Validate,
@@ -352,17 +354,17 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     let out = match review::encode_admission(version, &res) {
         Ok(out) => out,
         Err(err) => {
-            observe(Outcome::Error);
+            observe(RequestOutcome::Error);
             return Err(WebhookError::Internal(
                 anyhow::Error::new(err).context("encoding the answer"),
             ));
         }
     };
     if res.allowed {
-        observe(Outcome::Allowed);
+        observe(RequestOutcome::Allowed);
         tracing::debug!(warnings = res.warnings.len(), "allowed");
     } else {
-        observe(Outcome::Denied);
+        observe(RequestOutcome::Denied);
         let status = res.status.as_ref();
         // The failed rules: one cause per field error, each with the rule's message.
         let failed: Vec<String> = status

@@ -261,7 +261,7 @@ impl Validator {
 
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
-    pub fn validate(&self, object: &Json, old: Option<&Json>) -> Outcome {
+    pub fn validate(&self, object: &Json, old: Option<&Json>) -> Findings {
         let mut w = Walk::new();
         let mut path = String::new();
         w.node(
@@ -273,7 +273,7 @@ impl Validator {
             &Unchanged::never(),
             &mut path,
         );
-        Outcome {
+        Findings {
             errors: w.errors,
             warnings: w.warnings,
         }
@@ -282,7 +282,7 @@ impl Validator {
 
 /// The result of validating one object.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct Findings {
     pub errors: Vec<FieldError>,
     /// Ratcheted failures, as `<field>: <body>` texts.
     pub warnings: Vec<String>,

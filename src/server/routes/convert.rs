@@ -5,7 +5,7 @@ use hyper::Response;
 
 use super::json;
 use crate::error::WebhookError;
-use crate::metrics::{ConversionFailure, Endpoint, Outcome};
+use crate::metrics::{ConversionFailure, Endpoint, RequestOutcome};
 use crate::server::body::Body;
 use crate::server::limits::Held;
 use crate::server::AppState;
@@ -66,7 +66,7 @@ pub(super) fn answer(
                 encode_error.get_or_insert(err);
             }
             converted += 1;
-            let stop = |reason: String| conversion::ConversionError::Stopped { converted, reason };
+            let stop = |reason: String| conversion::ReviewFailure::Stopped { converted, reason };
             if let Err(err) = held.grow(writer.len() - before) {
                 return Err(stop(format!(
                     "the answer does not fit in memory now ({err})"
@@ -114,7 +114,7 @@ pub(super) fn answer(
                 review_version,
                 kind_label,
                 "",
-                Outcome::Allowed,
+                RequestOutcome::Allowed,
             );
             span.record("result", "Success");
             tracing::debug!("converted");
@@ -126,10 +126,10 @@ pub(super) fn answer(
             drop(held);
             // The API server's own names for what went wrong.
             let failure = match &err {
-                conversion::ConversionError::Guard(conversion::GuardError::Count { .. }) => {
+                conversion::ReviewFailure::Guard(conversion::GuardError::Count { .. }) => {
                     ConversionFailure::PartialResponse
                 }
-                conversion::ConversionError::Guard(_) => ConversionFailure::InvalidConvertedObject,
+                conversion::ReviewFailure::Guard(_) => ConversionFailure::InvalidConvertedObject,
                 _ => ConversionFailure::Call,
             };
             let crd = sources.first().map_or("unknown", |((k, _), _)| crd_of(k));
@@ -139,7 +139,7 @@ pub(super) fn answer(
                 review_version,
                 kind_label,
                 "",
-                Outcome::Denied,
+                RequestOutcome::Denied,
             );
             span.record("result", "Failure");
             let message = err.to_string();

@@ -28,7 +28,7 @@ const MAX_ALIGN: i64 = 4096;
 pub struct Quantity {
     amount: Amount,
     /// The suffix family the value prints in.
-    format: Format,
+    format: Notation,
 }
 
 #[derive(Clone, Debug)]
@@ -40,7 +40,7 @@ enum Amount {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
+enum Notation {
     DecimalSi,
     BinarySi,
     DecimalExponent,
@@ -139,9 +139,9 @@ fn split(s: &str) -> Result<Parts<'_>, &'static str> {
 }
 
 /// The base, exponent and format a suffix stands for.
-fn interpret(suffix: &str) -> Option<(u32, i32, Format)> {
-    let dec = |e| Some((10, e, Format::DecimalSi));
-    let bin = |e| Some((2, e, Format::BinarySi));
+fn interpret(suffix: &str) -> Option<(u32, i32, Notation)> {
+    let dec = |e| Some((10, e, Notation::DecimalSi));
+    let bin = |e| Some((2, e, Notation::BinarySi));
     match suffix {
         "n" => dec(-9),
         "u" => dec(-6),
@@ -168,7 +168,7 @@ fn interpret(suffix: &str) -> Option<(u32, i32, Format)> {
             }
             // Go parses an int64 and truncates it to int32.
             let e: i64 = rest.parse().ok()?;
-            Some((10, e as i32, Format::DecimalExponent))
+            Some((10, e as i32, Notation::DecimalExponent))
         }
     }
 }
@@ -199,21 +199,21 @@ impl Quantity {
         if s == "0" {
             return Ok(Quantity {
                 amount: Amount::Small { value: 0, scale: 0 },
-                format: Format::DecimalSi,
+                format: Notation::DecimalSi,
             });
         }
         let p = split(s)?;
         let (base, exponent, format) = interpret(p.suffix).ok_or(ERR_SUFFIX)?;
         let (mut scale, precision, mantissa): (i32, i32, i64) = match format {
-            Format::DecimalSi | Format::DecimalExponent => {
+            Notation::DecimalSi | Notation::DecimalExponent => {
                 (exponent, 18 - (p.num.len() + p.denom.len()) as i32, 1)
             }
-            Format::BinarySi if exponent >= 0 && p.denom.is_empty() => (
+            Notation::BinarySi if exponent >= 0 && p.denom.is_empty() => (
                 0,
                 15 - p.num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1,
                 1i64 << exponent,
             ),
-            Format::BinarySi => (0, -1, 1),
+            Notation::BinarySi => (0, -1, 1),
         };
         if precision >= 0 {
             scale -= p.denom.len() as i32;
@@ -257,7 +257,7 @@ impl Quantity {
             }
             scale = NANO;
         }
-        if format == Format::BinarySi {
+        if format == Notation::BinarySi {
             let max = BigInt::from(i64::MAX);
             if cmp_scaled(&abs, scale, &max, 0) == Ordering::Greater {
                 abs = max;
@@ -265,11 +265,11 @@ impl Quantity {
             }
         }
         // A binary quantity below one prints as a decimal one.
-        let format = if format == Format::BinarySi
+        let format = if format == Notation::BinarySi
             && !abs.is_zero()
             && cmp_scaled(&abs, scale, &BigInt::from(1u8), 0) == Ordering::Less
         {
-            Format::DecimalSi
+            Notation::DecimalSi
         } else {
             format
         };
@@ -285,7 +285,7 @@ impl Quantity {
     pub fn from_i64(value: i64) -> Quantity {
         Quantity {
             amount: Amount::Small { value, scale: 0 },
-            format: Format::DecimalExponent,
+            format: Notation::DecimalExponent,
         }
     }
 
@@ -462,17 +462,17 @@ impl fmt::Display for Quantity {
         let mut format = self.format;
         // Binary quantities are at most int64 in size (capped at parse);
         // a huge exponent from arithmetic prints in decimal.
-        if format == Format::BinarySi && scale.unsigned_abs() > 64 {
-            format = Format::DecimalSi;
+        if format == Notation::BinarySi && scale.unsigned_abs() > 64 {
+            format = Notation::DecimalSi;
         }
-        if format == Format::BinarySi {
+        if format == Notation::BinarySi {
             let whole = scale >= 0 || (&v % pow10((-scale) as u32)).is_zero();
             let small = cmp_scaled(&v.abs(), scale, &BigInt::from(1024), 0) == Ordering::Less;
             if small || !whole {
-                format = Format::DecimalSi;
+                format = Notation::DecimalSi;
             }
         }
-        if format == Format::BinarySi {
+        if format == Notation::BinarySi {
             let mut n = if scale >= 0 {
                 v * pow10(scale as u32)
             } else {
@@ -500,7 +500,7 @@ impl fmt::Display for Quantity {
             n *= &ten;
             exp -= 1;
         }
-        if format == Format::DecimalExponent {
+        if format == Notation::DecimalExponent {
             return if exp == 0 {
                 write!(f, "{n}")
             } else {

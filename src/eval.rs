@@ -14,7 +14,7 @@ use crate::schema::Schema;
 
 /// Why an offline evaluation could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum OfflineError {
+pub enum CommandError {
     /// A file could not be read or parsed.
     #[error("{path}: {reason}")]
     File { path: String, reason: String },
@@ -30,8 +30,8 @@ pub enum OfflineError {
 }
 
 /// Reads a YAML or JSON file holding one document.
-pub fn read_document(path: &Path) -> Result<Json, OfflineError> {
-    let err = |reason: String| OfflineError::File {
+pub fn read_document(path: &Path) -> Result<Json, CommandError> {
+    let err = |reason: String| CommandError::File {
         path: path.display().to_string(),
         reason,
     };
@@ -46,13 +46,13 @@ pub fn eval_object(
     version: Option<&str>,
     object: &Json,
     old: Option<&Json>,
-) -> Result<AdmissionResponse, OfflineError> {
+) -> Result<AdmissionResponse, CommandError> {
     let loaded = config::load_files(&[PathBuf::from(crd_file)]);
     if loaded.report.has_errors() {
         let lines: Vec<String> = crate::config::report::problems(&loaded.report)
             .map(|p| crate::config::report::format_problem(&p))
             .collect();
-        return Err(OfflineError::Config(lines.join("\n")));
+        return Err(CommandError::Config(lines.join("\n")));
     }
     let kind = pick_kind(&loaded.catalog, version, object)?;
     let request = AdmissionRequest {
@@ -85,7 +85,7 @@ fn pick_kind(
     catalog: &Catalog,
     version: Option<&str>,
     object: &Json,
-) -> Result<GroupVersionKind, OfflineError> {
+) -> Result<GroupVersionKind, CommandError> {
     let api_version = object
         .get("apiVersion")
         .and_then(Json::as_str)
@@ -110,7 +110,7 @@ fn pick_kind(
         .versions()
         .map(|v| format!("{}/{} {}", v.group, v.version, v.kind))
         .collect();
-    Err(OfflineError::NoMatch(format!(
+    Err(CommandError::NoMatch(format!(
         "the object is {api_version:?} kind {kind:?} (version {version:?}), which the CRD does not define; it defines: {}",
         served.join(", ")
     )))
@@ -118,7 +118,7 @@ fn pick_kind(
 
 /// Evaluates `expr` with `self` bound to `this` (JSON null when absent),
 /// typed dynamically. Returns the result as JSON, or the runtime error text.
-pub fn eval_expr(expr: &str, this: Option<&Json>) -> Result<Result<Json, String>, OfflineError> {
+pub fn eval_expr(expr: &str, this: Option<&Json>) -> Result<Result<Json, String>, CommandError> {
     let schema = Schema::untyped(true);
     let program = Program::compile(
         expr,
@@ -128,7 +128,7 @@ pub fn eval_expr(expr: &str, this: Option<&Json>) -> Result<Result<Json, String>
             optional_old_self: false,
         },
     )
-    .map_err(|e| OfflineError::Compile(e.message))?;
+    .map_err(|e| CommandError::Compile(e.message))?;
     let null = Json::Null;
     let value = cel::Value::from_json(this.unwrap_or(&null), &schema);
     let (result, _) = program.eval(value, None, cel::PER_EXPRESSION_COST_LIMIT);
@@ -152,7 +152,7 @@ mod tests {
         );
         assert!(matches!(
             eval_expr("self.", None),
-            Err(OfflineError::Compile(_))
+            Err(CommandError::Compile(_))
         ));
     }
 }

@@ -9,20 +9,20 @@ use super::Conversions;
 
 /// The input format of a file, kept for the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum FileFormat {
     /// One JSON document.
     Json,
     /// One or many YAML documents.
     Yaml,
 }
 
-impl Format {
+impl FileFormat {
     /// JSON for `*.json` names, YAML otherwise.
     pub fn of(name: &str) -> Self {
         if name.ends_with(".json") {
-            Format::Json
+            FileFormat::Json
         } else {
-            Format::Yaml
+            FileFormat::Yaml
         }
     }
 }
@@ -35,12 +35,12 @@ pub fn convert_text(
     name: &str,
     text: &str,
 ) -> Result<String, String> {
-    let format = Format::of(name);
+    let format = FileFormat::of(name);
     let docs: Vec<Json> = match format {
-        Format::Json => {
+        FileFormat::Json => {
             vec![serde_json::from_str(text).map_err(|e| format!("{name}: invalid JSON: {e}"))?]
         }
-        Format::Yaml => {
+        FileFormat::Yaml => {
             let mut docs = Vec::new();
             for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
                 let v: Json = serde::Deserialize::deserialize(de)
@@ -70,13 +70,13 @@ pub fn convert_text(
         }
     }
     match format {
-        Format::Json => {
+        FileFormat::Json => {
             let doc = out.first().unwrap_or(&Json::Null);
             let mut s = serde_json::to_string_pretty(doc).map_err(|e| format!("{name}: {e}"))?;
             s.push('\n');
             Ok(s)
         }
-        Format::Yaml => {
+        FileFormat::Yaml => {
             let mut s = String::new();
             for (i, doc) in out.iter().enumerate() {
                 if i > 0 {
