@@ -120,15 +120,8 @@ fn pick_kind(
 /// typed dynamically. Returns the result as JSON, or the runtime error text.
 pub fn eval_expr(expr: &str, this: Option<&Json>) -> Result<Result<Json, String>, CommandError> {
     let schema = Schema::untyped(true);
-    let program = Program::compile(
-        expr,
-        &schema,
-        cel::Options {
-            old_self: false,
-            optional_old_self: false,
-        },
-    )
-    .map_err(|e| CommandError::Compile(e.message))?;
+    let program = Program::compile(expr, &schema, cel::Environment::conversion())
+        .map_err(|e| CommandError::Compile(e.message))?;
     let null = Json::Null;
     let value = cel::Value::from_json(this.unwrap_or(&null), &schema);
     let (result, _) = program.eval(value, None, cel::PER_EXPRESSION_COST_LIMIT);

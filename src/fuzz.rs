@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use arbitrary::{Result as ArbResult, Unstructured};
 use serde_json::{Map, Value as Json};
 
-use crate::cel::{self, ErrorKind, Options, Program, Value};
+use crate::cel::{self, Environment, ErrorKind, Program, Value};
 use crate::config::{self, Catalog};
 use crate::schema::{Format, Schema, Type};
 use crate::{conversion, review, validation};
@@ -232,10 +232,7 @@ pub fn cel_compile(data: &[u8]) {
                 &sample["spec"]["tags"],
             ),
         };
-        let opts = Options {
-            old_self: true,
-            optional_old_self: selector & 4 != 0,
-        };
+        let opts = Environment::crd_rule(selector & 4 != 0);
         let Ok(program) = Program::compile(source, schema, opts) else {
             return;
         };

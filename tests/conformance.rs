@@ -316,10 +316,7 @@ fn run_expression(case: &Map<String, Json>) -> Result<(), String> {
             schema
         };
     let optional_old_self = matches!(case.get("optional_old_self"), Some(Json::Bool(true)));
-    let opts = cel::Options {
-        old_self: true,
-        optional_old_self,
-    };
+    let opts = cel::Environment::crd_rule(optional_old_self);
     let compiled = Program::compile(expr, &schema, opts);
     // Upstream expectations quote the validator's wording, which prefixes
     // the compiler's text with `compilation failed: ` (tested on its own in

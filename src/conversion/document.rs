@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 use super::{guard, Assignment, Conversion, VersionPlan};
-use crate::cel::{Options, Program};
+use crate::cel::{Environment, Program};
 use crate::schema::Schema;
 
 /// apiVersion of conversion documents.
@@ -204,7 +204,7 @@ pub fn compile(
                             continue;
                         }
                     };
-                    match Program::compile(&a.expr, source, Options::default()) {
+                    match Program::compile(&a.expr, source, Environment::conversion()) {
                         Ok(program) => out.push(Assignment {
                             at,
                             path,

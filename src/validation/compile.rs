@@ -134,10 +134,7 @@ pub(super) fn compile_node(
             }
         };
         let optional_old_self = v.optional_old_self.unwrap_or(false);
-        let opts = cel::Options {
-            old_self: true,
-            optional_old_self,
-        };
+        let opts = cel::Environment::crd_rule(optional_old_self);
         let program = match Program::compile(&v.rule, schema, opts) {
             Ok(p) if p.result_type() == "bool" => p,
             Ok(_) => {
@@ -195,10 +192,7 @@ pub(super) fn compile_node(
                 None
             }
             Some(m) => {
-                let opts = cel::Options {
-                    old_self: true,
-                    optional_old_self: false,
-                };
+                let opts = cel::Environment::message_expression();
                 match Program::compile(m, schema, opts) {
                     Ok(p) if p.result_type() == "string" => {
                         // Counted in the CRD's total even when over its own

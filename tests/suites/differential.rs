@@ -124,7 +124,7 @@ fn cel_to_json(v: &::cel::Value) -> Option<Json> {
 /// Both engines' answers: `None` where one of them has no result.
 fn both(expr: &str) -> Option<(Json, Json)> {
     let schema = Schema::untyped(true);
-    let ours = Program::compile(expr, &schema, cel::Options::default()).ok()?;
+    let ours = Program::compile(expr, &schema, cel::Environment::default()).ok()?;
     let null = Json::Null;
     let (ours, _) = ours.eval(
         cel::Value::from_json(&null, &schema),

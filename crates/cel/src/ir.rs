@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::functions::Func;
+use crate::registry::Func;
 use crate::value::Const;
 
 /// A compiled expression node.
@@ -40,7 +40,7 @@ pub(crate) enum Ir {
     /// `matches` with a constant pattern, compiled at load.
     Matches(Box<Ir>, Arc<regex::Regex>),
     /// Another call with a constant regex argument (`find`, `findAll`),
-    /// compiled at load; see `functions::constant_regex_arg`.
+    /// compiled at load; see `registry::RegexArg`.
     RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
     Loop(Box<Loop>),
     /// A chain of selections on variable `var` kept in memo `cell` until

@@ -3,21 +3,37 @@
 //! load into celhook's own program tree against the schema of the node they
 //! sit on, and evaluated directly over the request's JSON.
 
-// The layers, from the bottom: each module imports only those above it
-// in this list.
-mod check;
-mod estimate;
-mod functions;
+// The layers, from the bottom: each module imports only those listed
+// before it.
+//
+// Leaves: Go's text forms, RE2 patterns, the request deadline.
 pub mod interrupt;
-mod ir;
-mod plan;
 mod re2;
-mod runtime;
-mod syntax;
 pub mod text;
-mod types;
+// Runtime values, their errors, order, arithmetic and library types.
 pub mod value;
+// The checker's types; the estimator's shapes of values.
+mod shape;
+mod types;
+// The function registry's row, and the rows: the function library.
+mod registry;
+//
+mod library;
+// What an expression may refer to and call.
+pub mod environment;
+// Source text to AST; the program tree.
+mod syntax;
+//
+mod ir;
+// The evaluator.
+mod runtime;
+// AST to program tree (checking, folding with the evaluator).
+mod check;
+// Passes over the program tree: memo planning, static cost.
+mod estimate;
+mod plan;
 
+pub use environment::{Environment, PER_EXPRESSION_COST_LIMIT};
 pub use estimate::{factor_text, max_cardinality};
 /// Go's `%q`: the API server quotes values in its messages this way.
 pub use text::go_quote;
@@ -26,24 +42,12 @@ pub use value::{to_json, List, Map, Str, TypeName, Value};
 
 use celhook_schema::Schema;
 
-/// The API server's per-expression runtime cost limit.
-pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
 /// The API server's runtime cost budget for all rules of one object.
 pub const PER_OBJECT_COST_BUDGET: u64 = 10_000_000;
 /// The estimated cost above which the API server refuses a rule.
 pub const STATIC_RULE_COST_LIMIT: f64 = 10_000_000.0;
 /// The estimated cost above which the API server refuses a CRD's rules.
 pub const STATIC_CRD_COST_LIMIT: f64 = 100_000_000.0;
-
-/// What a program may refer to besides `self`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
-    /// Declare `oldSelf` (always, for rules; a rule that uses it is a
-    /// transition rule).
-    pub old_self: bool,
-    /// `oldSelf` is an optional value (`optionalOldSelf: true`).
-    pub optional_old_self: bool,
-}
 
 /// A compiled CEL expression. Shared read-only between requests.
 #[derive(Debug)]
@@ -62,9 +66,9 @@ impl Program {
     pub fn compile(
         source: &str,
         self_schema: &Schema,
-        opts: Options,
+        env: Environment,
     ) -> Result<Program, CompileError> {
-        Self::compile_planned(source, self_schema, opts, true)
+        Self::compile_planned(source, self_schema, env, true)
     }
 
     /// [`Program::compile`], with or without the memo pass (tests and the
@@ -73,14 +77,10 @@ impl Program {
     pub fn compile_planned(
         source: &str,
         self_schema: &Schema,
-        opts: Options,
+        env: Environment,
         plan_memos: bool,
     ) -> Result<Program, CompileError> {
-        let decls = check::Decls {
-            self_schema,
-            old_self: opts.old_self,
-            optional_old_self: opts.optional_old_self,
-        };
+        let decls = check::Decls { self_schema, env };
         let mut c = check::compile(source, &decls)?;
         let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
         let memos = if plan_memos {

@@ -11,15 +11,7 @@ fn schema(v: serde_json::Value) -> Schema {
 }
 
 fn run(expr: &str, s: &Schema, obj: &serde_json::Value) -> Result<serde_json::Value, String> {
-    let p = Program::compile(
-        expr,
-        s,
-        Options {
-            old_self: true,
-            optional_old_self: false,
-        },
-    )
-    .map_err(|e| e.message)?;
+    let p = Program::compile(expr, s, Environment::crd_rule(false)).map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::from_json(obj, s), None, PER_EXPRESSION_COST_LIMIT);
     r.map(|v| to_json(&v)).map_err(|e| e.message.to_string())
 }
@@ -259,7 +251,7 @@ fn runaway_loops_stop_at_the_cost_limit() {
     let p = Program::compile(
         "lists.range(2000).all(i, lists.range(2000).all(j, i + j >= 0))",
         &s,
-        Options::default(),
+        Environment::default(),
     )
     .unwrap();
     let obj = json!({});
@@ -273,7 +265,7 @@ fn runaway_loops_stop_at_the_cost_limit() {
 fn mismatched_operand_types_are_refused_with_cel_go_wording() {
     let s = crontab();
     let int_schema = s.property("spec").unwrap().property("replicas").unwrap();
-    let err = Program::compile("self == true", int_schema, Options::default()).unwrap_err();
+    let err = Program::compile("self == true", int_schema, Environment::default()).unwrap_err();
     assert_eq!(
         err.message,
         "ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, bool)'\n | self == true\n | .....^"
@@ -298,7 +290,7 @@ fn mismatched_operand_types_are_refused_with_cel_go_wording() {
 fn result_types_are_known_statically() {
     let s = crontab();
     let ty = |e: &str| {
-        Program::compile(e, &s, Options::default())
+        Program::compile(e, &s, Environment::default())
             .unwrap()
             .result_type()
             .to_owned()
@@ -318,7 +310,7 @@ fn runtime_costs_match_cel_go() {
     let s = crontab();
     let obj = json!({"spec": {"replicas": 7, "tags": ["a", "b", "c"], "x-prop": "a".repeat(50)}});
     let cost = |e: &str| {
-        let p = Program::compile(e, &s, Options::default()).unwrap();
+        let p = Program::compile(e, &s, Environment::default()).unwrap();
         let (r, c) = p.eval(Value::from_json(&obj, &s), None, PER_EXPRESSION_COST_LIMIT);
         r.unwrap();
         c
@@ -489,7 +481,7 @@ fn values_print_and_fail_as_cel_go_does() {
 /// Evaluates `expr` on `{}` with the given cost limit.
 fn eval_with_limit(expr: &str, limit: u64) -> (Result<serde_json::Value, EvalError>, u64) {
     let s = crontab();
-    let p = Program::compile(expr, &s, Options::default()).unwrap();
+    let p = Program::compile(expr, &s, Environment::default()).unwrap();
     let obj = json!({});
     let (r, cost) = p.eval(Value::from_json(&obj, &s), None, limit);
     (r.map(|v| to_json(&v)), cost)
@@ -600,7 +592,7 @@ fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
         ("-", ""),
     ] {
         let deep = format!("{}1{}", open.repeat(5000), close.repeat(5000));
-        let err = Program::compile(&deep, &s, Options::default()).unwrap_err();
+        let err = Program::compile(&deep, &s, Environment::default()).unwrap_err();
         assert!(
             err.message.contains("expression recursion limit exceeded"),
             "{open}: {}",
@@ -608,7 +600,7 @@ fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
         );
     }
     let ternaries = format!("{}1", "true ? 1 : ".repeat(5000));
-    let err = Program::compile(&ternaries, &s, Options::default()).unwrap_err();
+    let err = Program::compile(&ternaries, &s, Environment::default()).unwrap_err();
     assert!(err.message.contains("recursion limit"), "{}", err.message);
     // Within the limit, on this test's own small stack: compiles and runs.
     let nested = format!("{}1{} == 1", "(".repeat(60), ")".repeat(60));
@@ -631,7 +623,7 @@ fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
     // The API server sizes a string of maxLength n as 4n bytes (a code
     // point takes up to 4), and an enum string by its longest value.
     let cost = |s: serde_json::Value| {
-        Program::compile("self.contains('x')", &schema(s), Options::default())
+        Program::compile("self.contains('x')", &schema(s), Environment::default())
             .unwrap()
             .estimated_cost()
     };
@@ -714,10 +706,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
             "ports": [{"name": 1, "port": "x"}]}}),
         json!({"spec": {}}),
     ];
-    let opts = Options {
-        old_self: true,
-        optional_old_self: false,
-    };
+    let opts = Environment::crd_rule(false);
     let mut planned_any = false;
     let mut planned_by_element = false;
     let mut planned_scan = false;

@@ -3,6 +3,8 @@
 //! and the macros that iterate or bind.
 
 use super::*;
+use crate::library;
+use crate::registry::Function;
 
 impl<'s> Compiler<'_, 's> {
     /// `found no matching overload` unless an overload of `op` takes `args`.
@@ -101,7 +103,7 @@ impl<'s> Compiler<'_, 's> {
                 }
                 let (a, aty) = self.expr(a)?;
                 let ty = self.check_op(id, Op::Neg, &[aty])?;
-                return Ok((Ir::Call(Func::Negate, vec![a]), ty));
+                return Ok((Ir::Call(&library::core::NEGATE, vec![a]), ty));
             }
             ("_?_:_", [c, t, f]) => {
                 let (c, cty) = self.expr(c)?;
@@ -165,7 +167,7 @@ impl<'s> Compiler<'_, 's> {
             Some(IdedExpr {
                 expr: Expr::Ident(ns),
                 ..
-            }) if !self.is_variable(ns) && Func::lookup_any(&format!("{ns}.{name}")) => {
+            }) if !self.is_variable(ns) && self.decls.env.declares(&format!("{ns}.{name}")) => {
                 (Some(format!("{ns}.{name}")), None)
             }
             t => (None, t),
@@ -192,8 +194,8 @@ impl<'s> Compiler<'_, 's> {
             tys.push(ty);
         }
         self.format_depth -= usize::from(is_format);
-        let Some(func) = Func::lookup(fname, member, arity) else {
-            return Err(if Func::lookup_any(fname) {
+        let Some(func) = self.decls.env.lookup(fname, member, arity) else {
+            return Err(if self.decls.env.declares(fname) {
                 self.no_overload(id, fname, member, &tys)
             } else {
                 self.error(
@@ -202,18 +204,16 @@ impl<'s> Compiler<'_, 's> {
                 )
             });
         };
-        let Some(ty) = crate::functions::check::function(func, &tys) else {
+        let Some(ty) = func.typed(&tys) else {
             return Err(self.no_overload(id, fname, member, &tys));
         };
         // `'<literal>'.format([<literal list>])` is checked clause by clause.
-        if let (
-            Func::Lib(crate::functions::kubernetes::LibFunc::StringFormat),
-            [Ir::Const(Const::Str(fmt)), Ir::List(..) | Ir::ConstList(..)],
-            [list_arg],
-        ) = (func, args.as_slice(), call.args.as_slice())
-        {
-            if let Err((at, msg)) =
-                crate::functions::strings_format::check_literal(fmt, &self.last_list_tys)
+        if let (true, [Ir::Const(Const::Str(fmt)), Ir::List(..) | Ir::ConstList(..)], [list_arg]) = (
+            is(func, &library::string_format::FORMAT),
+            args.as_slice(),
+            call.args.as_slice(),
+        ) {
+            if let Err((at, msg)) = library::string_format::check_literal(fmt, &self.last_list_tys)
             {
                 let at = match (&list_arg.expr, at) {
                     (Expr::List(l), Some(i)) => l.elements.get(i).map_or(id, |e| e.id),
@@ -227,13 +227,11 @@ impl<'s> Compiler<'_, 's> {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
             exprs.get(i).map_or(id, |e| e.id)
         };
-        if let (Func::ToDuration | Func::ToTimestamp, Some(Ir::Const(_))) = (func, args.first()) {
+        let duration = is(func, &library::conversions::DURATION);
+        let timestamp = is(func, &library::conversions::TIMESTAMP);
+        if let (true, Some(Ir::Const(_))) = (duration || timestamp, args.first()) {
             if fold(func, &args).is_err() {
-                let what = if func == Func::ToDuration {
-                    "duration"
-                } else {
-                    "timestamp"
-                };
+                let what = if duration { "duration" } else { "timestamp" };
                 return Err(
                     self.error_at_literal(literal_id(0), format!("invalid {what} argument"))
                 );
@@ -246,8 +244,7 @@ impl<'s> Compiler<'_, 's> {
             .args
             .first()
             .is_some_and(|a| matches!(a.expr, Expr::Literal(_)) || is_negative_literal(&a.expr));
-        if func.is_conversion() && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_))
-        {
+        if func.conversion && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_)) {
             match fold(func, &args) {
                 Ok(Some(c)) => return Ok((Ir::Const(c), ty)),
                 Ok(None) => {}
@@ -255,7 +252,7 @@ impl<'s> Compiler<'_, 's> {
             }
         }
         // A constant pattern is compiled once here, not per evaluation.
-        if func == Func::Matches {
+        if is(func, &library::core::MATCHES) {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
                 let re = crate::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
@@ -264,7 +261,7 @@ impl<'s> Compiler<'_, 's> {
                 return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Bool));
             }
         }
-        if let Some(i) = crate::functions::constant_regex_arg(func) {
+        if let Some(i) = func.regex.as_ref().map(|r| r.arg) {
             if let Some(Ir::Const(Const::Str(p))) = args.get(i) {
                 // cel-go compiles it when planning the program (the regex
                 // optimisation of the Kubernetes library): Go's plain text.
@@ -281,7 +278,7 @@ impl<'s> Compiler<'_, 's> {
     pub(super) fn is_variable(&self, name: &str) -> bool {
         self.scopes.iter().any(|(n, _, _)| n == name)
             || name == "self"
-            || (name == "oldSelf" && self.decls.old_self)
+            || (name == "oldSelf" && self.decls.env.old_self)
     }
 
     fn loop_macro(
@@ -453,7 +450,7 @@ fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, crate::value::error::E
     for a in args {
         vals.push(crate::runtime::eval(a, &mut frame)?);
     }
-    let v = crate::functions::call(func, &vals)?;
+    let v = func.invoke(&vals)?;
     use crate::value::Value;
     Ok(match v {
         Value::Null => Some(Const::Null),
@@ -466,4 +463,9 @@ fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, crate::value::error::E
         Value::Type(t) => Some(Const::Type(t)),
         _ => None,
     })
+}
+
+/// Whether `func` is the row `row` (rows are statics: one address each).
+fn is(func: Func, row: &'static Function) -> bool {
+    std::ptr::eq(func, row)
 }

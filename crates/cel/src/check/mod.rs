@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
 
-use crate::functions::Func;
+use crate::environment::Environment;
 use crate::ir::{BinOp, Ir, Loop, LoopKind};
+use crate::registry::Func;
 use crate::syntax::{
     format_error, line_col, nesting, parse, raw_nesting, DEEP_PARSE_STACK, MAX_NESTING,
     SHALLOW_NESTING,
@@ -23,10 +24,8 @@ use celhook_schema::{unescape_property, Schema};
 pub(crate) struct Decls<'s> {
     /// `self`'s schema node.
     pub self_schema: &'s Schema,
-    /// `oldSelf` is declared (transition rules, messageExpression).
-    pub old_self: bool,
-    /// `oldSelf` is an optional (optionalOldSelf).
-    pub optional_old_self: bool,
+    /// Its other variables and the functions it may call.
+    pub env: Environment,
 }
 
 pub(crate) const SELF_SLOT: usize = 0;
@@ -282,10 +281,10 @@ impl<'s> Compiler<'_, 's> {
         }
         match name {
             "self" => Ok((Ir::Var(SELF_SLOT), Ty::of_schema(self.decls.self_schema))),
-            "oldSelf" if self.decls.old_self => {
+            "oldSelf" if self.decls.env.old_self => {
                 self.uses_old_self = true;
                 let ty = Ty::of_schema(self.decls.self_schema);
-                let ty = if self.decls.optional_old_self {
+                let ty = if self.decls.env.optional_old_self {
                     Ty::Optional(Box::new(ty))
                 } else {
                     ty

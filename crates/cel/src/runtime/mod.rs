@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
+mod charge;
 mod loops;
 mod ops;
 mod scan;
@@ -13,9 +14,8 @@ use loops::*;
 use ops::*;
 use scan::*;
 
-use crate::functions::lists::sort_values;
-use crate::functions::{self, cost};
 use crate::ir::{BinOp, Ir, Loop, LoopKind, Scan, ScanExpr};
+use crate::library::lists::sort_values;
 use crate::value::arith::{add, overflow, sub, uoverflow};
 use crate::value::error::{ErrorKind, EvalError};
 use crate::value::{compare, constant, equals, Const, List, Map, Value};
@@ -208,7 +208,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(cost::matches_cost(
+                    f.charge(crate::library::core::matches_cost(
                         &v,
                         crate::value::str_size(re.as_str()) as usize,
                     ))?;
@@ -251,7 +251,7 @@ fn bin_values<'a>(
     // drop of a whole value is left to run on this path.
     let (x, y) = match (op, x, y) {
         (BinOp::Eq | BinOp::Ne, Value::Str(s), Value::Str(t)) => {
-            f.charge(cost::compare_cost_str(&s, &t))?;
+            f.charge(charge::compare_cost_str(&s, &t))?;
             return Ok(Value::Bool((*s == *t) == (op == BinOp::Eq)));
         }
         (_, Value::Int(i), Value::Int(j)) => {
@@ -264,14 +264,14 @@ fn bin_values<'a>(
         (_, x, y) => (x, y),
     };
     f.charge(match op {
-        BinOp::Eq | BinOp::Ne => cost::compare_cost(&x, &y),
+        BinOp::Eq | BinOp::Ne => charge::compare_cost(&x, &y),
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
             if matches!(
                 (&x, &y),
                 (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_))
             ) =>
         {
-            cost::compare_cost(&x, &y)
+            charge::compare_cost(&x, &y)
         }
         BinOp::In => match (&y, b) {
             // cel-go hashes a constant list once: the lookup is free.
@@ -279,7 +279,7 @@ fn bin_values<'a>(
             (Value::List(l), _) => l.len() as u64,
             _ => 1,
         },
-        BinOp::Add => cost::concat_cost(&x, &y),
+        BinOp::Add => charge::concat_cost(&x, &y),
         _ => 1,
     })?;
     binary(op, x, y)
@@ -530,16 +530,17 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             // A call whose charge is known from its arguments and would pass
             // the limit stops before it runs: `lists.range(n)` must not
             // allocate n elements, nor `distinct()` spend n² steps, first.
-            if let Some(cost) = cost::call_cost_before(*func, &vals) {
+            if let Some(before) = func.cost_before {
+                let cost = before(&vals);
                 if self::exceeds(f, cost) {
                     f.charge(cost)?;
                 }
             }
-            let result = functions::call(*func, &vals)?;
+            let result = func.invoke(&vals)?;
             // Conversions of constants are folded by cel-go: free.
-            let folded = func.is_conversion_like() && args.iter().all(is_constant);
+            let folded = func.folds && args.iter().all(is_constant);
             if !folded {
-                f.charge(cost::call_cost(*func, &vals, &result))?;
+                f.charge((func.cost)(&vals, &result))?;
             }
             Ok(result)
         }
@@ -548,8 +549,8 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             for a in args {
                 vals.push(eval(a, f)?);
             }
-            let result = functions::call_with_regex(*func, &vals, re)?;
-            f.charge(cost::call_cost(*func, &vals, &result))?;
+            let result = func.invoke_with_regex(&vals, re)?;
+            f.charge((func.cost)(&vals, &result))?;
             Ok(result)
         }
         _ => eval(ir, f),

@@ -268,7 +268,7 @@ pub(super) fn compare_kept<'a>(
 ) -> Option<bool> {
     match (read, x, op) {
         (Value::Str(s), Value::Str(t), BinOp::Eq | BinOp::Ne) => {
-            f.charge(operands + cost::compare_cost_str(s, t)).ok()?;
+            f.charge(operands + charge::compare_cost_str(s, t)).ok()?;
             return Some((**s == **t) == (op == BinOp::Eq));
         }
         (Value::Int(i), Value::Int(j), _) => {

@@ -4,10 +4,33 @@
 //! prints them for en_US (thousands separators for `%f`, `×` and
 //! superscript exponents for `%e`), and cel-go's error texts.
 
+use crate::registry::{
+    first, is_list, is_string, overload, sig, str_arg, unit_unbounded, Function,
+};
+use crate::text::{format_double, go_quote};
 use crate::types::Ty;
 use crate::value::error::EvalError;
+use crate::value::time::format_duration;
 use crate::value::{List, Map, TypeName, Value};
-use crate::{text::format_double, value::time::format_duration};
+
+/// `s.format(list)`. The checker also runs [`check_literal`] on literal
+/// calls, as cel-go does; the estimator gives the result no size bound.
+pub static FORMAT: Function = Function {
+    name: "format",
+    overloads: &[("string_format", 29)],
+    member: &[1],
+    result: Some(TypeName::String),
+    check: Some(|a| sig(a, &[is_string, is_list]).then_some(Ty::String)),
+    call: |a| {
+        let s = str_arg(first(a)?)?;
+        match a.get(1) {
+            Some(Value::List(l)) => format(s, l).map(Value::string),
+            _ => Err(overload()),
+        }
+    },
+    estimate: unit_unbounded,
+    ..Function::BASE
+};
 
 const DEFAULT_PRECISION: usize = 6;
 /// The largest precision (or `%e` width) accepted.
@@ -177,7 +200,7 @@ fn parse_clause(s: &str) -> Result<(usize, Clause), String> {
         let p: usize = digits.parse().map_err(|_| {
             format!(
                 "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing {}: {}",
-                crate::text::go_quote(digits),
+                go_quote(digits),
                 if digits.is_empty() { "invalid syntax" } else { "value out of range" }
             )
         })?;
@@ -373,8 +396,8 @@ fn format_string(v: &Value<'_>) -> Result<String, String> {
 fn format_element(v: &Value<'_>) -> Result<String, String> {
     Ok(match v {
         Value::Int(_) | Value::Uint(_) => format_decimal(v)?,
-        Value::Str(s) => crate::text::go_quote(s),
-        Value::Bytes(b) => format!("b{}", crate::text::go_quote(&String::from_utf8_lossy(b))),
+        Value::Str(s) => go_quote(s),
+        Value::Bytes(b) => format!("b{}", go_quote(&String::from_utf8_lossy(b))),
         Value::Bool(_) | Value::Null | Value::Type(_) => format_string(v)?,
         Value::Timestamp(_) | Value::Duration(_) => {
             let kind = if v.type_name() == TypeName::Timestamp {
@@ -382,7 +405,7 @@ fn format_element(v: &Value<'_>) -> Result<String, String> {
             } else {
                 "duration"
             };
-            format!("{kind}({})", crate::text::go_quote(&format_string(v)?))
+            format!("{kind}({})", go_quote(&format_string(v)?))
         }
         Value::List(l) => format_list(l)?,
         Value::Map(m) => format_map(m)?,
@@ -407,7 +430,7 @@ fn format_map(m: &Map<'_>) -> Result<String, String> {
     let mut pairs = Vec::with_capacity(m.len());
     for (k, v) in m.entries() {
         let key = match &k {
-            Value::Str(s) => crate::text::go_quote(s),
+            Value::Str(s) => go_quote(s),
             Value::Bool(b) => b.to_string(),
             Value::Int(_) | Value::Uint(_) => format_decimal(&k)?,
             _ => {

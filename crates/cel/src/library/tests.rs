@@ -3,12 +3,20 @@
 
 use serde_json::{json, Value as Json};
 
-use super::Func;
+use crate::registry::Func;
 use crate::value::ANY;
-use crate::{to_json, Options, Program, Value, PER_EXPRESSION_COST_LIMIT};
+use crate::{to_json, Environment, Program, Value, PER_EXPRESSION_COST_LIMIT};
+
+fn lookup(name: &str, member: bool, arity: usize) -> Option<Func> {
+    Environment::crd_rule(false).lookup(name, member, arity)
+}
+
+fn lookup_any(name: &str) -> bool {
+    Environment::crd_rule(false).declares(name)
+}
 
 fn eval(expr: &str) -> Result<Json, String> {
-    let p = Program::compile(expr, &ANY, Options::default()).map_err(|e| e.message)?;
+    let p = Program::compile(expr, &ANY, Environment::default()).map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::Null, None, PER_EXPRESSION_COST_LIMIT);
     r.map(|v| to_json(&v)).map_err(|e| e.message.to_string())
 }
@@ -432,7 +440,7 @@ fn regex_library_with_constant_and_dynamic_patterns() {
         eval(r#""abc".findAll(")")"#),
         Err("error parsing regexp: unexpected ): `)`".to_owned())
     );
-    let p = Program::compile(r#""abc".find("(")"#, &ANY, Options::default()).unwrap_err();
+    let p = Program::compile(r#""abc".find("(")"#, &ANY, Environment::default()).unwrap_err();
     assert!(p.instantiation);
 }
 
@@ -625,9 +633,33 @@ fn strings_format_follows_the_cel_go_probes() {
 
 #[test]
 fn lookup_respects_member_and_arity() {
-    assert_eq!(Func::lookup("size", false, 1), Some(Func::Size));
-    assert_eq!(Func::lookup("size", true, 0), Some(Func::Size));
-    assert_eq!(Func::lookup("size", true, 1), None);
-    assert!(Func::lookup_any("size"));
-    assert!(!Func::lookup_any("nope"));
+    assert_eq!(lookup("size", false, 1).map(|f| f.name), Some("size"));
+    assert_eq!(lookup("size", true, 0).map(|f| f.name), Some("size"));
+    assert!(lookup("size", true, 1).is_none());
+    assert!(lookup_any("size"));
+    assert!(!lookup_any("nope"));
+}
+
+#[test]
+fn every_row_names_its_overloads_and_versions() {
+    for f in super::ALL {
+        assert!(!f.overloads.is_empty(), "{} lists no overload", f.name);
+        // CRD rules exist from Kubernetes 1.23; nothing newer than this
+        // build's newest library (1.34) is declared.
+        assert!(
+            (23..=34).contains(&f.since()),
+            "{}: since 1.{}",
+            f.name,
+            f.since()
+        );
+        assert!(
+            !f.member.is_empty() || !f.global.is_empty(),
+            "{} cannot be called",
+            f.name
+        );
+    }
+    let names: std::collections::HashSet<&str> = super::ALL.iter().map(|f| f.name).collect();
+    assert_eq!(names.len(), super::ALL.len(), "a name has two rows");
+    assert_eq!(lookup("lists.range", false, 1).map(|f| f.since()), Some(34));
+    assert_eq!(lookup("quantity", false, 1).map(|f| f.since()), Some(28));
 }

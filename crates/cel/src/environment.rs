@@ -1,0 +1,108 @@
+//! Environments as data: what an expression may refer to (its variables
+//! and their types), which functions it may call (the registry filtered by
+//! the Kubernetes version it answers as), and its runtime limit. The API
+//! server's environments for CRD rules, messageExpressions and conversion
+//! expressions are values of [`Environment`]; the checker reads nothing
+//! else, so a new kind of expression is a new value, not a new checker.
+
+use crate::library::ALL;
+use crate::registry::{Func, Since};
+
+/// The Kubernetes version an environment answers as (`1.<minor>`).
+pub type Version = Since;
+
+/// The newest Kubernetes minor whose libraries this build carries.
+pub const LATEST: Version = 34;
+
+/// The API server's per-expression runtime cost limit.
+pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
+
+/// What an expression may refer to and call. `self` is always declared,
+/// typed by the schema node the expression is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Environment {
+    /// `oldSelf` is declared (a rule that uses it is a transition rule).
+    pub old_self: bool,
+    /// `oldSelf` is an optional value (`optionalOldSelf: true`).
+    pub optional_old_self: bool,
+    /// Functions first available in a later Kubernetes minor are
+    /// undeclared.
+    pub version: Version,
+    /// The runtime cost one evaluation may spend.
+    pub cost_limit: u64,
+}
+
+impl Environment {
+    /// An `x-kubernetes-validations` rule: `self` and `oldSelf`.
+    pub const fn crd_rule(optional_old_self: bool) -> Environment {
+        Environment {
+            old_self: true,
+            optional_old_self,
+            version: LATEST,
+            cost_limit: PER_EXPRESSION_COST_LIMIT,
+        }
+    }
+
+    /// A rule's `messageExpression`: `self` and `oldSelf`, never optional.
+    pub const fn message_expression() -> Environment {
+        Environment::crd_rule(false)
+    }
+
+    /// A conversion expression, or any expression over `self` alone
+    /// (`celhook eval --expr`).
+    pub const fn conversion() -> Environment {
+        Environment {
+            old_self: false,
+            ..Environment::crd_rule(false)
+        }
+    }
+
+    /// The same environment answering as Kubernetes `1.<version>`.
+    pub const fn at(self, version: Version) -> Environment {
+        Environment { version, ..self }
+    }
+
+    /// The function `name` called as a member (`x.f(..)`) or globally,
+    /// with `arity` arguments (the target not counted), if this
+    /// environment has it.
+    pub(crate) fn lookup(&self, name: &str, member: bool, arity: usize) -> Option<Func> {
+        self.function(name).filter(|f| f.takes(member, arity))
+    }
+
+    /// True when this environment has some overload of `name`.
+    pub(crate) fn declares(&self, name: &str) -> bool {
+        self.function(name).is_some()
+    }
+
+    fn function(&self, name: &str) -> Option<Func> {
+        ALL.iter()
+            .find(|f| f.name == name && f.since() <= self.version)
+            .copied()
+    }
+}
+
+impl Default for Environment {
+    /// The conversion environment: `self` alone.
+    fn default() -> Environment {
+        Environment::conversion()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_arrive_with_their_kubernetes_version() {
+        let env = Environment::crd_rule(false);
+        assert!(env.lookup("quantity", false, 1).is_some());
+        assert!(env.at(27).lookup("quantity", false, 1).is_none());
+        assert!(!env.at(27).declares("quantity"));
+        assert!(env.at(33).lookup("lists.range", false, 1).is_none());
+        assert!(env.at(34).lookup("lists.range", false, 1).is_some());
+        assert!(
+            env.lookup("size", true, 1).is_none(),
+            "size takes no argument as a member"
+        );
+    }
+}

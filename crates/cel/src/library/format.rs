@@ -1,0 +1,190 @@
+//! Kubernetes' format library: `format.named(key)`, the zero-argument
+//! constants `format.dns1123Label()` ... `format.datetime()`, and
+//! `validate`, which answers the list of validation errors, or none.
+
+use std::rc::Rc;
+
+use crate::registry::{
+    arg, arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_scalar,
+    Function,
+};
+use crate::shape::Shape;
+use crate::types::Ty;
+use crate::value::error::EvalError;
+use crate::value::k8s::format::{self, NamedFormat, MAX_NAME_FORMAT_REGEX_SIZE};
+use crate::value::k8s::LibValue;
+use crate::value::{TypeName, Value};
+
+fn is_named_format(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::Lib(TypeName::NamedFormat))
+}
+
+fn format_value(nf: &'static NamedFormat) -> Value<'static> {
+    Value::Lib(Rc::new(LibValue::Format(nf)))
+}
+
+fn format_arg(v: &Value<'_>) -> Result<&'static NamedFormat, EvalError> {
+    match v {
+        Value::Lib(l) => match &**l {
+            LibValue::Format(nf) => Ok(nf),
+            _ => Err(overload()),
+        },
+        _ => Err(overload()),
+    }
+}
+
+/// An unknown name is `optional.none()`, not an error.
+pub static NAMED: Function = Function {
+    name: "format.named",
+    overloads: &[("format-named", 31)],
+    global: &[1],
+    result: Some(TypeName::Optional),
+    check: Some(|a| {
+        sig(a, &[is_string]).then(|| Ty::Optional(Box::new(Ty::Lib(TypeName::NamedFormat))))
+    }),
+    call: |a| {
+        let nf = format::by_key(str_arg(first(a)?)?);
+        Ok(Value::Optional(nf.map(|nf| Rc::new(format_value(nf)))))
+    },
+    estimate: unit_scalar,
+    ..Function::BASE
+};
+
+/// The API server charges the string's traversal times the format's
+/// regex size; the static estimate assumes the largest regex of any
+/// format.
+pub static VALIDATE: Function = Function {
+    name: "validate",
+    overloads: &[("format-validate", 31)],
+    member: &[1],
+    result: Some(TypeName::Optional),
+    check: Some(|a| {
+        sig(a, &[is_named_format, is_string])
+            .then(|| Ty::Optional(Box::new(Ty::List(Box::new(Ty::String)))))
+    }),
+    call: |a| {
+        let nf = format_arg(first(a)?)?;
+        let errors = (nf.validate)(str_arg(arg(a, 1)?)?);
+        Ok(Value::Optional(if errors.is_empty() {
+            None
+        } else {
+            let list = errors.into_iter().map(Value::string).collect();
+            Some(Rc::new(Value::list(list)))
+        }))
+    },
+    cost: |a, _| {
+        let regex = a.first().and_then(|v| format_arg(v).ok());
+        let regex = regex.map_or(1, |nf| nf.max_regex_size);
+        scaled(1 + arg_size(a, 1), 0.1) * scaled(regex as u64, 0.25)
+    },
+    estimate: |s| {
+        let regex = MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25;
+        ((shape_size(s, 1) * 0.1).ceil() * regex, Shape::sized(1.0))
+    },
+    ..Function::BASE
+};
+
+/// The format `key` as a value; every key the constants name exists.
+fn constant<'a>(key: &str) -> Result<Value<'a>, EvalError> {
+    format::by_key(key).map(format_value).ok_or_else(overload)
+}
+
+/// `format.<key>()`: no arguments, a named format.
+const CONSTANT: Function = Function {
+    global: &[0],
+    result: Some(TypeName::NamedFormat),
+    check: Some(|a| a.is_empty().then_some(Ty::Lib(TypeName::NamedFormat))),
+    estimate: unit_scalar,
+    ..Function::BASE
+};
+
+pub static DNS1123_LABEL: Function = Function {
+    name: "format.dns1123Label",
+    overloads: &[("format.dns1123Label", 31)],
+    call: |_| constant("dns1123Label"),
+    ..CONSTANT
+};
+
+pub static DNS1123_SUBDOMAIN: Function = Function {
+    name: "format.dns1123Subdomain",
+    overloads: &[("format.dns1123Subdomain", 31)],
+    call: |_| constant("dns1123Subdomain"),
+    ..CONSTANT
+};
+
+pub static DNS1035_LABEL: Function = Function {
+    name: "format.dns1035Label",
+    overloads: &[("format.dns1035Label", 31)],
+    call: |_| constant("dns1035Label"),
+    ..CONSTANT
+};
+
+pub static QUALIFIED_NAME: Function = Function {
+    name: "format.qualifiedName",
+    overloads: &[("format.qualifiedName", 31)],
+    call: |_| constant("qualifiedName"),
+    ..CONSTANT
+};
+
+pub static DNS1123_LABEL_PREFIX: Function = Function {
+    name: "format.dns1123LabelPrefix",
+    overloads: &[("format.dns1123LabelPrefix", 31)],
+    call: |_| constant("dns1123LabelPrefix"),
+    ..CONSTANT
+};
+
+pub static DNS1123_SUBDOMAIN_PREFIX: Function = Function {
+    name: "format.dns1123SubdomainPrefix",
+    overloads: &[("format.dns1123SubdomainPrefix", 31)],
+    call: |_| constant("dns1123SubdomainPrefix"),
+    ..CONSTANT
+};
+
+pub static DNS1035_LABEL_PREFIX: Function = Function {
+    name: "format.dns1035LabelPrefix",
+    overloads: &[("format.dns1035LabelPrefix", 31)],
+    call: |_| constant("dns1035LabelPrefix"),
+    ..CONSTANT
+};
+
+pub static LABEL_VALUE: Function = Function {
+    name: "format.labelValue",
+    overloads: &[("format.labelValue", 31)],
+    call: |_| constant("labelValue"),
+    ..CONSTANT
+};
+
+pub static URI: Function = Function {
+    name: "format.uri",
+    overloads: &[("format.uri", 31)],
+    call: |_| constant("uri"),
+    ..CONSTANT
+};
+
+pub static UUID: Function = Function {
+    name: "format.uuid",
+    overloads: &[("format.uuid", 31)],
+    call: |_| constant("uuid"),
+    ..CONSTANT
+};
+
+pub static BYTE: Function = Function {
+    name: "format.byte",
+    overloads: &[("format.byte", 31)],
+    call: |_| constant("byte"),
+    ..CONSTANT
+};
+
+pub static DATE: Function = Function {
+    name: "format.date",
+    overloads: &[("format.date", 31)],
+    call: |_| constant("date"),
+    ..CONSTANT
+};
+
+pub static DATETIME: Function = Function {
+    name: "format.datetime",
+    overloads: &[("format.datetime", 31)],
+    call: |_| constant("datetime"),
+    ..CONSTANT
+};

@@ -1,0 +1,171 @@
+//! cel-go's optional library (version 2): `optional.of`, `optional.none`,
+//! `optional.ofNonZeroValue`, `hasValue`, `value`, `orValue`, `or`,
+//! `optional.unwrap` and `unwrapOpt`. The `?.` and `[?]` syntax and
+//! `optMap`/`optFlatMap` are the checker's.
+
+use std::rc::Rc;
+
+use crate::registry::{arg, first, list_arg, overload, Function};
+use crate::shape::Shape;
+use crate::types::Ty;
+use crate::value::{TypeName, Value};
+
+/// Returns its first argument's shape at unit cost.
+fn passes_shape<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (1.0, s.first().copied().unwrap_or(Shape::sized(1.0)))
+}
+
+fn wrap_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
+    a.first().map(|t| Ty::Optional(Box::new(t.clone())))
+}
+
+pub static OF: Function = Function {
+    name: "optional.of",
+    overloads: &[("optional_of", 28)],
+    global: &[1],
+    result: Some(TypeName::Optional),
+    check: Some(wrap_check),
+    call: |a| Ok(Value::Optional(Some(Rc::new(first(a)?.clone())))),
+    estimate: passes_shape,
+    ..Function::BASE
+};
+
+pub static NONE: Function = Function {
+    name: "optional.none",
+    overloads: &[("optional_none", 28)],
+    global: &[0],
+    result: Some(TypeName::Optional),
+    call: |_| Ok(Value::Optional(None)),
+    ..Function::BASE
+};
+
+pub static OF_NON_ZERO_VALUE: Function = Function {
+    name: "optional.ofNonZeroValue",
+    overloads: &[("optional_ofNonZeroValue", 28)],
+    global: &[1],
+    result: Some(TypeName::Optional),
+    check: Some(wrap_check),
+    call: |a| {
+        let v = first(a)?;
+        Ok(Value::Optional(if is_zero(v) {
+            None
+        } else {
+            Some(Rc::new(v.clone()))
+        }))
+    },
+    ..Function::BASE
+};
+
+pub static HAS_VALUE: Function = Function {
+    name: "hasValue",
+    overloads: &[("optional_hasValue", 28)],
+    member: &[0],
+    result: Some(TypeName::Bool),
+    check: Some(|a| matches!(a, [Ty::Optional(_) | Ty::Dyn]).then_some(Ty::Bool)),
+    call: |a| match first(a)? {
+        Value::Optional(o) => Ok(Value::Bool(o.is_some())),
+        _ => Err(overload()),
+    },
+    ..Function::BASE
+};
+
+pub static VALUE: Function = Function {
+    name: "value",
+    overloads: &[("optional_value", 28)],
+    member: &[0],
+    check: Some(|a| match a {
+        [Ty::Optional(t)] => Some((**t).clone()),
+        [Ty::Dyn] => Some(Ty::Dyn),
+        _ => None,
+    }),
+    call: |a| match first(a)? {
+        Value::Optional(Some(v)) => Ok((**v).clone()),
+        Value::Optional(None) => Err(crate::EvalError::new("optional.none() dereference")),
+        _ => Err(overload()),
+    },
+    estimate: passes_shape,
+    ..Function::BASE
+};
+
+pub static OR_VALUE: Function = Function {
+    name: "orValue",
+    overloads: &[("optional_orValue_value", 28)],
+    member: &[1],
+    check: Some(|a| match a {
+        [Ty::Optional(t), v] if t.unifies(v) => Some(t.join(v)),
+        [Ty::Dyn, v] => Some(v.clone()),
+        _ => None,
+    }),
+    // cel-go hands a non-optional target back as it is.
+    call: |a| match first(a)? {
+        Value::Optional(Some(v)) => Ok((**v).clone()),
+        Value::Optional(None) => Ok(arg(a, 1)?.clone()),
+        other => Ok(other.clone()),
+    },
+    estimate: passes_shape,
+    ..Function::BASE
+};
+
+pub static OR: Function = Function {
+    name: "or",
+    overloads: &[("optional_or_optional", 28)],
+    member: &[1],
+    call: |a| match (first(a)?, arg(a, 1)?) {
+        (t @ Value::Optional(Some(_)), _) => Ok(t.clone()),
+        (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
+        (Value::Optional(None), _) => Err(overload()),
+        (other, _) => Ok(other.clone()),
+    },
+    ..Function::BASE
+};
+
+/// The values of the present optionals of a list, in order.
+fn unwrap<'a>(a: &[Value<'a>]) -> Result<Value<'a>, crate::EvalError> {
+    let mut out = Vec::new();
+    for v in list_arg(first(a)?)?.iter() {
+        match v {
+            Value::Optional(Some(inner)) => out.push((*inner).clone()),
+            Value::Optional(None) => {}
+            _ => return Err(overload()),
+        }
+    }
+    Ok(Value::list(out))
+}
+
+pub static UNWRAP: Function = Function {
+    name: "optional.unwrap",
+    overloads: &[("optional_unwrap", 33)],
+    global: &[1],
+    result: Some(TypeName::List),
+    call: unwrap,
+    ..Function::BASE
+};
+
+pub static UNWRAP_OPT: Function = Function {
+    name: "unwrapOpt",
+    overloads: &[("optional_unwrapOpt", 33)],
+    member: &[0],
+    result: Some(TypeName::List),
+    call: unwrap,
+    ..Function::BASE
+};
+
+fn is_zero(v: &Value<'_>) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Int(i) => *i == 0,
+        Value::Uint(u) => *u == 0,
+        Value::Double(d) => *d == 0.0,
+        Value::Str(s) => s.is_empty(),
+        Value::Bytes(b) => b.is_empty(),
+        Value::Duration(d) => d.is_zero(),
+        // The zero timestamp is Go's zero time, 0001-01-01T00:00:00Z.
+        Value::Timestamp(t) => t.timestamp() == -62_135_596_800 && t.timestamp_subsec_nanos() == 0,
+        Value::List(l) => l.is_empty(),
+        Value::Map(m) => m.is_empty(),
+        Value::Type(_) => false,
+        Value::Optional(o) => o.is_none(),
+        Value::Lib(_) => false,
+    }
+}

@@ -1,0 +1,223 @@
+//! Kubernetes' quantity library: `quantity()`, `isQuantity()`, `sign()`,
+//! the conversions `asApproximateFloat`, `asInteger`, `isInteger`, and
+//! `add`/`sub`. The comparisons `isGreaterThan`, `isLessThan` and
+//! `compareTo` are here too: the API server gives them to semvers as
+//! well, under the same names, so one row serves both types.
+
+use std::cmp::Ordering;
+use std::rc::Rc;
+
+use super::semver::is_semver;
+use crate::registry::{
+    arg, arg_size, first, is_int, is_string, overload, scaled, shape_size, sig, str_arg,
+    unit_scalar, Function,
+};
+use crate::shape::Shape;
+use crate::types::Ty;
+use crate::value::error::EvalError;
+use crate::value::k8s::quantity::Quantity;
+use crate::value::k8s::LibValue;
+use crate::value::{TypeName, Value};
+
+fn is_quantity(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::Lib(TypeName::Quantity))
+}
+
+/// `add` and `sub` take a quantity or a plain integer.
+fn is_quantity_or_int(t: &Ty<'_>) -> bool {
+    is_quantity(t) || is_int(t)
+}
+
+const QUANTITY_TY: Ty<'static> = Ty::Lib(TypeName::Quantity);
+
+/// The quantity a value holds, or the overload error for anything else.
+fn quantity_arg<'v>(v: &'v Value<'_>) -> Result<&'v Quantity, EvalError> {
+    match v {
+        Value::Lib(l) => match &**l {
+            LibValue::Quantity(q) => Ok(q),
+            _ => Err(overload()),
+        },
+        _ => Err(overload()),
+    }
+}
+
+fn quantity_value(q: Quantity) -> Value<'static> {
+    Value::Lib(Rc::new(LibValue::Quantity(q)))
+}
+
+/// Parsing a quantity string pays a tenth of its length, at run time and
+/// in the static estimate alike.
+const PARSER: Function = Function {
+    global: &[1],
+    cost: |a, _| scaled(arg_size(a, 0), 0.1),
+    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
+    ..Function::BASE
+};
+
+pub static QUANTITY: Function = Function {
+    name: "quantity",
+    overloads: &[("string_to_quantity", 28)],
+    result: Some(TypeName::Quantity),
+    check: Some(|a| sig(a, &[is_string]).then_some(QUANTITY_TY)),
+    call: |a| {
+        let q = Quantity::parse(str_arg(first(a)?)?).map_err(EvalError::new)?;
+        Ok(quantity_value(q))
+    },
+    ..PARSER
+};
+
+pub static IS_QUANTITY: Function = Function {
+    name: "isQuantity",
+    overloads: &[("is_quantity_string", 28)],
+    result: Some(TypeName::Bool),
+    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
+    call: |a| Ok(Value::Bool(Quantity::parse(str_arg(first(a)?)?).is_ok())),
+    ..PARSER
+};
+
+/// A function of one quantity, at unit cost with a scalar result.
+const OF_QUANTITY: Function = Function {
+    estimate: unit_scalar,
+    ..Function::BASE
+};
+
+pub static SIGN: Function = Function {
+    name: "sign",
+    overloads: &[("quantity_sign", 28)],
+    global: &[1],
+    result: Some(TypeName::Int),
+    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Int)),
+    call: |a| Ok(Value::Int(quantity_arg(first(a)?)?.sign())),
+    ..OF_QUANTITY
+};
+
+pub static AS_APPROXIMATE_FLOAT: Function = Function {
+    name: "asApproximateFloat",
+    overloads: &[("quantity_get_float", 28)],
+    member: &[0],
+    result: Some(TypeName::Double),
+    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Double)),
+    call: |a| Ok(Value::Double(quantity_arg(first(a)?)?.approximate_f64())),
+    ..OF_QUANTITY
+};
+
+pub static AS_INTEGER: Function = Function {
+    name: "asInteger",
+    overloads: &[("quantity_get_int", 28)],
+    member: &[0],
+    result: Some(TypeName::Int),
+    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Int)),
+    call: |a| {
+        quantity_arg(first(a)?)?
+            .as_i64()
+            .map(Value::Int)
+            .ok_or_else(|| EvalError::new("cannot convert value to integer"))
+    },
+    ..OF_QUANTITY
+};
+
+pub static IS_INTEGER: Function = Function {
+    name: "isInteger",
+    overloads: &[("quantity_is_integer", 28)],
+    member: &[0],
+    result: Some(TypeName::Bool),
+    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Bool)),
+    call: |a| Ok(Value::Bool(quantity_arg(first(a)?)?.as_i64().is_some())),
+    ..OF_QUANTITY
+};
+
+/// Two quantities or two semvers (never one of each).
+fn comparable(a: &[Ty<'_>]) -> bool {
+    sig(a, &[is_quantity, is_quantity]) || sig(a, &[is_semver, is_semver])
+}
+
+/// The order of the target against the argument, both quantities or both
+/// semvers.
+fn compare(a: &[Value<'_>]) -> Result<Ordering, EvalError> {
+    let (Value::Lib(x), Value::Lib(y)) = (first(a)?, arg(a, 1)?) else {
+        return Err(overload());
+    };
+    match (&**x, &**y) {
+        (LibValue::Quantity(x), LibValue::Quantity(y)) => Ok(x.cmp(y)),
+        (LibValue::Semver(x), LibValue::Semver(y)) => Ok(x.cmp(y)),
+        _ => Err(overload()),
+    }
+}
+
+/// A comparison `x.f(y)`, at unit cost with a scalar result.
+const COMPARISON: Function = Function {
+    member: &[1],
+    estimate: unit_scalar,
+    ..Function::BASE
+};
+
+pub static IS_GREATER_THAN: Function = Function {
+    name: "isGreaterThan",
+    overloads: &[
+        ("quantity_is_greater_than", 28),
+        ("semver_is_greater_than", 33),
+    ],
+    result: Some(TypeName::Bool),
+    check: Some(|a| comparable(a).then_some(Ty::Bool)),
+    call: |a| Ok(Value::Bool(compare(a)?.is_gt())),
+    ..COMPARISON
+};
+
+pub static IS_LESS_THAN: Function = Function {
+    name: "isLessThan",
+    overloads: &[("quantity_is_less_than", 28), ("semver_is_less_than", 33)],
+    result: Some(TypeName::Bool),
+    check: Some(|a| comparable(a).then_some(Ty::Bool)),
+    call: |a| Ok(Value::Bool(compare(a)?.is_lt())),
+    ..COMPARISON
+};
+
+pub static COMPARE_TO: Function = Function {
+    name: "compareTo",
+    overloads: &[("quantity_compare_to", 28), ("semver_compare_to", 33)],
+    result: Some(TypeName::Int),
+    check: Some(|a| comparable(a).then_some(Ty::Int)),
+    // -1, 0 or 1, as Go's comparisons answer.
+    call: |a| Ok(Value::Int(compare(a)? as i64)),
+    ..COMPARISON
+};
+
+/// The target and the other operand of `add`/`sub`; an integer operand
+/// counts as a quantity of that many units.
+fn operands<'v>(a: &'v [Value<'_>]) -> Result<(&'v Quantity, Quantity), EvalError> {
+    let q = quantity_arg(first(a)?)?;
+    let other = match arg(a, 1)? {
+        Value::Int(i) => Quantity::from_i64(*i),
+        v => quantity_arg(v)?.clone(),
+    };
+    Ok((q, other))
+}
+
+/// Quantity arithmetic, at unit cost with a scalar result.
+const ARITHMETIC: Function = Function {
+    member: &[1],
+    result: Some(TypeName::Quantity),
+    check: Some(|a| sig(a, &[is_quantity, is_quantity_or_int]).then_some(QUANTITY_TY)),
+    estimate: unit_scalar,
+    ..Function::BASE
+};
+
+pub static ADD: Function = Function {
+    name: "add",
+    overloads: &[("quantity_add", 28), ("quantity_add_int", 28)],
+    call: |a| {
+        let (q, other) = operands(a)?;
+        Ok(quantity_value(q.add(&other)))
+    },
+    ..ARITHMETIC
+};
+
+pub static SUB: Function = Function {
+    name: "sub",
+    overloads: &[("quantity_sub", 28), ("quantity_sub_int", 28)],
+    call: |a| {
+        let (q, other) = operands(a)?;
+        Ok(quantity_value(q.sub(&other)))
+    },
+    ..ARITHMETIC
+};

@@ -1,0 +1,85 @@
+//! Kubernetes' regex library: `find` and `findAll`, with RE2 patterns
+//! compiled at load when constant.
+
+use regex::Regex;
+
+use crate::registry::{
+    arg, arg_size, first, int_arg, scaled, shape_size, str_arg, Function, RegexArg,
+};
+use crate::shape::Shape;
+use crate::value::error::EvalError;
+use crate::value::{TypeName, Value};
+
+/// The target's traversal times the pattern's size.
+fn regex_cost(a: &[Value<'_>], _: &Value<'_>) -> u64 {
+    scaled(1 + arg_size(a, 0), 0.1) * scaled(arg_size(a, 1), 0.25)
+}
+
+fn regex_estimate<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (
+        ((1.0 + shape_size(s, 0)) * 0.1).ceil() * (shape_size(s, 1) * 0.25).ceil(),
+        Shape::sized(shape_size(s, 0)),
+    )
+}
+
+fn find_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError> {
+    let s = str_arg(first(a)?)?;
+    Ok(Value::string(
+        re.find(s).map(|m| m.as_str()).unwrap_or_default(),
+    ))
+}
+
+fn find_all_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError> {
+    let s = str_arg(first(a)?)?;
+    let limit = match a.get(2) {
+        Some(v) => int_arg(v)?,
+        None => -1,
+    };
+    let matches = re.find_iter(s).map(|m| Value::string(m.as_str()));
+    Ok(Value::list(if limit < 0 {
+        matches.collect()
+    } else {
+        matches.take(limit as usize).collect()
+    }))
+}
+
+pub static FIND: Function = Function {
+    name: "find",
+    overloads: &[("string_find_string", 24)],
+    member: &[1],
+    result: Some(TypeName::String),
+    call: |a| {
+        let re = FIND.compile_regex(str_arg(arg(a, 1)?)?)?;
+        find_with(a, &re)
+    },
+    regex: Some(RegexArg {
+        arg: 1,
+        call: find_with,
+        illegal_prefix: true,
+    }),
+    cost: regex_cost,
+    estimate: regex_estimate,
+    ..Function::BASE
+};
+
+pub static FIND_ALL: Function = Function {
+    name: "findAll",
+    overloads: &[
+        ("string_find_all_string", 24),
+        ("string_find_all_string_int", 24),
+    ],
+    member: &[1, 2],
+    result: Some(TypeName::List),
+    call: |a| {
+        let re = FIND_ALL.compile_regex(str_arg(arg(a, 1)?)?)?;
+        find_all_with(a, &re)
+    },
+    regex: Some(RegexArg {
+        arg: 1,
+        call: find_all_with,
+        illegal_prefix: true,
+    }),
+    cost: regex_cost,
+    estimate: regex_estimate,
+    ..Function::BASE
+};

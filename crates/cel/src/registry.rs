@@ -1,0 +1,317 @@
+//! The function registry's row: everything the engine knows of one CEL
+//! function, in one value. The checker reads its arities and signature,
+//! the planner its folding and regex argument, the evaluator its
+//! implementation and runtime cost, the estimator its static cost, and
+//! the error path its "no such overload" wording. The rows themselves live
+//! in `library/`, one file per library.
+
+use std::fmt;
+
+use regex::Regex;
+
+use crate::shape::Shape;
+use crate::types::Ty;
+use crate::value::error::EvalError;
+use crate::value::{size, TypeName, Value};
+
+/// A function of the library, as the program tree refers to it.
+pub type Func = &'static Function;
+
+/// The Kubernetes minor version an overload or function first exists in,
+/// for CRD rules (the API server's `StoredExpressions` environment).
+pub type Since = u32;
+
+/// The checker's part of a row: the result type for argument types.
+pub type Signature = for<'s> fn(&[Ty<'s>]) -> Option<Ty<'s>>;
+
+/// The evaluator's part of a row: the call itself.
+pub type Implementation = for<'a> fn(&[Value<'a>]) -> Result<Value<'a>, EvalError>;
+
+/// The estimator's part of a row: static cost and result shape.
+pub type Estimate = for<'s> fn(&[Shape<'s>]) -> (f64, Shape<'s>);
+
+/// One CEL function. Dispatch among its overloads on argument types
+/// happens inside `call` (and `check`, for static types), as cel-go
+/// resolves overloads of `dyn` arguments at run time.
+pub struct Function {
+    /// The CEL name (`contains`, `lists.range`, `-_` for negation).
+    pub name: &'static str,
+    /// Arities as a member call (`x.f(..)`, the target not counted).
+    pub member: &'static [usize],
+    /// Arities as a global call.
+    pub global: &'static [usize],
+    /// cel-go's overload ids, each with the Kubernetes minor it exists from.
+    pub overloads: &'static [(&'static str, Since)],
+    /// The static result type where one overload set fixes it.
+    pub result: Option<TypeName>,
+    /// The result type for argument types (target first), or `None` for
+    /// "found no matching overload". Dyn arguments match anything. Without
+    /// one, any arguments are accepted and the result is typed by `result`.
+    pub check: Option<Signature>,
+    /// The implementation, with the target first for member calls.
+    pub call: Implementation,
+    /// A regular-expression argument compiled at load when constant.
+    pub regex: Option<RegexArg>,
+    /// The runtime charge from the arguments and the result.
+    pub cost: fn(&[Value<'_>], &Value<'_>) -> u64,
+    /// The charge when it is known before the call runs, for calls whose
+    /// work or result grows faster than their arguments: the evaluator
+    /// stops before running one that would pass the limit.
+    pub cost_before: Option<fn(&[Value<'_>]) -> u64>,
+    /// The static cost and result shape from the argument shapes.
+    pub estimate: Estimate,
+    /// cel-go folds the call when its arguments are constants: the
+    /// runtime charges nothing for it.
+    pub folds: bool,
+    /// A type conversion (`int()`, `string()`, `dyn()`, `type()`, ...).
+    pub conversion: bool,
+    /// How a call with no matching overload is reported at run time.
+    pub wording: Wording,
+}
+
+/// A function whose argument `arg` (target first) is a regular expression.
+pub struct RegexArg {
+    pub arg: usize,
+    /// The call with the pattern compiled (the pattern argument unread).
+    pub call: for<'a> fn(&[Value<'a>], &Regex) -> Result<Value<'a>, EvalError>,
+    /// cel-go prefixes compile errors with `Illegal regex: ` (`find`,
+    /// `findAll`), or gives Go's text as is (`matches`).
+    pub illegal_prefix: bool,
+}
+
+/// How cel-go words a call whose arguments match no overload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wording {
+    /// `no such overload`: the standard library's one-overload functions.
+    Bare,
+    /// `no such overload: size`.
+    Name,
+    /// `no such overload: f(int, string)`.
+    NameAndTypes,
+    /// Negation: bare on scalars, `no such overload: -_` on null, lists
+    /// and maps.
+    Negation,
+}
+
+impl Function {
+    /// The defaults rows start from: a unit cost, a result sized like the
+    /// first argument, the bare wording.
+    pub const BASE: Function = Function {
+        name: "",
+        member: &[],
+        global: &[],
+        overloads: &[],
+        result: None,
+        check: None,
+        call: no_call,
+        regex: None,
+        cost: unit_cost,
+        cost_before: None,
+        estimate: unit_sized_like_first,
+        folds: false,
+        conversion: false,
+        wording: Wording::NameAndTypes,
+    };
+
+    /// The Kubernetes minor from which CRD rules can call the function:
+    /// that of its oldest overload.
+    pub fn since(&self) -> Since {
+        self.overloads.iter().map(|(_, v)| *v).min().unwrap_or(0)
+    }
+
+    /// True when `name` has an overload of this arity and call style.
+    pub fn takes(&self, member: bool, arity: usize) -> bool {
+        if member {
+            self.member.contains(&arity)
+        } else {
+            self.global.contains(&arity)
+        }
+    }
+
+    /// The result type of a call with these argument types (target
+    /// first), or `None` when no overload matches.
+    pub fn typed<'s>(&self, args: &[Ty<'s>]) -> Option<Ty<'s>> {
+        match self.check {
+            Some(check) => check(args),
+            None => Some(self.result.map_or(Ty::Dyn, Ty::of_name)),
+        }
+    }
+
+    /// Calls the function, worded as cel-go words a missing overload.
+    pub fn invoke<'a>(&'static self, args: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+        (self.call)(args).map_err(|e| self.reword(e, args))
+    }
+
+    /// Calls with the regex argument compiled (see [`RegexArg`]).
+    pub fn invoke_with_regex<'a>(
+        &'static self,
+        args: &[Value<'a>],
+        re: &Regex,
+    ) -> Result<Value<'a>, EvalError> {
+        match &self.regex {
+            Some(r) => (r.call)(args, re),
+            None => Err(EvalError::no_overload()),
+        }
+    }
+
+    /// Compiles `pattern` with Go's RE2 semantics for this function; the
+    /// error is the one the function reports at run time.
+    pub fn compile_regex(&self, pattern: &str) -> Result<Regex, EvalError> {
+        let prefix = self.regex.as_ref().is_some_and(|r| r.illegal_prefix);
+        crate::interrupt::regex(pattern, crate::re2::compile).map_err(|e| {
+            if prefix {
+                EvalError::new(format!("Illegal regex: {e}"))
+            } else {
+                EvalError::new(e)
+            }
+        })
+    }
+
+    fn reword(&self, e: EvalError, args: &[Value<'_>]) -> EvalError {
+        if e.kind != crate::ErrorKind::NoSuchOverload || e.message != "no such overload" {
+            return e;
+        }
+        match self.wording {
+            Wording::Bare => e,
+            Wording::Name => EvalError::no_overload_of(self.name),
+            Wording::Negation => match args.first() {
+                Some(Value::Null | Value::List(_) | Value::Map(_)) => {
+                    EvalError::no_overload_of(self.name)
+                }
+                _ => e,
+            },
+            Wording::NameAndTypes => {
+                let types: Vec<&str> = args.iter().map(|a| a.type_name().name()).collect();
+                EvalError::no_overload_of(&format!("{}({})", self.name, types.join(", ")))
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Func({})", self.name)
+    }
+}
+
+impl PartialEq for Function {
+    fn eq(&self, other: &Function) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+// === helpers the rows share ===
+
+/// The error of a call whose arguments match no overload.
+pub fn overload() -> EvalError {
+    EvalError::no_overload()
+}
+
+/// The first argument (the target of a member call).
+pub fn first<'v, 'a>(args: &'v [Value<'a>]) -> Result<&'v Value<'a>, EvalError> {
+    args.first().ok_or_else(overload)
+}
+
+pub fn int_arg(v: &Value<'_>) -> Result<i64, EvalError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        _ => Err(overload()),
+    }
+}
+
+pub fn str_arg<'v>(v: &'v Value<'_>) -> Result<&'v str, EvalError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(overload()),
+    }
+}
+
+pub fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v crate::value::List<'a>, EvalError> {
+    match v {
+        Value::List(l) => Ok(l),
+        _ => Err(overload()),
+    }
+}
+
+/// The `i`th argument, or an overload error.
+pub fn arg<'v, 'a>(args: &'v [Value<'a>], i: usize) -> Result<&'v Value<'a>, EvalError> {
+    args.get(i).ok_or_else(overload)
+}
+
+fn no_call<'a>(_: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    Err(overload())
+}
+
+/// cel-go's default charge for a call.
+pub fn unit_cost(_: &[Value<'_>], _: &Value<'_>) -> u64 {
+    1
+}
+
+/// `ceil(n * factor)`, as cel-go scales sizes into costs.
+#[inline]
+pub fn scaled(n: u64, factor: f64) -> u64 {
+    (n as f64 * factor).ceil() as u64
+}
+
+/// The charge of traversing a value element by element: a tenth of a
+/// string's or bytes' length, 1 per other element.
+pub fn traversal(v: &Value<'_>) -> u64 {
+    match v {
+        Value::Str(s) => (s.len() as f64 * 0.1) as u64,
+        Value::Bytes(b) => (b.len() as f64 * 0.1) as u64,
+        Value::List(l) => l.iter().map(|e| traversal(&e)).sum(),
+        Value::Map(m) => m
+            .entries()
+            .iter()
+            .map(|(k, v)| traversal(k) + traversal(v))
+            .sum(),
+        _ => 1,
+    }
+}
+
+/// The CEL size of argument `i` (1 when absent).
+pub fn arg_size(args: &[Value<'_>], i: usize) -> u64 {
+    args.get(i).map_or(1, size)
+}
+
+/// The estimate of a call cel-go prices at 1, sized like its first argument.
+pub fn unit_sized_like_first<'s>(args: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (1.0, Shape::sized(shape_size(args, 0)))
+}
+
+/// The estimate of a call priced at 1 with a scalar result.
+pub fn unit_scalar<'s>(_: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (1.0, Shape::sized(1.0))
+}
+
+/// The estimate of a call priced at 1 whose result cel-go does not size.
+pub fn unit_unbounded<'s>(_: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (1.0, Shape::unbounded())
+}
+
+/// The largest size of argument `i` (1 when absent).
+pub fn shape_size(args: &[Shape<'_>], i: usize) -> f64 {
+    args.get(i).map_or(1.0, |s| s.size)
+}
+
+/// Whether argument types (target first) match `want`, one predicate per
+/// argument; a dyn argument matches anything.
+pub fn sig(args: &[Ty<'_>], want: &[fn(&Ty<'_>) -> bool]) -> bool {
+    want.len() == args.len() && want.iter().zip(args).all(|(ok, a)| a.is_dyn() || ok(a))
+}
+
+pub fn is_string(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::String)
+}
+
+pub fn is_int(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::Int)
+}
+
+pub fn is_list(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::List(_))
+}
+
+pub fn is_bool(t: &Ty<'_>) -> bool {
+    matches!(t, Ty::Bool)
+}

@@ -1,0 +1,78 @@
+//! The runtime charges of the operators (cel-go's unit costs as Kubernetes
+//! configures them): comparisons and concatenation of strings and bytes
+//! pay a tenth of their length. Calls are charged by their registry rows.
+
+use crate::registry::scaled;
+use crate::value::{size, str_size, Value};
+
+/// The runtime charge of `==`/`!=` and of ordering comparisons of strings
+/// and bytes: a tenth of the shorter operand.
+pub(super) fn compare_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => compare_cost_str(x, y),
+        _ => scaled(size(a).min(size(b)), 0.1),
+    }
+}
+
+/// [`compare_cost`] of two strings.
+#[inline]
+pub(super) fn compare_cost_str(x: &str, y: &str) -> u64 {
+    // Short strings (names, keys, enum values) need no character count: a
+    // string of 1 to 10 bytes has 1 to 10 characters, which costs 1.
+    let bytes = x.len().min(y.len());
+    if bytes <= 10 {
+        return u64::from(bytes > 0);
+    }
+    scaled(str_size(x).min(str_size(y)), 0.1)
+}
+
+/// The runtime charge of `+` on strings and bytes.
+pub(super) fn concat_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
+    match (a, b) {
+        (Value::Str(_), Value::Str(_)) | (Value::Bytes(_), Value::Bytes(_)) => {
+            scaled(size(a) + size(b), 0.1)
+        }
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::core::{matches_cost, CONTAINS};
+
+    #[test]
+    fn string_costs_scale_with_length() {
+        let s = Value::string("a".repeat(50));
+        let t = Value::string("b".repeat(20));
+        assert_eq!(compare_cost(&s, &s), 5);
+        assert_eq!((CONTAINS.cost)(&[s.clone(), t], &Value::Bool(false)), 10);
+        assert_eq!(matches_cost(&s, 20), 30);
+        assert_eq!(compare_cost(&Value::Int(1), &Value::Int(1)), 1);
+    }
+
+    #[test]
+    fn short_string_comparisons_cost_what_the_formula_gives() {
+        // The shortcut for strings of up to 10 bytes must agree with
+        // ceil(min(characters) * 0.1) everywhere around its edge.
+        let samples = [
+            "",
+            "a",
+            "é",
+            "ab",
+            "abcdefghij",
+            "abcdefghijk",
+            "ééééé",
+            "éééééé",
+            "€€€€",
+        ];
+        for x in samples {
+            for y in samples {
+                let (a, b) = (Value::string(x.to_owned()), Value::string(y.to_owned()));
+                let chars = x.chars().count().min(y.chars().count());
+                let want = (chars as f64 * 0.1).ceil() as u64;
+                assert_eq!(compare_cost(&a, &b), want, "{x:?} vs {y:?}");
+            }
+        }
+    }
+}
