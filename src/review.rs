@@ -155,19 +155,8 @@ struct WireRequest {
 /// `request` with its uid, kind, operation, and the shape of
 /// object/oldObject. The objects are moved into the request, never copied.
 pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
-    match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => return Err(ReviewError::Empty(Review::Admission)),
-        // Anything else that is valid JSON would reach serde's sequence
-        // form of the struct; reject it with a clear message instead.
-        Some(b'{') => {}
-        Some(_) => {
-            // Still let serde report genuinely malformed JSON with its position.
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(err) => Err(ReviewError::from_json(Review::Admission, err)),
-                Ok(_) => Err(ReviewError::NotAnObject(Review::Admission)),
-            };
-        }
-    }
+    let review = Review::Admission;
+    review.expect_object(body)?;
 
     // Validating the whole body as UTF-8 once is cheaper than serde_json's
     // check of each string (about 2% of the hot path); a body that is not
@@ -176,29 +165,19 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(body),
     }
-    .map_err(|e| ReviewError::from_json(Review::Admission, e))?;
+    .map_err(|e| ReviewError::from_json(review, e))?;
 
-    let version = match wire.api_version.as_deref() {
-        None => return Err(ReviewError::MissingApiVersion(Review::Admission)),
-        Some(ADMISSION_V1) => ReviewVersion::V1,
-        Some(ADMISSION_V1BETA1) => ReviewVersion::V1Beta1,
-        Some(other) => {
-            return Err(ReviewError::UnsupportedApiVersion(
-                Review::Admission,
-                other.to_owned(),
-            ))
-        }
-    };
-    if wire.kind.as_deref() != Some(ADMISSION_REVIEW_KIND) {
-        return Err(ReviewError::WrongKind(Review::Admission, wire.kind));
-    }
+    let version = review.expect_header(
+        wire.api_version.as_deref(),
+        wire.kind,
+        ReviewVersion::V1,
+        ReviewVersion::V1Beta1,
+    )?;
 
-    let req = wire
-        .request
-        .ok_or(ReviewError::MissingRequest(Review::Admission))?;
+    let req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
     let uid = match req.uid {
         Some(uid) if !uid.is_empty() => uid,
-        _ => return Err(ReviewError::MissingUid(Review::Admission)),
+        _ => return Err(ReviewError::MissingUid(review)),
     };
     let kind = match req.kind {
         Some(gvk) if !gvk.version.is_empty() && !gvk.kind.is_empty() => gvk,
@@ -243,13 +222,14 @@ fn check_object(field: &'static str, value: Option<&serde_json::Value>) -> Resul
     Err(ReviewError::NotAJsonObject { field, found })
 }
 
-/// Our answer on the wire, borrowing from the [`AdmissionResponse`].
+/// Our answer on the wire (either review): the envelope around the
+/// response, in the apiVersion the review came in.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct WireAnswer<'a> {
+struct WireAnswer<R> {
     api_version: &'static str,
     kind: &'static str,
-    response: WireResponse<'a>,
+    response: R,
 }
 
 #[derive(Serialize)]

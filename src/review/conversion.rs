@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
-use super::{Review, ReviewError};
+use super::{Review, ReviewError, WireAnswer};
 
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
 pub const CONVERSION_V1: &str = "apiextensions.k8s.io/v1";
@@ -83,39 +83,21 @@ struct WireRequest<'a> {
 pub fn decode_conversion(
     body: &[u8],
 ) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ReviewError> {
-    match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => return Err(ReviewError::Empty(Review::Conversion)),
-        Some(b'{') => {}
-        Some(_) => {
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(err) => Err(ReviewError::from_json(Review::Conversion, err)),
-                Ok(_) => Err(ReviewError::NotAnObject(Review::Conversion)),
-            };
-        }
-    }
+    let review = Review::Conversion;
+    review.expect_object(body)?;
     let wire: WireReview =
-        serde_json::from_slice(body).map_err(|e| ReviewError::from_json(Review::Conversion, e))?;
-    let version = match wire.api_version.as_deref() {
-        None => return Err(ReviewError::MissingApiVersion(Review::Conversion)),
-        Some(CONVERSION_V1) => ConversionReviewVersion::V1,
-        Some(CONVERSION_V1BETA1) => ConversionReviewVersion::V1Beta1,
-        Some(other) => {
-            return Err(ReviewError::UnsupportedApiVersion(
-                Review::Conversion,
-                other.to_owned(),
-            ))
-        }
-    };
-    if wire.kind.as_deref() != Some(CONVERSION_REVIEW_KIND) {
-        return Err(ReviewError::WrongKind(Review::Conversion, wire.kind));
-    }
-    let req = wire
-        .request
-        .ok_or(ReviewError::MissingRequest(Review::Conversion))?;
+        serde_json::from_slice(body).map_err(|e| ReviewError::from_json(review, e))?;
+    let version = review.expect_header(
+        wire.api_version.as_deref(),
+        wire.kind,
+        ConversionReviewVersion::V1,
+        ConversionReviewVersion::V1Beta1,
+    )?;
+    let req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
     let uid = req
         .uid
         .filter(|u| !u.is_empty())
-        .ok_or(ReviewError::MissingUid(Review::Conversion))?;
+        .ok_or(ReviewError::MissingUid(review))?;
     let desired_api_version = req
         .desired_api_version
         .filter(|d| !d.is_empty())
@@ -133,14 +115,6 @@ pub fn decode_conversion(
             objects,
         },
     ))
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WireAnswer<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    response: WireResponse<'a>,
 }
 
 #[derive(Serialize)]

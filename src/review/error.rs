@@ -30,13 +30,55 @@ impl Review {
         }
     }
 
-    /// The apiVersions celhook speaks for this review, as the errors list them.
-    fn versions(self) -> String {
-        let (v1, v1beta1) = match self {
+    /// The review's two apiVersions: v1 and v1beta1.
+    fn api_versions(self) -> (&'static str, &'static str) {
+        match self {
             Review::Admission => (ADMISSION_V1, ADMISSION_V1BETA1),
             Review::Conversion => (CONVERSION_V1, CONVERSION_V1BETA1),
-        };
+        }
+    }
+
+    /// The apiVersions celhook speaks for this review, as the errors list them.
+    fn versions(self) -> String {
+        let (v1, v1beta1) = self.api_versions();
         format!("{v1} or {v1beta1}")
+    }
+
+    /// Refuses a body that is empty or not a JSON object before serde reads
+    /// it: anything else that is valid JSON would reach serde's sequence
+    /// form of the struct, whose message names no field.
+    pub(super) fn expect_object(self, body: &[u8]) -> Result<(), ReviewError> {
+        match body.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => Err(ReviewError::Empty(self)),
+            Some(b'{') => Ok(()),
+            // Still let serde report genuinely malformed JSON with its position.
+            Some(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                Err(err) => Err(ReviewError::from_json(self, err)),
+                Ok(_) => Err(ReviewError::NotAnObject(self)),
+            },
+        }
+    }
+
+    /// Checks a review's apiVersion and kind; answers `v1` or `v1beta1`
+    /// for the review's two apiVersions.
+    pub(super) fn expect_header<V>(
+        self,
+        api_version: Option<&str>,
+        kind: Option<String>,
+        v1: V,
+        v1beta1: V,
+    ) -> Result<V, ReviewError> {
+        let (a, b) = self.api_versions();
+        let version = match api_version {
+            None => return Err(ReviewError::MissingApiVersion(self)),
+            Some(v) if v == a => v1,
+            Some(v) if v == b => v1beta1,
+            Some(other) => return Err(ReviewError::UnsupportedApiVersion(self, other.to_owned())),
+        };
+        if kind.as_deref() != Some(self.kind()) {
+            return Err(ReviewError::WrongKind(self, kind));
+        }
+        Ok(version)
     }
 }
 

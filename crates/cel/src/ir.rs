@@ -59,7 +59,9 @@ pub(crate) enum Ir {
     },
 }
 
-/// Binary operators.
+/// Binary operators. The checker's `types::Op` lists the same ones with
+/// the unary operators and indexing added: a signature table, where this
+/// is what the evaluator dispatches on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinOp {
     Add,

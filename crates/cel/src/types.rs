@@ -8,7 +8,8 @@ use std::fmt;
 use crate::value::TypeName;
 use celhook_schema::{Format, Schema, Type};
 
-/// A CEL type as the checker sees it.
+/// A CEL type as the checker sees it: unlike the runtime's `TypeName`,
+/// it carries element types, the schema node of an object and optionality.
 #[derive(Clone, Debug)]
 pub(crate) enum Ty<'s> {
     Dyn,

@@ -30,6 +30,11 @@ fn string_or_bytes_cost(a: &[Value<'_>], _: &Value<'_>) -> u64 {
     }
 }
 
+/// `uint()` and `double()` take a number or a string.
+fn from_number_or_string(a: &[Ty<'_>]) -> bool {
+    matches!(a, [Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Dyn])
+}
+
 pub static INT: Function =
     Function {
         name: "int",
@@ -70,9 +75,7 @@ pub static UINT: Function = Function {
     ],
     global: &[1],
     result: Some(TypeName::Uint),
-    check: Some(|a| {
-        matches!(a, [Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Dyn]).then_some(Ty::Uint)
-    }),
+    check: Some(|a| from_number_or_string(a).then_some(Ty::Uint)),
     call: |a| to_uint(first(a)?),
     ..CONVERSION
 };
@@ -87,9 +90,7 @@ pub static DOUBLE: Function = Function {
     ],
     global: &[1],
     result: Some(TypeName::Double),
-    check: Some(|a| {
-        matches!(a, [Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Dyn]).then_some(Ty::Double)
-    }),
+    check: Some(|a| from_number_or_string(a).then_some(Ty::Double)),
     call: |a| to_double(first(a)?),
     ..CONVERSION
 };

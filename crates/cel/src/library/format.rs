@@ -98,93 +98,23 @@ const CONSTANT: Function = Function {
     ..Function::BASE
 };
 
-pub static DNS1123_LABEL: Function = Function {
-    name: "format.dns1123Label",
-    overloads: &[("format.dns1123Label", 31)],
-    call: |_| constant("dns1123Label"),
-    ..CONSTANT
-};
+/// Declares the rows of the `format.<key>()` constants.
+macro_rules! constants {
+    ($($row:ident = $key:literal;)*) => {$(
+        #[doc = concat!("`format.", $key, "()`.")]
+        pub static $row: Function = Function {
+            name: concat!("format.", $key),
+            overloads: &[(concat!("format.", $key), 31)],
+            call: |_| constant($key),
+            ..CONSTANT
+        };
+    )*};
+}
 
-pub static DNS1123_SUBDOMAIN: Function = Function {
-    name: "format.dns1123Subdomain",
-    overloads: &[("format.dns1123Subdomain", 31)],
-    call: |_| constant("dns1123Subdomain"),
-    ..CONSTANT
-};
-
-pub static DNS1035_LABEL: Function = Function {
-    name: "format.dns1035Label",
-    overloads: &[("format.dns1035Label", 31)],
-    call: |_| constant("dns1035Label"),
-    ..CONSTANT
-};
-
-pub static QUALIFIED_NAME: Function = Function {
-    name: "format.qualifiedName",
-    overloads: &[("format.qualifiedName", 31)],
-    call: |_| constant("qualifiedName"),
-    ..CONSTANT
-};
-
-pub static DNS1123_LABEL_PREFIX: Function = Function {
-    name: "format.dns1123LabelPrefix",
-    overloads: &[("format.dns1123LabelPrefix", 31)],
-    call: |_| constant("dns1123LabelPrefix"),
-    ..CONSTANT
-};
-
-pub static DNS1123_SUBDOMAIN_PREFIX: Function = Function {
-    name: "format.dns1123SubdomainPrefix",
-    overloads: &[("format.dns1123SubdomainPrefix", 31)],
-    call: |_| constant("dns1123SubdomainPrefix"),
-    ..CONSTANT
-};
-
-pub static DNS1035_LABEL_PREFIX: Function = Function {
-    name: "format.dns1035LabelPrefix",
-    overloads: &[("format.dns1035LabelPrefix", 31)],
-    call: |_| constant("dns1035LabelPrefix"),
-    ..CONSTANT
-};
-
-pub static LABEL_VALUE: Function = Function {
-    name: "format.labelValue",
-    overloads: &[("format.labelValue", 31)],
-    call: |_| constant("labelValue"),
-    ..CONSTANT
-};
-
-pub static URI: Function = Function {
-    name: "format.uri",
-    overloads: &[("format.uri", 31)],
-    call: |_| constant("uri"),
-    ..CONSTANT
-};
-
-pub static UUID: Function = Function {
-    name: "format.uuid",
-    overloads: &[("format.uuid", 31)],
-    call: |_| constant("uuid"),
-    ..CONSTANT
-};
-
-pub static BYTE: Function = Function {
-    name: "format.byte",
-    overloads: &[("format.byte", 31)],
-    call: |_| constant("byte"),
-    ..CONSTANT
-};
-
-pub static DATE: Function = Function {
-    name: "format.date",
-    overloads: &[("format.date", 31)],
-    call: |_| constant("date"),
-    ..CONSTANT
-};
-
-pub static DATETIME: Function = Function {
-    name: "format.datetime",
-    overloads: &[("format.datetime", 31)],
-    call: |_| constant("datetime"),
-    ..CONSTANT
-};
+constants! {
+    DNS1123_LABEL = "dns1123Label"; DNS1123_SUBDOMAIN = "dns1123Subdomain";
+    DNS1035_LABEL = "dns1035Label"; QUALIFIED_NAME = "qualifiedName";
+    DNS1123_LABEL_PREFIX = "dns1123LabelPrefix"; DNS1123_SUBDOMAIN_PREFIX = "dns1123SubdomainPrefix";
+    DNS1035_LABEL_PREFIX = "dns1035LabelPrefix"; LABEL_VALUE = "labelValue";
+    URI = "uri"; UUID = "uuid"; BYTE = "byte"; DATE = "date"; DATETIME = "datetime";
+}

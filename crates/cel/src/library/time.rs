@@ -48,116 +48,33 @@ fn timestamp_or_duration_part<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
 }
 
-pub static GET_FULL_YEAR: Function = Function {
-    name: "getFullYear",
-    overloads: &[("timestamp_to_year", 23), ("timestamp_to_year_with_tz", 23)],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::Year),
-    ..ACCESSOR
-};
+/// Declares the accessor rows: name, part read, signature, overload ids
+/// (all in the base environment since 1.23).
+macro_rules! accessors {
+    ($($row:ident = $name:literal, $part:ident, $check:ident, [$($id:literal),*];)*) => {$(
+        #[doc = concat!("`", $name, "()`.")]
+        pub static $row: Function = Function {
+            name: $name,
+            overloads: &[$(($id, 23)),*],
+            check: Some($check),
+            call: |a| part(a, Part::$part),
+            ..ACCESSOR
+        };
+    )*};
+}
 
-pub static GET_MONTH: Function = Function {
-    name: "getMonth",
-    overloads: &[
-        ("timestamp_to_month", 23),
-        ("timestamp_to_month_with_tz", 23),
-    ],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::Month),
-    ..ACCESSOR
-};
-
-pub static GET_DAY_OF_MONTH: Function = Function {
-    name: "getDayOfMonth",
-    overloads: &[
-        ("timestamp_to_day_of_month", 23),
-        ("timestamp_to_day_of_month_with_tz", 23),
-    ],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::DayOfMonth),
-    ..ACCESSOR
-};
-
-pub static GET_DATE: Function = Function {
-    name: "getDate",
-    overloads: &[
-        ("timestamp_to_day_of_month_1_based", 23),
-        ("timestamp_to_day_of_month_1_based_with_tz", 23),
-    ],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::Date),
-    ..ACCESSOR
-};
-
-pub static GET_DAY_OF_WEEK: Function = Function {
-    name: "getDayOfWeek",
-    overloads: &[
-        ("timestamp_to_day_of_week", 23),
-        ("timestamp_to_day_of_week_with_tz", 23),
-    ],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::DayOfWeek),
-    ..ACCESSOR
-};
-
-pub static GET_DAY_OF_YEAR: Function = Function {
-    name: "getDayOfYear",
-    overloads: &[
-        ("timestamp_to_day_of_year", 23),
-        ("timestamp_to_day_of_year_with_tz", 23),
-    ],
-    check: Some(timestamp_part),
-    call: |a| part(a, Part::DayOfYear),
-    ..ACCESSOR
-};
-
-pub static GET_HOURS: Function = Function {
-    name: "getHours",
-    overloads: &[
-        ("timestamp_to_hours", 23),
-        ("timestamp_to_hours_with_tz", 23),
-        ("duration_to_hours", 23),
-    ],
-    check: Some(timestamp_or_duration_part),
-    call: |a| part(a, Part::Hours),
-    ..ACCESSOR
-};
-
-pub static GET_MINUTES: Function = Function {
-    name: "getMinutes",
-    overloads: &[
-        ("timestamp_to_minutes", 23),
-        ("timestamp_to_minutes_with_tz", 23),
-        ("duration_to_minutes", 23),
-    ],
-    check: Some(timestamp_or_duration_part),
-    call: |a| part(a, Part::Minutes),
-    ..ACCESSOR
-};
-
-pub static GET_SECONDS: Function = Function {
-    name: "getSeconds",
-    overloads: &[
-        ("timestamp_to_seconds", 23),
-        ("timestamp_to_seconds_tz", 23),
-        ("duration_to_seconds", 23),
-    ],
-    check: Some(timestamp_or_duration_part),
-    call: |a| part(a, Part::Seconds),
-    ..ACCESSOR
-};
-
-pub static GET_MILLISECONDS: Function = Function {
-    name: "getMilliseconds",
-    overloads: &[
-        ("timestamp_to_milliseconds", 23),
-        ("timestamp_to_milliseconds_with_tz", 23),
-        ("duration_to_milliseconds", 23),
-    ],
-    check: Some(timestamp_or_duration_part),
-    call: |a| part(a, Part::Milliseconds),
-    ..ACCESSOR
-};
+accessors! {
+    GET_FULL_YEAR = "getFullYear", Year, timestamp_part, ["timestamp_to_year", "timestamp_to_year_with_tz"];
+    GET_MONTH = "getMonth", Month, timestamp_part, ["timestamp_to_month", "timestamp_to_month_with_tz"];
+    GET_DAY_OF_MONTH = "getDayOfMonth", DayOfMonth, timestamp_part, ["timestamp_to_day_of_month", "timestamp_to_day_of_month_with_tz"];
+    GET_DATE = "getDate", Date, timestamp_part, ["timestamp_to_day_of_month_1_based", "timestamp_to_day_of_month_1_based_with_tz"];
+    GET_DAY_OF_WEEK = "getDayOfWeek", DayOfWeek, timestamp_part, ["timestamp_to_day_of_week", "timestamp_to_day_of_week_with_tz"];
+    GET_DAY_OF_YEAR = "getDayOfYear", DayOfYear, timestamp_part, ["timestamp_to_day_of_year", "timestamp_to_day_of_year_with_tz"];
+    GET_HOURS = "getHours", Hours, timestamp_or_duration_part, ["timestamp_to_hours", "timestamp_to_hours_with_tz", "duration_to_hours"];
+    GET_MINUTES = "getMinutes", Minutes, timestamp_or_duration_part, ["timestamp_to_minutes", "timestamp_to_minutes_with_tz", "duration_to_minutes"];
+    GET_SECONDS = "getSeconds", Seconds, timestamp_or_duration_part, ["timestamp_to_seconds", "timestamp_to_seconds_tz", "duration_to_seconds"];
+    GET_MILLISECONDS = "getMilliseconds", Milliseconds, timestamp_or_duration_part, ["timestamp_to_milliseconds", "timestamp_to_milliseconds_with_tz", "duration_to_milliseconds"];
+}
 
 fn part<'a>(args: &[Value<'a>], part: Part) -> Result<Value<'a>, EvalError> {
     let a0 = first(args)?;

@@ -335,7 +335,8 @@ fn elem_memo<'a>(
     Ok(value)
 }
 
-/// [`Ir::Memo`].
+/// [`Ir::Memo`]: like [`elem_memo`], but keyed by the variable's binding
+/// and kept inline (one slot per cell, on the hot path of every read).
 #[inline(always)]
 fn memo<'a>(
     cell: usize,

@@ -148,6 +148,8 @@ fn escape(s: &str, mode: Mode) -> String {
     out
 }
 
+// Go's validEncoded: its byte set is close to should_escape's host set but
+// not the same (`@` allowed, no `<`/`>`), so the two lists stay apart.
 fn valid_encoded(s: &str, mode: Mode) -> bool {
     s.bytes().all(|c| {
         matches!(
