@@ -75,8 +75,9 @@ impl Environment {
     }
 
     fn function(&self, name: &str) -> Option<Func> {
+        // A function exists in a version when one of its overloads does.
         ALL.iter()
-            .find(|f| f.name == name && f.since() <= self.version)
+            .find(|f| f.name == name && f.overload_ids().any(|(_, v)| v <= self.version))
             .copied()
     }
 }

@@ -40,8 +40,11 @@ pub struct Function {
     pub member: &'static [usize],
     /// Arities as a global call.
     pub global: &'static [usize],
-    /// cel-go's overload ids, each with the Kubernetes minor it exists from.
-    pub overloads: &'static [(&'static str, Since)],
+    /// The Kubernetes minor from which CRD rules can call the function.
+    pub since: Since,
+    /// cel-go's overload ids, separated by spaces; an id that arrived
+    /// after the function's `since` carries its own minor (`cidr_ip@30`).
+    pub overloads: &'static str,
     /// The static result type where one overload set fixes it.
     pub result: Option<TypeName>,
     /// The result type for argument types (target first), or `None` for
@@ -100,7 +103,8 @@ impl Function {
         name: "",
         member: &[],
         global: &[],
-        overloads: &[],
+        since: 0,
+        overloads: "",
         result: None,
         check: None,
         call: no_call,
@@ -113,10 +117,120 @@ impl Function {
         wording: Wording::NameAndTypes,
     };
 
-    /// The Kubernetes minor from which CRD rules can call the function:
-    /// that of its oldest overload.
-    pub fn since(&self) -> Since {
-        self.overloads.iter().map(|(_, v)| *v).min().unwrap_or(0)
+    // The rows are built from a base row by these methods, one per
+    // field, so that each row reads as a short chain of what sets it
+    // apart.
+
+    /// The CEL name, the Kubernetes minor it exists from and cel-go's
+    /// overload ids (see [`Function::overload_ids`]).
+    pub const fn named(
+        self,
+        name: &'static str,
+        since: Since,
+        overloads: &'static str,
+    ) -> Function {
+        Function {
+            name,
+            since,
+            overloads,
+            ..self
+        }
+    }
+
+    /// The arities of member calls (the target not counted).
+    pub const fn member_arities(self, member: &'static [usize]) -> Function {
+        Function { member, ..self }
+    }
+
+    /// The arities of global calls.
+    pub const fn global_arities(self, global: &'static [usize]) -> Function {
+        Function { global, ..self }
+    }
+
+    /// The static result type.
+    pub const fn returns(self, result: TypeName) -> Function {
+        Function {
+            result: Some(result),
+            ..self
+        }
+    }
+
+    /// The signature check.
+    pub const fn checks(self, check: Signature) -> Function {
+        Function {
+            check: Some(check),
+            ..self
+        }
+    }
+
+    /// No signature check: any arguments, the result typed by `result`.
+    pub const fn unchecked(self) -> Function {
+        Function {
+            check: None,
+            ..self
+        }
+    }
+
+    /// The implementation.
+    pub const fn calls(self, call: Implementation) -> Function {
+        Function { call, ..self }
+    }
+
+    /// A regular-expression argument compiled at load when constant.
+    pub const fn regex(self, regex: RegexArg) -> Function {
+        Function {
+            regex: Some(regex),
+            ..self
+        }
+    }
+
+    /// The runtime charge.
+    pub const fn costs(self, cost: fn(&[Value<'_>], &Value<'_>) -> u64) -> Function {
+        Function { cost, ..self }
+    }
+
+    /// The charge known before the call runs.
+    pub const fn costs_before(self, before: fn(&[Value<'_>]) -> u64) -> Function {
+        Function {
+            cost_before: Some(before),
+            ..self
+        }
+    }
+
+    /// The static estimate.
+    pub const fn estimates(self, estimate: Estimate) -> Function {
+        Function { estimate, ..self }
+    }
+
+    /// Folded by cel-go on constant arguments (no runtime charge).
+    pub const fn folded(self) -> Function {
+        Function {
+            folds: true,
+            ..self
+        }
+    }
+
+    /// A type conversion.
+    pub const fn a_conversion(self) -> Function {
+        Function {
+            conversion: true,
+            ..self
+        }
+    }
+
+    /// How a missing overload is worded.
+    pub const fn worded(self, wording: Wording) -> Function {
+        Function { wording, ..self }
+    }
+
+    /// cel-go's overload ids with the Kubernetes minor each exists from.
+    pub fn overload_ids(&self) -> impl Iterator<Item = (&'static str, Since)> + '_ {
+        self.overloads
+            .split_whitespace()
+            .map(|id| match id.split_once('@') {
+                Some((id, minor)) => (id, minor.parse().unwrap_or(Since::MAX)),
+                None => (id, self.since),
+            })
     }
 
     /// True when `name` has an overload of this arity and call style.

@@ -16,11 +16,7 @@ use crate::value::time::{format_duration, parse_duration};
 use crate::value::{in_range, parse_timestamp_unbounded, TypeName, Value};
 
 /// A conversion's row: folded on constants, unit cost, `result` typed.
-const CONVERSION: Function = Function {
-    folds: true,
-    conversion: true,
-    ..Function::BASE
-};
+const CONVERSION: Function = Function::BASE.folded().a_conversion();
 
 /// Strings and bytes pay a tenth of their length to convert.
 fn string_or_bytes_cost(a: &[Value<'_>], _: &Value<'_>) -> u64 {
@@ -35,83 +31,46 @@ fn from_number_or_string(a: &[Ty<'_>]) -> bool {
     matches!(a, [Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Dyn])
 }
 
-pub static INT: Function =
-    Function {
-        name: "int",
-        overloads: &[
-            ("int64_to_int64", 23),
-            ("double_to_int64", 23),
-            ("duration_to_int64", 23),
-            ("string_to_int64", 23),
-            ("timestamp_to_int64", 23),
-            ("uint64_to_int64", 23),
-        ],
-        global: &[1],
-        result: Some(TypeName::Int),
-        check: Some(|a| {
-            matches!(
-                a,
-                [Ty::Int
-                    | Ty::Uint
-                    | Ty::Double
-                    | Ty::String
-                    | Ty::Timestamp
-                    | Ty::Duration
-                    | Ty::Dyn]
-            )
-            .then_some(Ty::Int)
-        }),
-        call: |a| to_int(first(a)?),
-        ..CONVERSION
-    };
+/// `int()` also takes timestamps (seconds) and durations (nanoseconds).
+fn int_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
+    let from_time = matches!(a, [Ty::Timestamp | Ty::Duration]);
+    (from_number_or_string(a) || from_time).then_some(Ty::Int)
+}
 
-pub static UINT: Function = Function {
-    name: "uint",
-    overloads: &[
-        ("uint64_to_uint64", 23),
-        ("double_to_uint64", 23),
-        ("int64_to_uint64", 23),
-        ("string_to_uint64", 23),
-    ],
-    global: &[1],
-    result: Some(TypeName::Uint),
-    check: Some(|a| from_number_or_string(a).then_some(Ty::Uint)),
-    call: |a| to_uint(first(a)?),
-    ..CONVERSION
-};
+pub static INT: Function = CONVERSION
+    .named("int", 23, "int64_to_int64 double_to_int64 duration_to_int64 string_to_int64 timestamp_to_int64 uint64_to_int64")
+    .global_arities(&[1])
+    .returns(TypeName::Int)
+    .checks(int_check)
+    .calls(|a| to_int(first(a)?));
 
-pub static DOUBLE: Function = Function {
-    name: "double",
-    overloads: &[
-        ("double_to_double", 23),
-        ("int64_to_double", 23),
-        ("string_to_double", 23),
-        ("uint64_to_double", 23),
-    ],
-    global: &[1],
-    result: Some(TypeName::Double),
-    check: Some(|a| from_number_or_string(a).then_some(Ty::Double)),
-    call: |a| to_double(first(a)?),
-    ..CONVERSION
-};
+pub static UINT: Function = CONVERSION
+    .named(
+        "uint",
+        23,
+        "uint64_to_uint64 double_to_uint64 int64_to_uint64 string_to_uint64",
+    )
+    .global_arities(&[1])
+    .returns(TypeName::Uint)
+    .checks(|a| from_number_or_string(a).then_some(Ty::Uint))
+    .calls(|a| to_uint(first(a)?));
 
-pub static STRING: Function = Function {
-    name: "string",
-    overloads: &[
-        ("string_to_string", 23),
-        ("bool_to_string", 23),
-        ("bytes_to_string", 23),
-        ("double_to_string", 23),
-        ("duration_to_string", 23),
-        ("int64_to_string", 23),
-        ("timestamp_to_string", 23),
-        ("uint64_to_string", 23),
-        ("ip_to_string", 30),
-        ("cidr_to_string", 30),
-    ],
-    global: &[1],
-    result: Some(TypeName::String),
-    check: Some(|a| {
+pub static DOUBLE: Function = CONVERSION
+    .named(
+        "double",
+        23,
+        "double_to_double int64_to_double string_to_double uint64_to_double",
+    )
+    .global_arities(&[1])
+    .returns(TypeName::Double)
+    .checks(|a| from_number_or_string(a).then_some(Ty::Double))
+    .calls(|a| to_double(first(a)?));
+
+pub static STRING: Function = CONVERSION
+    .named("string", 23, "string_to_string bool_to_string bytes_to_string double_to_string duration_to_string int64_to_string timestamp_to_string uint64_to_string ip_to_string@30 cidr_to_string@30")
+    .global_arities(&[1])
+    .returns(TypeName::String)
+    .checks(|a| {
         matches!(
             a,
             [Ty::Int
@@ -126,43 +85,37 @@ pub static STRING: Function = Function {
                 | Ty::Lib(TypeName::Ip | TypeName::Cidr)]
         )
         .then_some(Ty::String)
-    }),
-    call: |a| to_string(first(a)?),
-    cost: string_or_bytes_cost,
+    })
+    .calls(|a| to_string(first(a)?))
+    .costs(string_or_bytes_cost)
     // cel-go sizes `string()` of bytes alone; of anything else the result
     // is unbounded.
-    estimate: |s| {
+    .estimates(|s| {
         let shape = match s.first() {
             Some(b) if b.bytes => Shape::sized(b.size),
             _ => Shape::unbounded(),
         };
         (1.0, shape)
-    },
-    ..CONVERSION
-};
+    });
 
-pub static BYTES: Function = Function {
-    name: "bytes",
-    overloads: &[("bytes_to_bytes", 23), ("string_to_bytes", 23)],
-    global: &[1],
-    result: Some(TypeName::Bytes),
-    check: Some(|a| matches!(a, [Ty::String | Ty::Bytes | Ty::Dyn]).then_some(Ty::Bytes)),
-    call: |a| match first(a)? {
+pub static BYTES: Function = CONVERSION
+    .named("bytes", 23, "bytes_to_bytes string_to_bytes")
+    .global_arities(&[1])
+    .returns(TypeName::Bytes)
+    .checks(|a| matches!(a, [Ty::String | Ty::Bytes | Ty::Dyn]).then_some(Ty::Bytes))
+    .calls(|a| match first(a)? {
         Value::Bytes(b) => Ok(Value::Bytes(b.clone())),
         Value::Str(s) => Ok(Value::Bytes(Rc::from(s.as_bytes()))),
         _ => Err(overload()),
-    },
-    cost: string_or_bytes_cost,
-    ..CONVERSION
-};
+    })
+    .costs(string_or_bytes_cost);
 
-pub static BOOL: Function = Function {
-    name: "bool",
-    overloads: &[("bool_to_bool", 23), ("string_to_bool", 23)],
-    global: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| matches!(a, [Ty::String | Ty::Bool | Ty::Dyn]).then_some(Ty::Bool)),
-    call: |a| match first(a)? {
+pub static BOOL: Function = CONVERSION
+    .named("bool", 23, "bool_to_bool string_to_bool")
+    .global_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| matches!(a, [Ty::String | Ty::Bool | Ty::Dyn]).then_some(Ty::Bool))
+    .calls(|a| match first(a)? {
         Value::Bool(b) => Ok(Value::Bool(*b)),
         Value::Str(s) => match &**s {
             "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
@@ -172,48 +125,36 @@ pub static BOOL: Function = Function {
             )),
         },
         _ => Err(overload()),
-    },
-    ..CONVERSION
-};
+    });
 
-pub static DYN: Function = Function {
-    name: "dyn",
-    overloads: &[("to_dyn", 23)],
-    global: &[1],
-    check: Some(|_| Some(Ty::Dyn)),
-    call: |a| Ok(first(a)?.clone()),
-    estimate: |s| (1.0, s.first().copied().unwrap_or(Shape::sized(1.0))),
-    ..CONVERSION
-};
+pub static DYN: Function = CONVERSION
+    .named("dyn", 23, "to_dyn")
+    .global_arities(&[1])
+    .checks(|_| Some(Ty::Dyn))
+    .calls(|a| Ok(first(a)?.clone()))
+    .estimates(|s| (1.0, s.first().copied().unwrap_or(Shape::sized(1.0))));
 
-pub static TYPE: Function = Function {
-    name: "type",
-    overloads: &[("type", 23)],
-    global: &[1],
-    result: Some(TypeName::Type),
-    check: Some(|_| Some(Ty::Type)),
-    call: |a| Ok(Value::Type(first(a)?.type_name())),
-    ..CONVERSION
-};
+pub static TYPE: Function = CONVERSION
+    .named("type", 23, "type")
+    .global_arities(&[1])
+    .returns(TypeName::Type)
+    .checks(|_| Some(Ty::Type))
+    .calls(|a| Ok(Value::Type(first(a)?.type_name())));
 
 /// `duration()` and `timestamp()` fold like conversions but are not among
 /// the type conversions (no `conversion` flag: `int(x)` style errors).
-const TIME_CONVERSION: Function = Function {
-    folds: true,
-    ..Function::BASE
-};
+const TIME_CONVERSION: Function = Function::BASE.folded();
 
-pub static DURATION: Function = Function {
-    name: "duration",
-    overloads: &[
-        ("duration_to_duration", 23),
-        ("int64_to_duration", 23),
-        ("string_to_duration", 23),
-    ],
-    global: &[1],
-    result: Some(TypeName::Duration),
-    check: Some(|a| matches!(a, [Ty::String | Ty::Duration | Ty::Dyn]).then_some(Ty::Duration)),
-    call: |a| match first(a)? {
+pub static DURATION: Function = TIME_CONVERSION
+    .named(
+        "duration",
+        23,
+        "duration_to_duration int64_to_duration string_to_duration",
+    )
+    .global_arities(&[1])
+    .returns(TypeName::Duration)
+    .checks(|a| matches!(a, [Ty::String | Ty::Duration | Ty::Dyn]).then_some(Ty::Duration))
+    .calls(|a| match first(a)? {
         Value::Duration(d) => Ok(Value::Duration(*d)),
         Value::Int(_) => Err(EvalError::new(
             "type conversion error from 'int' to 'google.protobuf.Duration'",
@@ -222,23 +163,20 @@ pub static DURATION: Function = Function {
             EvalError::new("type conversion error from 'string' to 'google.protobuf.Duration'")
         }),
         _ => Err(overload()),
-    },
-    ..TIME_CONVERSION
-};
+    });
 
-pub static TIMESTAMP: Function = Function {
-    name: "timestamp",
-    overloads: &[
-        ("timestamp_to_timestamp", 23),
-        ("int64_to_timestamp", 23),
-        ("string_to_timestamp", 23),
-    ],
-    global: &[1],
-    result: Some(TypeName::Timestamp),
-    check: Some(|a| {
+pub static TIMESTAMP: Function = TIME_CONVERSION
+    .named(
+        "timestamp",
+        23,
+        "timestamp_to_timestamp int64_to_timestamp string_to_timestamp",
+    )
+    .global_arities(&[1])
+    .returns(TypeName::Timestamp)
+    .checks(|a| {
         matches!(a, [Ty::String | Ty::Timestamp | Ty::Int | Ty::Dyn]).then_some(Ty::Timestamp)
-    }),
-    call: |a| match first(a)? {
+    })
+    .calls(|a| match first(a)? {
         Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
         Value::Str(s) => match parse_timestamp_unbounded(s) {
             Some(t) if in_range(&t) => Ok(Value::Timestamp(t)),
@@ -256,9 +194,7 @@ pub static TIMESTAMP: Function = Function {
             "timestamp({})",
             other.type_name().name()
         ))),
-    },
-    ..TIME_CONVERSION
-};
+    });
 
 /// `string(x)` for the library types that have that overload (ip, cidr).
 fn lib_to_string(v: &LibValue) -> Option<String> {

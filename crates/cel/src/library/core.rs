@@ -12,29 +12,23 @@ use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::{str_size, TypeName, Value};
 
-pub static SIZE: Function = Function {
-    name: "size",
-    overloads: &[
-        ("size_string", 23),
-        ("size_bytes", 23),
-        ("size_list", 23),
-        ("size_map", 23),
-        ("string_size", 23),
-        ("bytes_size", 23),
-        ("list_size", 23),
-        ("map_size", 23),
-    ],
-    member: &[0],
-    global: &[1],
-    result: Some(TypeName::Int),
-    check: Some(|a| {
+pub static SIZE: Function = Function::BASE
+    .named(
+        "size",
+        23,
+        "size_string size_bytes size_list size_map string_size bytes_size list_size map_size",
+    )
+    .member_arities(&[0])
+    .global_arities(&[1])
+    .returns(TypeName::Int)
+    .checks(|a| {
         matches!(
             a,
             [Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..) | Ty::Dyn]
         )
         .then_some(Ty::Int)
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         Ok(Value::Int(match first(a)? {
             Value::Str(s) => str_size(s) as i64,
             Value::Bytes(b) => b.len() as i64,
@@ -42,16 +36,13 @@ pub static SIZE: Function = Function {
             Value::Map(m) => m.len() as i64,
             _ => return Err(overload()),
         }))
-    },
-    wording: Wording::Name,
-    ..Function::BASE
-};
+    })
+    .worded(Wording::Name);
 
 /// `-x`: the checker types it as an operator; the program calls this row.
-pub static NEGATE: Function = Function {
-    name: "-_",
-    overloads: &[],
-    call: |a| match first(a)? {
+pub static NEGATE: Function = Function::BASE
+    .named("-_", 23, "negate_int64 negate_double")
+    .calls(|a| match first(a)? {
         Value::Int(i) => i
             .checked_neg()
             .map(Value::Int)
@@ -59,10 +50,8 @@ pub static NEGATE: Function = Function {
         Value::Double(d) => Ok(Value::Double(-d)),
         Value::Duration(d) => Ok(Value::Duration(-*d)),
         _ => Err(overload()),
-    },
-    wording: Wording::Negation,
-    ..Function::BASE
-};
+    })
+    .worded(Wording::Negation);
 
 fn two_strings(a: &[Ty<'_>]) -> bool {
     sig(a, &[is_string, is_string])
@@ -81,49 +70,40 @@ fn estimate_traverse_target<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0))
 }
 
-pub static CONTAINS: Function = Function {
-    name: "contains",
-    overloads: &[("contains_string", 23)],
-    member: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| two_strings(a).then_some(Ty::Bool)),
-    call: |a| str_pair(a, |s, t| s.contains(t)),
-    cost: |a, _| scaled(arg_size(a, 0), 0.1) * scaled(arg_size(a, 1), 0.1),
-    estimate: |s| {
+pub static CONTAINS: Function = Function::BASE
+    .named("contains", 23, "contains_string")
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| two_strings(a).then_some(Ty::Bool))
+    .calls(|a| str_pair(a, |s, t| s.contains(t)))
+    .costs(|a, _| scaled(arg_size(a, 0), 0.1) * scaled(arg_size(a, 1), 0.1))
+    .estimates(|s| {
         (
             (shape_size(s, 0) * 0.1).ceil() * (shape_size(s, 1) * 0.1).ceil(),
             Shape::sized(1.0),
         )
-    },
-    wording: Wording::Bare,
-    ..Function::BASE
-};
+    })
+    .worded(Wording::Bare);
 
-pub static STARTS_WITH: Function = Function {
-    name: "startsWith",
-    overloads: &[("starts_with_string", 23)],
-    member: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| two_strings(a).then_some(Ty::Bool)),
-    call: |a| str_pair(a, |s, t| s.starts_with(t)),
-    cost: traverse_target,
-    estimate: estimate_traverse_target,
-    wording: Wording::Bare,
-    ..Function::BASE
-};
+pub static STARTS_WITH: Function = Function::BASE
+    .named("startsWith", 23, "starts_with_string")
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| two_strings(a).then_some(Ty::Bool))
+    .calls(|a| str_pair(a, |s, t| s.starts_with(t)))
+    .costs(traverse_target)
+    .estimates(estimate_traverse_target)
+    .worded(Wording::Bare);
 
-pub static ENDS_WITH: Function = Function {
-    name: "endsWith",
-    overloads: &[("ends_with_string", 23)],
-    member: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| two_strings(a).then_some(Ty::Bool)),
-    call: |a| str_pair(a, |s, t| s.ends_with(t)),
-    cost: traverse_target,
-    estimate: estimate_traverse_target,
-    wording: Wording::Bare,
-    ..Function::BASE
-};
+pub static ENDS_WITH: Function = Function::BASE
+    .named("endsWith", 23, "ends_with_string")
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| two_strings(a).then_some(Ty::Bool))
+    .calls(|a| str_pair(a, |s, t| s.ends_with(t)))
+    .costs(traverse_target)
+    .estimates(estimate_traverse_target)
+    .worded(Wording::Bare);
 
 /// The runtime charge of `matches` on a string with a pattern of
 /// `pattern_len` characters (also charged by the evaluator for a
@@ -136,30 +116,27 @@ fn matches_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError>
     Ok(Value::Bool(re.is_match(str_arg(first(a)?)?)))
 }
 
-pub static MATCHES: Function = Function {
-    name: "matches",
-    overloads: &[("matches", 23), ("matches_string", 23)],
-    member: &[1],
-    global: &[2],
-    result: Some(TypeName::Bool),
-    check: Some(|a| two_strings(a).then_some(Ty::Bool)),
-    call: |a| {
+pub static MATCHES: Function = Function::BASE
+    .named("matches", 23, "matches matches_string")
+    .member_arities(&[1])
+    .global_arities(&[2])
+    .returns(TypeName::Bool)
+    .checks(|a| two_strings(a).then_some(Ty::Bool))
+    .calls(|a| {
         str_arg(first(a)?)?;
         let re = MATCHES.compile_regex(str_arg(arg(a, 1)?)?)?;
         matches_with(a, &re)
-    },
-    regex: Some(RegexArg {
+    })
+    .regex(RegexArg {
         arg: 1,
         call: matches_with,
         illegal_prefix: false,
-    }),
-    cost: |a, _| matches_cost(a.first().unwrap_or(&Value::Null), arg_size(a, 1) as usize),
-    estimate: |s| {
+    })
+    .costs(|a, _| matches_cost(a.first().unwrap_or(&Value::Null), arg_size(a, 1) as usize))
+    .estimates(|s| {
         (
             ((1.0 + shape_size(s, 0)) * 0.1).ceil() * (shape_size(s, 1) * 0.25).ceil(),
             unit_scalar(s).1,
         )
-    },
-    wording: Wording::Bare,
-    ..Function::BASE
-};
+    })
+    .worded(Wording::Bare);

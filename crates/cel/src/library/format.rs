@@ -34,35 +34,31 @@ fn format_arg(v: &Value<'_>) -> Result<&'static NamedFormat, EvalError> {
 }
 
 /// An unknown name is `optional.none()`, not an error.
-pub static NAMED: Function = Function {
-    name: "format.named",
-    overloads: &[("format-named", 31)],
-    global: &[1],
-    result: Some(TypeName::Optional),
-    check: Some(|a| {
+pub static NAMED: Function = Function::BASE
+    .named("format.named", 31, "format-named")
+    .global_arities(&[1])
+    .returns(TypeName::Optional)
+    .checks(|a| {
         sig(a, &[is_string]).then(|| Ty::Optional(Box::new(Ty::Lib(TypeName::NamedFormat))))
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let nf = format::by_key(str_arg(first(a)?)?);
         Ok(Value::Optional(nf.map(|nf| Rc::new(format_value(nf)))))
-    },
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+    })
+    .estimates(unit_scalar);
 
 /// The API server charges the string's traversal times the format's
 /// regex size; the static estimate assumes the largest regex of any
 /// format.
-pub static VALIDATE: Function = Function {
-    name: "validate",
-    overloads: &[("format-validate", 31)],
-    member: &[1],
-    result: Some(TypeName::Optional),
-    check: Some(|a| {
+pub static VALIDATE: Function = Function::BASE
+    .named("validate", 31, "format-validate")
+    .member_arities(&[1])
+    .returns(TypeName::Optional)
+    .checks(|a| {
         sig(a, &[is_named_format, is_string])
             .then(|| Ty::Optional(Box::new(Ty::List(Box::new(Ty::String)))))
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let nf = format_arg(first(a)?)?;
         let errors = (nf.validate)(str_arg(arg(a, 1)?)?);
         Ok(Value::Optional(if errors.is_empty() {
@@ -71,18 +67,16 @@ pub static VALIDATE: Function = Function {
             let list = errors.into_iter().map(Value::string).collect();
             Some(Rc::new(Value::list(list)))
         }))
-    },
-    cost: |a, _| {
+    })
+    .costs(|a, _| {
         let regex = a.first().and_then(|v| format_arg(v).ok());
         let regex = regex.map_or(1, |nf| nf.max_regex_size);
         scaled(1 + arg_size(a, 1), 0.1) * scaled(regex as u64, 0.25)
-    },
-    estimate: |s| {
+    })
+    .estimates(|s| {
         let regex = MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25;
         ((shape_size(s, 1) * 0.1).ceil() * regex, Shape::sized(1.0))
-    },
-    ..Function::BASE
-};
+    });
 
 /// The format `key` as a value; every key the constants name exists.
 fn constant<'a>(key: &str) -> Result<Value<'a>, EvalError> {
@@ -90,13 +84,11 @@ fn constant<'a>(key: &str) -> Result<Value<'a>, EvalError> {
 }
 
 /// `format.<key>()`: no arguments, a named format.
-const CONSTANT: Function = Function {
-    global: &[0],
-    result: Some(TypeName::NamedFormat),
-    check: Some(|a| a.is_empty().then_some(Ty::Lib(TypeName::NamedFormat))),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const CONSTANT: Function = Function::BASE
+    .global_arities(&[0])
+    .returns(TypeName::NamedFormat)
+    .checks(|a| a.is_empty().then_some(Ty::Lib(TypeName::NamedFormat)))
+    .estimates(unit_scalar);
 
 /// Declares the rows of the `format.<key>()` constants.
 macro_rules! constants {
@@ -104,7 +96,8 @@ macro_rules! constants {
         #[doc = concat!("`format.", $key, "()`.")]
         pub static $row: Function = Function {
             name: concat!("format.", $key),
-            overloads: &[(concat!("format.", $key), 31)],
+            since: 31,
+            overloads: concat!("format.", $key),
             call: |_| constant($key),
             ..CONSTANT
         };

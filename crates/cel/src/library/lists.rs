@@ -15,28 +15,16 @@ use crate::value::error::EvalError;
 use crate::value::{compare, equals, size, List, TypeName, Value};
 
 /// An aggregate over a list: one traversal of it, a scalar result.
-const AGGREGATE: Function = Function {
-    member: &[0],
-    cost: |a, _| a.first().map_or(1, traversal),
-    estimate: |s| (shape_size(s, 0), Shape::sized(1.0)),
-    ..Function::BASE
-};
+const AGGREGATE: Function = Function::BASE
+    .member_arities(&[0])
+    .costs(|a, _| a.first().map_or(1, traversal))
+    .estimates(|s| (shape_size(s, 0), Shape::sized(1.0)));
 
-pub static IS_SORTED: Function = Function {
-    name: "isSorted",
-    overloads: &[
-        ("list_int_is_sorted_bool", 24),
-        ("list_uint_is_sorted_bool", 24),
-        ("list_double_is_sorted_bool", 24),
-        ("list_bool_is_sorted_bool", 24),
-        ("list_duration_is_sorted_bool", 24),
-        ("list_timestamp_is_sorted_bool", 24),
-        ("list_string_is_sorted_bool", 24),
-        ("list_bytes_is_sorted_bool", 24),
-    ],
-    result: Some(TypeName::Bool),
-    check: Some(|a| matches!(a, [Ty::List(_) | Ty::Dyn]).then_some(Ty::Bool)),
-    call: |a| {
+pub static IS_SORTED: Function = AGGREGATE
+    .named("isSorted", 24, "list_int_is_sorted_bool list_uint_is_sorted_bool list_double_is_sorted_bool list_bool_is_sorted_bool list_duration_is_sorted_bool list_timestamp_is_sorted_bool list_string_is_sorted_bool list_bytes_is_sorted_bool")
+    .returns(TypeName::Bool)
+    .checks(|a| matches!(a, [Ty::List(_) | Ty::Dyn]).then_some(Ty::Bool))
+    .calls(|a| {
         let items: Vec<Value<'_>> = list_arg(first(a)?)?.iter().collect();
         for w in items.windows(2) {
             match compare(&w[0], &w[1]) {
@@ -46,19 +34,15 @@ pub static IS_SORTED: Function = Function {
             }
         }
         Ok(Value::Bool(true))
-    },
-    ..AGGREGATE
-};
+    });
 
-pub static SUM: Function = Function {
-    name: "sum",
-    overloads: &[
-        ("list_int_sum_int", 24),
-        ("list_uint_sum_uint", 24),
-        ("list_double_sum_double", 24),
-        ("list_duration_sum_duration", 24),
-    ],
-    check: Some(|a| match a {
+pub static SUM: Function = AGGREGATE
+    .named(
+        "sum",
+        24,
+        "list_int_sum_int list_uint_sum_uint list_double_sum_double list_duration_sum_duration",
+    )
+    .checks(|a| match a {
         [Ty::List(e)]
             if matches!(
                 **e,
@@ -69,8 +53,8 @@ pub static SUM: Function = Function {
         }
         [Ty::Dyn] => Some(Ty::Dyn),
         _ => None,
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let list = list_arg(first(a)?)?;
         let mut acc: Option<Value<'_>> = None;
         for v in list.iter() {
@@ -81,9 +65,7 @@ pub static SUM: Function = Function {
         }
         // An empty list sums to the zero of its element type.
         Ok(acc.unwrap_or_else(|| zero_of(list)))
-    },
-    ..AGGREGATE
-};
+    });
 
 fn extreme_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
@@ -132,39 +114,15 @@ fn extreme<'a>(a: &[Value<'a>], min: bool) -> Result<Value<'a>, EvalError> {
     })
 }
 
-pub static MIN: Function = Function {
-    name: "min",
-    overloads: &[
-        ("list_int_min_int", 24),
-        ("list_uint_min_uint", 24),
-        ("list_double_min_double", 24),
-        ("list_bool_min_bool", 24),
-        ("list_duration_min_duration", 24),
-        ("list_timestamp_min_timestamp", 24),
-        ("list_string_min_string", 24),
-        ("list_bytes_min_bytes", 24),
-    ],
-    check: Some(extreme_check),
-    call: |a| extreme(a, true),
-    ..AGGREGATE
-};
+pub static MIN: Function = AGGREGATE
+    .named("min", 24, "list_int_min_int list_uint_min_uint list_double_min_double list_bool_min_bool list_duration_min_duration list_timestamp_min_timestamp list_string_min_string list_bytes_min_bytes")
+    .checks(extreme_check)
+    .calls(|a| extreme(a, true));
 
-pub static MAX: Function = Function {
-    name: "max",
-    overloads: &[
-        ("list_int_max_int", 24),
-        ("list_uint_max_uint", 24),
-        ("list_double_max_double", 24),
-        ("list_bool_max_bool", 24),
-        ("list_duration_max_duration", 24),
-        ("list_timestamp_max_timestamp", 24),
-        ("list_string_max_string", 24),
-        ("list_bytes_max_bytes", 24),
-    ],
-    check: Some(extreme_check),
-    call: |a| extreme(a, false),
-    ..AGGREGATE
-};
+pub static MAX: Function = AGGREGATE
+    .named("max", 24, "list_int_max_int list_uint_max_uint list_double_max_double list_bool_max_bool list_duration_max_duration list_timestamp_max_timestamp list_string_max_string list_bytes_max_bytes")
+    .checks(extreme_check)
+    .calls(|a| extreme(a, false));
 
 /// A list result costs its length plus cel-go's 11 for building it.
 fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
@@ -181,12 +139,11 @@ fn same_list_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
 }
 
-pub static SLICE: Function = Function {
-    name: "slice",
-    overloads: &[("list_slice", 34)],
-    member: &[2],
-    result: Some(TypeName::List),
-    call: |a| {
+pub static SLICE: Function = Function::BASE
+    .named("slice", 34, "list_slice")
+    .member_arities(&[2])
+    .returns(TypeName::List)
+    .calls(|a| {
         let l = list_arg(first(a)?)?;
         let (s, e) = (int_arg(arg(a, 1)?)?, int_arg(arg(a, 2)?)?);
         if s < 0 || e < 0 {
@@ -208,23 +165,20 @@ pub static SLICE: Function = Function {
         Ok(Value::list(
             (s as usize..e as usize).filter_map(|i| l.get(i)).collect(),
         ))
-    },
-    cost: built_list,
-    estimate: |s| {
+    })
+    .costs(built_list)
+    .estimates(|s| {
         (
             shape_size(s, 0) + 11.0,
             s.first().copied().unwrap_or(Shape::sized(1.0)),
         )
-    },
-    ..Function::BASE
-};
+    });
 
-pub static FLATTEN: Function = Function {
-    name: "flatten",
-    overloads: &[("list_flatten", 34), ("list_flatten_int", 34)],
-    member: &[0, 1],
-    result: Some(TypeName::List),
-    call: |a| {
+pub static FLATTEN: Function = Function::BASE
+    .named("flatten", 34, "list_flatten list_flatten_int")
+    .member_arities(&[0, 1])
+    .returns(TypeName::List)
+    .calls(|a| {
         let depth = match a.get(1) {
             Some(v) => int_arg(v)?,
             None => 1,
@@ -235,17 +189,15 @@ pub static FLATTEN: Function = Function {
         let mut out = Vec::new();
         flatten(list_arg(first(a)?)?, depth, &mut out);
         Ok(Value::list(out))
-    },
-    cost: |a, _| {
+    })
+    .costs(|a, _| {
         let depth = match a.get(1) {
             Some(Value::Int(d)) => (*d).max(1) as u64,
             _ => 1,
         };
         arg_size(a, 0).saturating_mul(depth).saturating_add(11)
-    },
-    estimate: |s| (shape_size(s, 0) + 11.0, Shape::unknown()),
-    ..Function::BASE
-};
+    })
+    .estimates(|s| (shape_size(s, 0) + 11.0, Shape::unknown()));
 
 /// `distinct()` and `sort()` compare every pair: n² steps, a little more
 /// for strings and bytes.
@@ -269,13 +221,12 @@ fn quadratic_estimate<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     )
 }
 
-pub static DISTINCT: Function = Function {
-    name: "distinct",
-    overloads: &[("list_distinct", 34)],
-    member: &[0],
-    result: Some(TypeName::List),
-    check: Some(same_list_check),
-    call: |a| {
+pub static DISTINCT: Function = Function::BASE
+    .named("distinct", 34, "list_distinct")
+    .member_arities(&[0])
+    .returns(TypeName::List)
+    .checks(same_list_check)
+    .calls(|a| {
         let mut out: Vec<Value<'_>> = Vec::new();
         for v in list_arg(first(a)?)?.iter() {
             let mut seen = false;
@@ -290,38 +241,24 @@ pub static DISTINCT: Function = Function {
             }
         }
         Ok(Value::list(out))
-    },
-    cost: quadratic_cost,
-    cost_before: Some(quadratic_cost_before),
-    estimate: quadratic_estimate,
-    ..Function::BASE
-};
+    })
+    .costs(quadratic_cost)
+    .costs_before(quadratic_cost_before)
+    .estimates(quadratic_estimate);
 
-pub static SORT: Function = Function {
-    name: "sort",
-    overloads: &[
-        ("list_int_sort", 34),
-        ("list_uint_sort", 34),
-        ("list_double_sort", 34),
-        ("list_bool_sort", 34),
-        ("list_google.protobuf.Duration_sort", 34),
-        ("list_google.protobuf.Timestamp_sort", 34),
-        ("list_string_sort", 34),
-        ("list_bytes_sort", 34),
-    ],
-    member: &[0],
-    result: Some(TypeName::List),
-    check: Some(same_list_check),
-    call: |a| {
+pub static SORT: Function = Function::BASE
+    .named("sort", 34, "list_int_sort list_uint_sort list_double_sort list_bool_sort list_google.protobuf.Duration_sort list_google.protobuf.Timestamp_sort list_string_sort list_bytes_sort")
+    .member_arities(&[0])
+    .returns(TypeName::List)
+    .checks(same_list_check)
+    .calls(|a| {
         let mut items: Vec<Value<'_>> = list_arg(first(a)?)?.iter().collect();
         sort_values(&mut items)?;
         Ok(Value::list(items))
-    },
-    cost: quadratic_cost,
-    cost_before: Some(quadratic_cost_before),
-    estimate: quadratic_estimate,
-    ..Function::BASE
-};
+    })
+    .costs(quadratic_cost)
+    .costs_before(quadratic_cost_before)
+    .estimates(quadratic_estimate);
 
 fn end_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
@@ -331,48 +268,39 @@ fn end_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
 }
 
-pub static FIRST: Function = Function {
-    name: "first",
-    overloads: &[("list_first", 33)],
-    member: &[0],
-    result: Some(TypeName::Optional),
-    check: Some(end_check),
-    call: |a| Ok(Value::Optional(list_arg(first(a)?)?.get(0).map(Rc::new))),
-    ..Function::BASE
-};
+pub static FIRST: Function = Function::BASE
+    .named("first", 33, "list_first")
+    .member_arities(&[0])
+    .returns(TypeName::Optional)
+    .checks(end_check)
+    .calls(|a| Ok(Value::Optional(list_arg(first(a)?)?.get(0).map(Rc::new))));
 
-pub static LAST: Function = Function {
-    name: "last",
-    overloads: &[("list_last", 33)],
-    member: &[0],
-    result: Some(TypeName::Optional),
-    check: Some(end_check),
-    call: |a| {
+pub static LAST: Function = Function::BASE
+    .named("last", 33, "list_last")
+    .member_arities(&[0])
+    .returns(TypeName::Optional)
+    .checks(end_check)
+    .calls(|a| {
         let l = list_arg(first(a)?)?;
         let v = l.len().checked_sub(1).and_then(|i| l.get(i));
         Ok(Value::Optional(v.map(Rc::new)))
-    },
-    ..Function::BASE
-};
+    });
 
-pub static RANGE: Function = Function {
-    name: "lists.range",
-    overloads: &[("lists_range", 34)],
-    global: &[1],
-    result: Some(TypeName::List),
-    call: |a| {
+pub static RANGE: Function = Function::BASE
+    .named("lists.range", 34, "lists_range")
+    .global_arities(&[1])
+    .returns(TypeName::List)
+    .calls(|a| {
         let n = int_arg(first(a)?)?;
         Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
-    },
-    cost: built_list,
+    })
+    .costs(built_list)
     // `lists.range(n)` must not allocate n elements before the limit stops it.
-    cost_before: Some(|a| match a {
+    .costs_before(|a| match a {
         [Value::Int(n)] => (*n).max(0) as u64 + 11,
         _ => 0,
-    }),
-    estimate: |_| (MAX_REQUEST_BYTES, Shape::sized(MAX_REQUEST_BYTES)),
-    ..Function::BASE
-};
+    })
+    .estimates(|_| (MAX_REQUEST_BYTES, Shape::sized(MAX_REQUEST_BYTES)));
 
 fn flatten<'a>(l: &List<'a>, depth: i64, out: &mut Vec<Value<'a>>) {
     for v in l.iter() {

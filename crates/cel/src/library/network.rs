@@ -82,138 +82,101 @@ fn parse_estimate(s: &[Shape<'_>], i: usize) -> f64 {
 }
 
 /// A global parser of one string, charged by its length.
-const PARSER: Function = Function {
-    global: &[1],
-    cost: |a, _| parse_cost(a, 0),
-    estimate: |s| (parse_estimate(s, 0), Shape::sized(1.0)),
-    ..Function::BASE
-};
+const PARSER: Function = Function::BASE
+    .global_arities(&[1])
+    .costs(|a, _| parse_cost(a, 0))
+    .estimates(|s| (parse_estimate(s, 0), Shape::sized(1.0)));
 
-pub static IP: Function = Function {
-    name: "ip",
-    overloads: &[("string_to_ip", 30), ("cidr_ip", 30)],
-    member: &[0],
-    global: &[1],
-    result: Some(TypeName::Ip),
-    check: Some(|a| sig(a, &[is_string_or_cidr]).then_some(Ty::Lib(TypeName::Ip))),
-    call: |a| match first(a)? {
+pub static IP: Function = Function::BASE
+    .named("ip", 30, "string_to_ip cidr_ip")
+    .member_arities(&[0])
+    .global_arities(&[1])
+    .returns(TypeName::Ip)
+    .checks(|a| sig(a, &[is_string_or_cidr]).then_some(Ty::Lib(TypeName::Ip)))
+    .calls(|a| match first(a)? {
         Value::Str(s) => Ok(wrap(LibValue::Ip(parse_ip(s)?))),
         v => Ok(wrap(LibValue::Ip(cidr_arg(v)?.ip()))),
-    },
+    })
     // Only parsing a string costs more than 1; the estimate cannot tell a
     // string from a CIDR and charges every one-argument call the parse.
-    cost: |a, _| match a.first() {
+    .costs(|a, _| match a.first() {
         Some(Value::Str(_)) => parse_cost(a, 0),
         _ => 1,
-    },
-    estimate: |s| {
+    })
+    .estimates(|s| {
         let cost = if s.len() == 1 {
             parse_estimate(s, 0)
         } else {
             1.0
         };
         (cost, Shape::sized(1.0))
-    },
-    ..Function::BASE
-};
+    });
 
-pub static IS_IP: Function = Function {
-    name: "isIP",
-    overloads: &[("is_ip", 30)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(Ip::parse(str_arg(first(a)?)?).is_ok())),
-    ..PARSER
-};
+pub static IS_IP: Function = PARSER
+    .named("isIP", 30, "is_ip")
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(Ip::parse(str_arg(first(a)?)?).is_ok())));
 
 /// Whether the string is the address's canonical form; an unparsable
 /// string is an error, not `false`.
-pub static IS_CANONICAL: Function = Function {
-    name: "ip.isCanonical",
-    overloads: &[("ip_is_canonical", 30)],
-    global: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
-    call: |a| {
+pub static IS_CANONICAL: Function = Function::BASE
+    .named("ip.isCanonical", 30, "ip_is_canonical")
+    .global_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
+    .calls(|a| {
         let s = str_arg(first(a)?)?;
         Ok(Value::Bool(parse_ip(s)?.to_string() == s))
-    },
+    })
     // Parsing and printing back: a fifth of the length.
-    cost: |a, _| scaled(arg_size(a, 0), 0.2),
-    estimate: |s| ((shape_size(s, 0) * 0.2).ceil(), Shape::sized(1.0)),
-    ..Function::BASE
-};
+    .costs(|a, _| scaled(arg_size(a, 0), 0.2))
+    .estimates(|s| ((shape_size(s, 0) * 0.2).ceil(), Shape::sized(1.0)));
 
 /// A predicate or accessor of one address, at unit cost.
-const OF_IP: Function = Function {
-    member: &[0],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_ip]).then_some(Ty::Bool)),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const OF_IP: Function = Function::BASE
+    .member_arities(&[0])
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_ip]).then_some(Ty::Bool))
+    .estimates(unit_scalar);
 
-pub static FAMILY: Function = Function {
-    name: "family",
-    overloads: &[("ip_family", 30)],
-    result: Some(TypeName::Int),
-    check: Some(|a| sig(a, &[is_ip]).then_some(Ty::Int)),
-    call: |a| Ok(Value::Int(ip_arg(first(a)?)?.family())),
-    ..OF_IP
-};
+pub static FAMILY: Function = OF_IP
+    .named("family", 30, "ip_family")
+    .returns(TypeName::Int)
+    .checks(|a| sig(a, &[is_ip]).then_some(Ty::Int))
+    .calls(|a| Ok(Value::Int(ip_arg(first(a)?)?.family())));
 
-pub static IS_UNSPECIFIED: Function = Function {
-    name: "isUnspecified",
-    overloads: &[("ip_is_unspecified", 30)],
-    call: |a| Ok(Value::Bool(ip_arg(first(a)?)?.is_unspecified())),
-    ..OF_IP
-};
+pub static IS_UNSPECIFIED: Function = OF_IP
+    .named("isUnspecified", 30, "ip_is_unspecified")
+    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_unspecified())));
 
-pub static IS_LOOPBACK: Function = Function {
-    name: "isLoopback",
-    overloads: &[("ip_is_loopback", 30)],
-    call: |a| Ok(Value::Bool(ip_arg(first(a)?)?.is_loopback())),
-    ..OF_IP
-};
+pub static IS_LOOPBACK: Function = OF_IP
+    .named("isLoopback", 30, "ip_is_loopback")
+    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_loopback())));
 
-pub static IS_LINK_LOCAL_MULTICAST: Function = Function {
-    name: "isLinkLocalMulticast",
-    overloads: &[("ip_is_link_local_multicast", 30)],
-    call: |a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_multicast())),
-    ..OF_IP
-};
+pub static IS_LINK_LOCAL_MULTICAST: Function = OF_IP
+    .named("isLinkLocalMulticast", 30, "ip_is_link_local_multicast")
+    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_multicast())));
 
-pub static IS_LINK_LOCAL_UNICAST: Function = Function {
-    name: "isLinkLocalUnicast",
-    overloads: &[("ip_is_link_local_unicast", 30)],
-    call: |a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_unicast())),
-    ..OF_IP
-};
+pub static IS_LINK_LOCAL_UNICAST: Function = OF_IP
+    .named("isLinkLocalUnicast", 30, "ip_is_link_local_unicast")
+    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_unicast())));
 
-pub static IS_GLOBAL_UNICAST: Function = Function {
-    name: "isGlobalUnicast",
-    overloads: &[("ip_is_global_unicast", 30)],
-    call: |a| Ok(Value::Bool(ip_arg(first(a)?)?.is_global_unicast())),
-    ..OF_IP
-};
+pub static IS_GLOBAL_UNICAST: Function = OF_IP
+    .named("isGlobalUnicast", 30, "ip_is_global_unicast")
+    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_global_unicast())));
 
-pub static CIDR: Function = Function {
-    name: "cidr",
-    overloads: &[("string_to_cidr", 30)],
-    result: Some(TypeName::Cidr),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Cidr))),
-    call: |a| Ok(wrap(LibValue::Cidr(parse_cidr(str_arg(first(a)?)?)?))),
-    ..PARSER
-};
+pub static CIDR: Function = PARSER
+    .named("cidr", 30, "string_to_cidr")
+    .returns(TypeName::Cidr)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Cidr)))
+    .calls(|a| Ok(wrap(LibValue::Cidr(parse_cidr(str_arg(first(a)?)?)?))));
 
-pub static IS_CIDR: Function = Function {
-    name: "isCIDR",
-    overloads: &[("is_cidr", 30)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(Cidr::parse(str_arg(first(a)?)?).is_ok())),
-    ..PARSER
-};
+pub static IS_CIDR: Function = PARSER
+    .named("isCIDR", 30, "is_cidr")
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(Cidr::parse(str_arg(first(a)?)?).is_ok())));
 
 /// The charge of a string operand of `containsIP`/`containsCIDR`: its
 /// parse; an address or CIDR value costs nothing more.
@@ -229,81 +192,74 @@ fn address_compare_estimate() -> f64 {
     (32.0_f64 * 0.1).ceil()
 }
 
-pub static CONTAINS_IP: Function = Function {
-    name: "containsIP",
-    overloads: &[("cidr_contains_ip_string", 30), ("cidr_contains_ip_ip", 30)],
-    member: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_cidr, is_ip_or_string]).then_some(Ty::Bool)),
-    call: |a| {
+pub static CONTAINS_IP: Function = Function::BASE
+    .named(
+        "containsIP",
+        30,
+        "cidr_contains_ip_string cidr_contains_ip_ip",
+    )
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_cidr, is_ip_or_string]).then_some(Ty::Bool))
+    .calls(|a| {
         let c = cidr_arg(first(a)?)?;
         let contained = match arg(a, 1)? {
             Value::Str(s) => c.contains(&parse_ip(s)?),
             v => c.contains(ip_arg(v)?),
         };
         Ok(Value::Bool(contained))
-    },
-    cost: |a, _| {
+    })
+    .costs(|a, _| {
         let cidr = arg_size(a, 0);
         scaled(cidr + cidr, 0.1) + operand_parse_cost(a)
-    },
+    })
     // The checker does not tell the two overloads apart here: both pay
     // the string's parse.
-    estimate: |s| {
+    .estimates(|s| {
         let cost = address_compare_estimate() + parse_estimate(s, 1);
         (cost, Shape::sized(1.0))
-    },
-    ..Function::BASE
-};
+    });
 
-pub static CONTAINS_CIDR: Function = Function {
-    name: "containsCIDR",
-    overloads: &[
-        ("cidr_contains_cidr_string", 30),
-        ("cidr_contains_cidr", 30),
-    ],
-    member: &[1],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_cidr, is_cidr_or_string]).then_some(Ty::Bool)),
-    call: |a| {
+pub static CONTAINS_CIDR: Function = Function::BASE
+    .named(
+        "containsCIDR",
+        30,
+        "cidr_contains_cidr_string cidr_contains_cidr",
+    )
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_cidr, is_cidr_or_string]).then_some(Ty::Bool))
+    .calls(|a| {
         let c = cidr_arg(first(a)?)?;
         let contained = match arg(a, 1)? {
             Value::Str(s) => c.contains_cidr(&parse_cidr(s)?),
             v => c.contains_cidr(cidr_arg(v)?),
         };
         Ok(Value::Bool(contained))
-    },
+    })
     // The address comparison, then the prefix lengths.
-    cost: |a, _| {
+    .costs(|a, _| {
         let cidr = arg_size(a, 0);
         scaled(cidr + cidr, 0.1) + scaled(cidr, 0.1) + 1 + operand_parse_cost(a)
-    },
-    estimate: |s| {
+    })
+    .estimates(|s| {
         let cost =
             address_compare_estimate() + (16.0_f64 * 0.1).ceil() + 1.0 + parse_estimate(s, 1);
         (cost, Shape::sized(1.0))
-    },
-    ..Function::BASE
-};
+    });
 
-pub static PREFIX_LENGTH: Function = Function {
-    name: "prefixLength",
-    overloads: &[("cidr_prefix_length", 30)],
-    member: &[0],
-    result: Some(TypeName::Int),
-    check: Some(|a| sig(a, &[is_cidr]).then_some(Ty::Int)),
-    call: |a| Ok(Value::Int(cidr_arg(first(a)?)?.prefix_length())),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+pub static PREFIX_LENGTH: Function = Function::BASE
+    .named("prefixLength", 30, "cidr_prefix_length")
+    .member_arities(&[0])
+    .returns(TypeName::Int)
+    .checks(|a| sig(a, &[is_cidr]).then_some(Ty::Int))
+    .calls(|a| Ok(Value::Int(cidr_arg(first(a)?)?.prefix_length())))
+    .estimates(unit_scalar);
 
-pub static MASKED: Function = Function {
-    name: "masked",
-    overloads: &[("cidr_masked", 30)],
-    member: &[0],
-    result: Some(TypeName::Cidr),
-    check: Some(|a| sig(a, &[is_cidr]).then_some(Ty::Lib(TypeName::Cidr))),
-    call: |a| Ok(wrap(LibValue::Cidr(cidr_arg(first(a)?)?.masked()))),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+pub static MASKED: Function = Function::BASE
+    .named("masked", 30, "cidr_masked")
+    .member_arities(&[0])
+    .returns(TypeName::Cidr)
+    .checks(|a| sig(a, &[is_cidr]).then_some(Ty::Lib(TypeName::Cidr)))
+    .calls(|a| Ok(wrap(LibValue::Cidr(cidr_arg(first(a)?)?.masked()))))
+    .estimates(unit_scalar);

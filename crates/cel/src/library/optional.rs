@@ -19,105 +19,84 @@ fn wrap_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     a.first().map(|t| Ty::Optional(Box::new(t.clone())))
 }
 
-pub static OF: Function = Function {
-    name: "optional.of",
-    overloads: &[("optional_of", 28)],
-    global: &[1],
-    result: Some(TypeName::Optional),
-    check: Some(wrap_check),
-    call: |a| Ok(Value::Optional(Some(Rc::new(first(a)?.clone())))),
-    estimate: passes_shape,
-    ..Function::BASE
-};
+pub static OF: Function = Function::BASE
+    .named("optional.of", 28, "optional_of")
+    .global_arities(&[1])
+    .returns(TypeName::Optional)
+    .checks(wrap_check)
+    .calls(|a| Ok(Value::Optional(Some(Rc::new(first(a)?.clone())))))
+    .estimates(passes_shape);
 
-pub static NONE: Function = Function {
-    name: "optional.none",
-    overloads: &[("optional_none", 28)],
-    global: &[0],
-    result: Some(TypeName::Optional),
-    call: |_| Ok(Value::Optional(None)),
-    ..Function::BASE
-};
+pub static NONE: Function = Function::BASE
+    .named("optional.none", 28, "optional_none")
+    .global_arities(&[0])
+    .returns(TypeName::Optional)
+    .calls(|_| Ok(Value::Optional(None)));
 
-pub static OF_NON_ZERO_VALUE: Function = Function {
-    name: "optional.ofNonZeroValue",
-    overloads: &[("optional_ofNonZeroValue", 28)],
-    global: &[1],
-    result: Some(TypeName::Optional),
-    check: Some(wrap_check),
-    call: |a| {
+pub static OF_NON_ZERO_VALUE: Function = Function::BASE
+    .named("optional.ofNonZeroValue", 28, "optional_ofNonZeroValue")
+    .global_arities(&[1])
+    .returns(TypeName::Optional)
+    .checks(wrap_check)
+    .calls(|a| {
         let v = first(a)?;
         Ok(Value::Optional(if is_zero(v) {
             None
         } else {
             Some(Rc::new(v.clone()))
         }))
-    },
-    ..Function::BASE
-};
+    });
 
-pub static HAS_VALUE: Function = Function {
-    name: "hasValue",
-    overloads: &[("optional_hasValue", 28)],
-    member: &[0],
-    result: Some(TypeName::Bool),
-    check: Some(|a| matches!(a, [Ty::Optional(_) | Ty::Dyn]).then_some(Ty::Bool)),
-    call: |a| match first(a)? {
+pub static HAS_VALUE: Function = Function::BASE
+    .named("hasValue", 28, "optional_hasValue")
+    .member_arities(&[0])
+    .returns(TypeName::Bool)
+    .checks(|a| matches!(a, [Ty::Optional(_) | Ty::Dyn]).then_some(Ty::Bool))
+    .calls(|a| match first(a)? {
         Value::Optional(o) => Ok(Value::Bool(o.is_some())),
         _ => Err(overload()),
-    },
-    ..Function::BASE
-};
+    });
 
-pub static VALUE: Function = Function {
-    name: "value",
-    overloads: &[("optional_value", 28)],
-    member: &[0],
-    check: Some(|a| match a {
+pub static VALUE: Function = Function::BASE
+    .named("value", 28, "optional_value")
+    .member_arities(&[0])
+    .checks(|a| match a {
         [Ty::Optional(t)] => Some((**t).clone()),
         [Ty::Dyn] => Some(Ty::Dyn),
         _ => None,
-    }),
-    call: |a| match first(a)? {
+    })
+    .calls(|a| match first(a)? {
         Value::Optional(Some(v)) => Ok((**v).clone()),
         Value::Optional(None) => Err(crate::EvalError::new("optional.none() dereference")),
         _ => Err(overload()),
-    },
-    estimate: passes_shape,
-    ..Function::BASE
-};
+    })
+    .estimates(passes_shape);
 
-pub static OR_VALUE: Function = Function {
-    name: "orValue",
-    overloads: &[("optional_orValue_value", 28)],
-    member: &[1],
-    check: Some(|a| match a {
+pub static OR_VALUE: Function = Function::BASE
+    .named("orValue", 28, "optional_orValue_value")
+    .member_arities(&[1])
+    .checks(|a| match a {
         [Ty::Optional(t), v] if t.unifies(v) => Some(t.join(v)),
         [Ty::Dyn, v] => Some(v.clone()),
         _ => None,
-    }),
+    })
     // cel-go hands a non-optional target back as it is.
-    call: |a| match first(a)? {
+    .calls(|a| match first(a)? {
         Value::Optional(Some(v)) => Ok((**v).clone()),
         Value::Optional(None) => Ok(arg(a, 1)?.clone()),
         other => Ok(other.clone()),
-    },
-    estimate: passes_shape,
-    ..Function::BASE
-};
+    })
+    .estimates(passes_shape);
 
-pub static OR: Function = Function {
-    name: "or",
-    overloads: &[("optional_or_optional", 28)],
-    member: &[1],
-    call: |a| match (first(a)?, arg(a, 1)?) {
+pub static OR: Function = Function::BASE
+    .named("or", 28, "optional_or_optional")
+    .member_arities(&[1])
+    .calls(|a| match (first(a)?, arg(a, 1)?) {
         (t @ Value::Optional(Some(_)), _) => Ok(t.clone()),
         (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
         (Value::Optional(None), _) => Err(overload()),
         (other, _) => Ok(other.clone()),
-    },
-    ..Function::BASE
-};
+    });
 
 /// The values of the present optionals of a list, in order.
 fn unwrap<'a>(a: &[Value<'a>]) -> Result<Value<'a>, crate::EvalError> {
@@ -132,23 +111,17 @@ fn unwrap<'a>(a: &[Value<'a>]) -> Result<Value<'a>, crate::EvalError> {
     Ok(Value::list(out))
 }
 
-pub static UNWRAP: Function = Function {
-    name: "optional.unwrap",
-    overloads: &[("optional_unwrap", 33)],
-    global: &[1],
-    result: Some(TypeName::List),
-    call: unwrap,
-    ..Function::BASE
-};
+pub static UNWRAP: Function = Function::BASE
+    .named("optional.unwrap", 33, "optional_unwrap")
+    .global_arities(&[1])
+    .returns(TypeName::List)
+    .calls(unwrap);
 
-pub static UNWRAP_OPT: Function = Function {
-    name: "unwrapOpt",
-    overloads: &[("optional_unwrapOpt", 33)],
-    member: &[0],
-    result: Some(TypeName::List),
-    call: unwrap,
-    ..Function::BASE
-};
+pub static UNWRAP_OPT: Function = Function::BASE
+    .named("unwrapOpt", 33, "optional_unwrapOpt")
+    .member_arities(&[0])
+    .returns(TypeName::List)
+    .calls(unwrap);
 
 fn is_zero(v: &Value<'_>) -> bool {
     match v {

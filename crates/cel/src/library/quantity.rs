@@ -47,84 +47,61 @@ fn quantity_value(q: Quantity) -> Value<'static> {
 
 /// Parsing a quantity string pays a tenth of its length, at run time and
 /// in the static estimate alike.
-const PARSER: Function = Function {
-    global: &[1],
-    cost: |a, _| scaled(arg_size(a, 0), 0.1),
-    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
-    ..Function::BASE
-};
+const PARSER: Function = Function::BASE
+    .global_arities(&[1])
+    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
+    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
-pub static QUANTITY: Function = Function {
-    name: "quantity",
-    overloads: &[("string_to_quantity", 28)],
-    result: Some(TypeName::Quantity),
-    check: Some(|a| sig(a, &[is_string]).then_some(QUANTITY_TY)),
-    call: |a| {
+pub static QUANTITY: Function = PARSER
+    .named("quantity", 28, "string_to_quantity")
+    .returns(TypeName::Quantity)
+    .checks(|a| sig(a, &[is_string]).then_some(QUANTITY_TY))
+    .calls(|a| {
         let q = Quantity::parse(str_arg(first(a)?)?).map_err(EvalError::new)?;
         Ok(quantity_value(q))
-    },
-    ..PARSER
-};
+    });
 
-pub static IS_QUANTITY: Function = Function {
-    name: "isQuantity",
-    overloads: &[("is_quantity_string", 28)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(Quantity::parse(str_arg(first(a)?)?).is_ok())),
-    ..PARSER
-};
+pub static IS_QUANTITY: Function = PARSER
+    .named("isQuantity", 28, "is_quantity_string")
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(Quantity::parse(str_arg(first(a)?)?).is_ok())));
 
 /// A function of one quantity, at unit cost with a scalar result.
-const OF_QUANTITY: Function = Function {
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const OF_QUANTITY: Function = Function::BASE.estimates(unit_scalar);
 
-pub static SIGN: Function = Function {
-    name: "sign",
-    overloads: &[("quantity_sign", 28)],
-    global: &[1],
-    result: Some(TypeName::Int),
-    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Int)),
-    call: |a| Ok(Value::Int(quantity_arg(first(a)?)?.sign())),
-    ..OF_QUANTITY
-};
+pub static SIGN: Function = OF_QUANTITY
+    .named("sign", 28, "quantity_sign")
+    .global_arities(&[1])
+    .returns(TypeName::Int)
+    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Int))
+    .calls(|a| Ok(Value::Int(quantity_arg(first(a)?)?.sign())));
 
-pub static AS_APPROXIMATE_FLOAT: Function = Function {
-    name: "asApproximateFloat",
-    overloads: &[("quantity_get_float", 28)],
-    member: &[0],
-    result: Some(TypeName::Double),
-    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Double)),
-    call: |a| Ok(Value::Double(quantity_arg(first(a)?)?.approximate_f64())),
-    ..OF_QUANTITY
-};
+pub static AS_APPROXIMATE_FLOAT: Function = OF_QUANTITY
+    .named("asApproximateFloat", 28, "quantity_get_float")
+    .member_arities(&[0])
+    .returns(TypeName::Double)
+    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Double))
+    .calls(|a| Ok(Value::Double(quantity_arg(first(a)?)?.approximate_f64())));
 
-pub static AS_INTEGER: Function = Function {
-    name: "asInteger",
-    overloads: &[("quantity_get_int", 28)],
-    member: &[0],
-    result: Some(TypeName::Int),
-    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Int)),
-    call: |a| {
+pub static AS_INTEGER: Function = OF_QUANTITY
+    .named("asInteger", 28, "quantity_get_int")
+    .member_arities(&[0])
+    .returns(TypeName::Int)
+    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Int))
+    .calls(|a| {
         quantity_arg(first(a)?)?
             .as_i64()
             .map(Value::Int)
             .ok_or_else(|| EvalError::new("cannot convert value to integer"))
-    },
-    ..OF_QUANTITY
-};
+    });
 
-pub static IS_INTEGER: Function = Function {
-    name: "isInteger",
-    overloads: &[("quantity_is_integer", 28)],
-    member: &[0],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_quantity]).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(quantity_arg(first(a)?)?.as_i64().is_some())),
-    ..OF_QUANTITY
-};
+pub static IS_INTEGER: Function = OF_QUANTITY
+    .named("isInteger", 28, "quantity_is_integer")
+    .member_arities(&[0])
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(quantity_arg(first(a)?)?.as_i64().is_some())));
 
 /// Two quantities or two semvers (never one of each).
 fn comparable(a: &[Ty<'_>]) -> bool {
@@ -145,42 +122,34 @@ fn compare(a: &[Value<'_>]) -> Result<Ordering, EvalError> {
 }
 
 /// A comparison `x.f(y)`, at unit cost with a scalar result.
-const COMPARISON: Function = Function {
-    member: &[1],
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const COMPARISON: Function = Function::BASE.member_arities(&[1]).estimates(unit_scalar);
 
-pub static IS_GREATER_THAN: Function = Function {
-    name: "isGreaterThan",
-    overloads: &[
-        ("quantity_is_greater_than", 28),
-        ("semver_is_greater_than", 33),
-    ],
-    result: Some(TypeName::Bool),
-    check: Some(|a| comparable(a).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(compare(a)?.is_gt())),
-    ..COMPARISON
-};
+pub static IS_GREATER_THAN: Function = COMPARISON
+    .named(
+        "isGreaterThan",
+        28,
+        "quantity_is_greater_than semver_is_greater_than@33",
+    )
+    .returns(TypeName::Bool)
+    .checks(|a| comparable(a).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(compare(a)?.is_gt())));
 
-pub static IS_LESS_THAN: Function = Function {
-    name: "isLessThan",
-    overloads: &[("quantity_is_less_than", 28), ("semver_is_less_than", 33)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| comparable(a).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(compare(a)?.is_lt())),
-    ..COMPARISON
-};
+pub static IS_LESS_THAN: Function = COMPARISON
+    .named(
+        "isLessThan",
+        28,
+        "quantity_is_less_than semver_is_less_than@33",
+    )
+    .returns(TypeName::Bool)
+    .checks(|a| comparable(a).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(compare(a)?.is_lt())));
 
-pub static COMPARE_TO: Function = Function {
-    name: "compareTo",
-    overloads: &[("quantity_compare_to", 28), ("semver_compare_to", 33)],
-    result: Some(TypeName::Int),
-    check: Some(|a| comparable(a).then_some(Ty::Int)),
+pub static COMPARE_TO: Function = COMPARISON
+    .named("compareTo", 28, "quantity_compare_to semver_compare_to@33")
+    .returns(TypeName::Int)
+    .checks(|a| comparable(a).then_some(Ty::Int))
     // -1, 0 or 1, as Go's comparisons answer.
-    call: |a| Ok(Value::Int(compare(a)? as i64)),
-    ..COMPARISON
-};
+    .calls(|a| Ok(Value::Int(compare(a)? as i64)));
 
 /// The target and the other operand of `add`/`sub`; an integer operand
 /// counts as a quantity of that many units.
@@ -194,30 +163,22 @@ fn operands<'v>(a: &'v [Value<'_>]) -> Result<(&'v Quantity, Quantity), EvalErro
 }
 
 /// Quantity arithmetic, at unit cost with a scalar result.
-const ARITHMETIC: Function = Function {
-    member: &[1],
-    result: Some(TypeName::Quantity),
-    check: Some(|a| sig(a, &[is_quantity, is_quantity_or_int]).then_some(QUANTITY_TY)),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const ARITHMETIC: Function = Function::BASE
+    .member_arities(&[1])
+    .returns(TypeName::Quantity)
+    .checks(|a| sig(a, &[is_quantity, is_quantity_or_int]).then_some(QUANTITY_TY))
+    .estimates(unit_scalar);
 
-pub static ADD: Function = Function {
-    name: "add",
-    overloads: &[("quantity_add", 28), ("quantity_add_int", 28)],
-    call: |a| {
+pub static ADD: Function = ARITHMETIC
+    .named("add", 28, "quantity_add quantity_add_int")
+    .calls(|a| {
         let (q, other) = operands(a)?;
         Ok(quantity_value(q.add(&other)))
-    },
-    ..ARITHMETIC
-};
+    });
 
-pub static SUB: Function = Function {
-    name: "sub",
-    overloads: &[("quantity_sub", 28), ("quantity_sub_int", 28)],
-    call: |a| {
+pub static SUB: Function = ARITHMETIC
+    .named("sub", 28, "quantity_sub quantity_sub_int")
+    .calls(|a| {
         let (q, other) = operands(a)?;
         Ok(quantity_value(q.sub(&other)))
-    },
-    ..ARITHMETIC
-};
+    });

@@ -43,43 +43,38 @@ fn find_all_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError
     }))
 }
 
-pub static FIND: Function = Function {
-    name: "find",
-    overloads: &[("string_find_string", 24)],
-    member: &[1],
-    result: Some(TypeName::String),
-    call: |a| {
+pub static FIND: Function = Function::BASE
+    .named("find", 24, "string_find_string")
+    .member_arities(&[1])
+    .returns(TypeName::String)
+    .calls(|a| {
         let re = FIND.compile_regex(str_arg(arg(a, 1)?)?)?;
         find_with(a, &re)
-    },
-    regex: Some(RegexArg {
+    })
+    .regex(RegexArg {
         arg: 1,
         call: find_with,
         illegal_prefix: true,
-    }),
-    cost: regex_cost,
-    estimate: regex_estimate,
-    ..Function::BASE
-};
+    })
+    .costs(regex_cost)
+    .estimates(regex_estimate);
 
-pub static FIND_ALL: Function = Function {
-    name: "findAll",
-    overloads: &[
-        ("string_find_all_string", 24),
-        ("string_find_all_string_int", 24),
-    ],
-    member: &[1, 2],
-    result: Some(TypeName::List),
-    call: |a| {
+pub static FIND_ALL: Function = Function::BASE
+    .named(
+        "findAll",
+        24,
+        "string_find_all_string string_find_all_string_int",
+    )
+    .member_arities(&[1, 2])
+    .returns(TypeName::List)
+    .calls(|a| {
         let re = FIND_ALL.compile_regex(str_arg(arg(a, 1)?)?)?;
         find_all_with(a, &re)
-    },
-    regex: Some(RegexArg {
+    })
+    .regex(RegexArg {
         arg: 1,
         call: find_all_with,
         illegal_prefix: true,
-    }),
-    cost: regex_cost,
-    estimate: regex_estimate,
-    ..Function::BASE
-};
+    })
+    .costs(regex_cost)
+    .estimates(regex_estimate);

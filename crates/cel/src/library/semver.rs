@@ -57,60 +57,41 @@ fn version_args(a: &[Ty<'_>]) -> bool {
 
 /// Parsing pays a tenth of the string's length, at run time and in the
 /// static estimate alike.
-const PARSER: Function = Function {
-    global: &[1, 2],
-    cost: |a, _| scaled(arg_size(a, 0), 0.1),
-    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
-    ..Function::BASE
-};
+const PARSER: Function = Function::BASE
+    .global_arities(&[1, 2])
+    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
+    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
-pub static SEMVER: Function = Function {
-    name: "semver",
-    overloads: &[("string_to_semver", 33), ("string_bool_to_semver", 33)],
-    result: Some(TypeName::Semver),
-    check: Some(|a| version_args(a).then_some(Ty::Lib(TypeName::Semver))),
-    call: |a| {
+pub static SEMVER: Function = PARSER
+    .named("semver", 33, "string_to_semver string_bool_to_semver")
+    .returns(TypeName::Semver)
+    .checks(|a| version_args(a).then_some(Ty::Lib(TypeName::Semver)))
+    .calls(|a| {
         let v = parse(a)?.map_err(EvalError::new)?;
         Ok(Value::Lib(Rc::new(LibValue::Semver(v))))
-    },
-    ..PARSER
-};
+    });
 
-pub static IS_SEMVER: Function = Function {
-    name: "isSemver",
-    overloads: &[("is_semver_string", 33), ("is_semver_string_bool", 33)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| version_args(a).then_some(Ty::Bool)),
-    call: |a| Ok(Value::Bool(parse(a)?.is_ok())),
-    ..PARSER
-};
+pub static IS_SEMVER: Function = PARSER
+    .named("isSemver", 33, "is_semver_string is_semver_string_bool")
+    .returns(TypeName::Bool)
+    .checks(|a| version_args(a).then_some(Ty::Bool))
+    .calls(|a| Ok(Value::Bool(parse(a)?.is_ok())));
 
 /// An accessor of one version component: `x.major()` and the like.
-const COMPONENT: Function = Function {
-    member: &[0],
-    result: Some(TypeName::Int),
-    check: Some(|a| sig(a, &[is_semver]).then_some(Ty::Int)),
-    estimate: unit_scalar,
-    ..Function::BASE
-};
+const COMPONENT: Function = Function::BASE
+    .member_arities(&[0])
+    .returns(TypeName::Int)
+    .checks(|a| sig(a, &[is_semver]).then_some(Ty::Int))
+    .estimates(unit_scalar);
 
-pub static MAJOR: Function = Function {
-    name: "major",
-    overloads: &[("semver_major", 33)],
-    call: |a| Ok(Value::Int(semver_arg(first(a)?)?.major as i64)),
-    ..COMPONENT
-};
+pub static MAJOR: Function = COMPONENT
+    .named("major", 33, "semver_major")
+    .calls(|a| Ok(Value::Int(semver_arg(first(a)?)?.major as i64)));
 
-pub static MINOR: Function = Function {
-    name: "minor",
-    overloads: &[("semver_minor", 33)],
-    call: |a| Ok(Value::Int(semver_arg(first(a)?)?.minor as i64)),
-    ..COMPONENT
-};
+pub static MINOR: Function = COMPONENT
+    .named("minor", 33, "semver_minor")
+    .calls(|a| Ok(Value::Int(semver_arg(first(a)?)?.minor as i64)));
 
-pub static PATCH: Function = Function {
-    name: "patch",
-    overloads: &[("semver_patch", 33)],
-    call: |a| Ok(Value::Int(semver_arg(first(a)?)?.patch as i64)),
-    ..COMPONENT
-};
+pub static PATCH: Function = COMPONENT
+    .named("patch", 33, "semver_patch")
+    .calls(|a| Ok(Value::Int(semver_arg(first(a)?)?.patch as i64)));

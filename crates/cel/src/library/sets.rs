@@ -6,11 +6,7 @@ use crate::shape::Shape;
 use crate::value::error::EvalError;
 use crate::value::{equals, TypeName, Value};
 
-const SET_FUNCTION: Function = Function {
-    global: &[2],
-    result: Some(TypeName::Bool),
-    ..Function::BASE
-};
+const SET_FUNCTION: Function = Function::BASE.global_arities(&[2]).returns(TypeName::Bool);
 
 /// Every element of `y` is in `x`.
 fn contains_all<'a>(x: &[Value<'a>], y: &[Value<'a>]) -> Result<bool, EvalError> {
@@ -44,31 +40,25 @@ fn product_estimate<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     (1.0 + shape_size(s, 0) * shape_size(s, 1), Shape::sized(1.0))
 }
 
-pub static CONTAINS: Function = Function {
-    name: "sets.contains",
-    overloads: &[("list_sets_contains_list", 29)],
-    call: |a| {
+pub static CONTAINS: Function = SET_FUNCTION
+    .named("sets.contains", 29, "list_sets_contains_list")
+    .calls(|a| {
         let (x, y) = both(a)?;
         Ok(Value::Bool(contains_all(&x, &y)?))
-    },
-    cost: |a, _| product_cost(a),
-    cost_before: Some(product_cost),
-    estimate: product_estimate,
-    ..SET_FUNCTION
-};
+    })
+    .costs(|a, _| product_cost(a))
+    .costs_before(product_cost)
+    .estimates(product_estimate);
 
-pub static EQUIVALENT: Function = Function {
-    name: "sets.equivalent",
-    overloads: &[("list_sets_equivalent_list", 29)],
-    call: |a| {
+pub static EQUIVALENT: Function = SET_FUNCTION
+    .named("sets.equivalent", 29, "list_sets_equivalent_list")
+    .calls(|a| {
         let (x, y) = both(a)?;
         Ok(Value::Bool(contains_all(&x, &y)? && contains_all(&y, &x)?))
-    },
-    cost: |a, _| product_cost(a),
-    cost_before: Some(product_cost),
-    estimate: product_estimate,
-    ..SET_FUNCTION
-};
+    })
+    .costs(|a, _| product_cost(a))
+    .costs_before(product_cost)
+    .estimates(product_estimate);
 
 fn intersects_cost(a: &[Value<'_>]) -> u64 {
     1u64.saturating_add(
@@ -78,10 +68,9 @@ fn intersects_cost(a: &[Value<'_>]) -> u64 {
     )
 }
 
-pub static INTERSECTS: Function = Function {
-    name: "sets.intersects",
-    overloads: &[("list_sets_intersects_list", 29)],
-    call: |a| {
+pub static INTERSECTS: Function = SET_FUNCTION
+    .named("sets.intersects", 29, "list_sets_intersects_list")
+    .calls(|a| {
         let (x, y) = both(a)?;
         for v in &y {
             for w in &x {
@@ -91,14 +80,12 @@ pub static INTERSECTS: Function = Function {
             }
         }
         Ok(Value::Bool(false))
-    },
-    cost: |a, _| intersects_cost(a),
-    cost_before: Some(intersects_cost),
-    estimate: |s| {
+    })
+    .costs(|a, _| intersects_cost(a))
+    .costs_before(intersects_cost)
+    .estimates(|s| {
         (
             1.0 + shape_size(s, 0) * shape_size(s, 1) * 2.0,
             Shape::sized(1.0),
         )
-    },
-    ..SET_FUNCTION
-};
+    });

@@ -15,22 +15,19 @@ use crate::value::{List, Map, TypeName, Value};
 
 /// `s.format(list)`. The checker also runs [`check_literal`] on literal
 /// calls, as cel-go does; the estimator gives the result no size bound.
-pub static FORMAT: Function = Function {
-    name: "format",
-    overloads: &[("string_format", 29)],
-    member: &[1],
-    result: Some(TypeName::String),
-    check: Some(|a| sig(a, &[is_string, is_list]).then_some(Ty::String)),
-    call: |a| {
+pub static FORMAT: Function = Function::BASE
+    .named("format", 29, "string_format")
+    .member_arities(&[1])
+    .returns(TypeName::String)
+    .checks(|a| sig(a, &[is_string, is_list]).then_some(Ty::String))
+    .calls(|a| {
         let s = str_arg(first(a)?)?;
         match a.get(1) {
             Some(Value::List(l)) => format(s, l).map(Value::string),
             _ => Err(overload()),
         }
-    },
-    estimate: unit_unbounded,
-    ..Function::BASE
-};
+    })
+    .estimates(unit_unbounded);
 
 const DEFAULT_PRECISION: usize = 6;
 /// The largest precision (or `%e` width) accepted.

@@ -20,19 +20,17 @@ pub const MAX_STRING_RESULT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A string function of one string: result `String`, a tenth of the
 /// string's length to run, a result as long as the string.
-const STRING_TO_STRING: Function = Function {
-    member: &[0],
-    result: Some(TypeName::String),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::String)),
-    cost: tenth_of_target,
-    estimate: |s| {
+const STRING_TO_STRING: Function = Function::BASE
+    .member_arities(&[0])
+    .returns(TypeName::String)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::String))
+    .costs(tenth_of_target)
+    .estimates(|s| {
         (
             (shape_size(s, 0) * 0.1).ceil(),
             Shape::sized(shape_size(s, 0)),
         )
-    },
-    ..Function::BASE
-};
+    });
 
 fn tenth_of_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
     scaled(arg_size(a, 0), 0.1)
@@ -42,13 +40,12 @@ fn fifth_of_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
     scaled(arg_size(a, 0), 0.2)
 }
 
-pub static CHAR_AT: Function = Function {
-    name: "charAt",
-    overloads: &[("string_char_at_int", 23)],
-    member: &[1],
-    result: Some(TypeName::String),
-    check: Some(|a| sig(a, &[is_string, is_int]).then_some(Ty::String)),
-    call: |a| {
+pub static CHAR_AT: Function = Function::BASE
+    .named("charAt", 23, "string_char_at_int")
+    .member_arities(&[1])
+    .returns(TypeName::String)
+    .checks(|a| sig(a, &[is_string, is_int]).then_some(Ty::String))
+    .calls(|a| {
         let s = str_arg(first(a)?)?;
         let i = int_arg(arg(a, 1)?)?;
         let len = s.chars().count() as i64;
@@ -61,11 +58,9 @@ pub static CHAR_AT: Function = Function {
                 .map(String::from)
                 .unwrap_or_default(),
         ))
-    },
+    })
     // cel-go sizes no `charAt` result.
-    estimate: |_| (1.0, Shape::unbounded()),
-    ..Function::BASE
-};
+    .estimates(|_| (1.0, Shape::unbounded()));
 
 fn index_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
@@ -111,94 +106,74 @@ fn estimate_traverse_first<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     (shape_size(s, 0), Shape::sized(1.0))
 }
 
-pub static INDEX_OF: Function = Function {
-    name: "indexOf",
-    overloads: &[
-        ("string_index_of_string", 23),
-        ("string_index_of_string_int", 23),
-        ("list_a_index_of_int", 24),
-    ],
-    member: &[1, 2],
-    result: Some(TypeName::Int),
-    check: Some(index_check),
-    call: |a| index_of(a, false),
-    cost: traverse_first,
-    estimate: estimate_traverse_first,
-    ..Function::BASE
-};
+pub static INDEX_OF: Function = Function::BASE
+    .named(
+        "indexOf",
+        23,
+        "string_index_of_string string_index_of_string_int list_a_index_of_int@24",
+    )
+    .member_arities(&[1, 2])
+    .returns(TypeName::Int)
+    .checks(index_check)
+    .calls(|a| index_of(a, false))
+    .costs(traverse_first)
+    .estimates(estimate_traverse_first);
 
-pub static LAST_INDEX_OF: Function = Function {
-    name: "lastIndexOf",
-    overloads: &[
-        ("string_last_index_of_string", 23),
-        ("string_last_index_of_string_int", 23),
-        ("list_a_last_index_of_int", 24),
-    ],
-    member: &[1, 2],
-    result: Some(TypeName::Int),
-    check: Some(index_check),
-    call: |a| index_of(a, true),
-    cost: traverse_first,
-    estimate: estimate_traverse_first,
-    ..Function::BASE
-};
+pub static LAST_INDEX_OF: Function = Function::BASE
+    .named(
+        "lastIndexOf",
+        23,
+        "string_last_index_of_string string_last_index_of_string_int list_a_last_index_of_int@24",
+    )
+    .member_arities(&[1, 2])
+    .returns(TypeName::Int)
+    .checks(index_check)
+    .calls(|a| index_of(a, true))
+    .costs(traverse_first)
+    .estimates(estimate_traverse_first);
 
-pub static LOWER_ASCII: Function = Function {
-    name: "lowerAscii",
-    overloads: &[("string_lower_ascii", 23)],
-    call: |a| Ok(Value::string(str_arg(first(a)?)?.to_ascii_lowercase())),
-    ..STRING_TO_STRING
-};
+pub static LOWER_ASCII: Function = STRING_TO_STRING
+    .named("lowerAscii", 23, "string_lower_ascii")
+    .calls(|a| Ok(Value::string(str_arg(first(a)?)?.to_ascii_lowercase())));
 
-pub static UPPER_ASCII: Function = Function {
-    name: "upperAscii",
-    overloads: &[("string_upper_ascii", 23)],
-    call: |a| Ok(Value::string(str_arg(first(a)?)?.to_ascii_uppercase())),
-    ..STRING_TO_STRING
-};
+pub static UPPER_ASCII: Function = STRING_TO_STRING
+    .named("upperAscii", 23, "string_upper_ascii")
+    .calls(|a| Ok(Value::string(str_arg(first(a)?)?.to_ascii_uppercase())));
 
-pub static TRIM: Function = Function {
-    name: "trim",
-    overloads: &[("string_trim", 23)],
-    call: |a| Ok(Value::string(str_arg(first(a)?)?.trim())),
-    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
-    ..STRING_TO_STRING
-};
+pub static TRIM: Function = STRING_TO_STRING
+    .named("trim", 23, "string_trim")
+    .calls(|a| Ok(Value::string(str_arg(first(a)?)?.trim())))
+    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
-pub static QUOTE: Function = Function {
-    name: "strings.quote",
-    overloads: &[("strings_quote", 29)],
-    member: &[],
-    global: &[1],
-    check: None,
-    call: |a| Ok(Value::string(cel_quote(str_arg(first(a)?)?))),
-    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
-    ..STRING_TO_STRING
-};
+pub static QUOTE: Function = STRING_TO_STRING
+    .named("strings.quote", 29, "strings_quote")
+    .member_arities(&[])
+    .global_arities(&[1])
+    .unchecked()
+    .calls(|a| Ok(Value::string(cel_quote(str_arg(first(a)?)?))))
+    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
-pub static REPLACE: Function = Function {
-    name: "replace",
-    overloads: &[
-        ("string_replace_string_string", 23),
-        ("string_replace_string_string_int", 23),
-    ],
-    member: &[2, 3],
-    result: Some(TypeName::String),
-    check: Some(|a| {
+pub static REPLACE: Function = Function::BASE
+    .named(
+        "replace",
+        23,
+        "string_replace_string_string string_replace_string_string_int",
+    )
+    .member_arities(&[2, 3])
+    .returns(TypeName::String)
+    .checks(|a| {
         (sig(a, &[is_string, is_string, is_string])
             || sig(a, &[is_string, is_string, is_string, is_int]))
         .then_some(Ty::String)
-    }),
-    call: replace,
-    cost: fifth_of_target,
-    estimate: |s| {
+    })
+    .calls(replace)
+    .costs(fifth_of_target)
+    .estimates(|s| {
         (
             (shape_size(s, 0) * 0.2).ceil(),
             Shape::sized(shape_size(s, 0)),
         )
-    },
-    ..Function::BASE
-};
+    });
 
 fn replace<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     let s = str_arg(first(a)?)?;
@@ -239,16 +214,15 @@ fn replace<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     }))
 }
 
-pub static SPLIT: Function = Function {
-    name: "split",
-    overloads: &[("string_split_string", 23), ("string_split_string_int", 23)],
-    member: &[1, 2],
-    result: Some(TypeName::List),
-    check: Some(|a| {
+pub static SPLIT: Function = Function::BASE
+    .named("split", 23, "string_split_string string_split_string_int")
+    .member_arities(&[1, 2])
+    .returns(TypeName::List)
+    .checks(|a| {
         (sig(a, &[is_string, is_string]) || sig(a, &[is_string, is_string, is_int]))
             .then(|| Ty::List(Box::new(Ty::String)))
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let s = str_arg(first(a)?)?;
         let sep = str_arg(arg(a, 1)?)?;
         let n = match a.get(2) {
@@ -263,28 +237,26 @@ pub static SPLIT: Function = Function {
             n => splitn(s, sep, n as usize).map(Value::string).collect(),
         };
         Ok(Value::list(parts))
-    },
-    cost: fifth_of_target,
-    estimate: |s| {
+    })
+    .costs(fifth_of_target)
+    .estimates(|s| {
         (
             (shape_size(s, 0) * 0.2).ceil(),
             Shape::sized(shape_size(s, 0)),
         )
-    },
-    ..Function::BASE
-};
+    });
 
-pub static SUBSTRING: Function = Function {
-    name: "substring",
-    overloads: &[
-        ("string_substring_int", 23),
-        ("string_substring_int_int", 23),
-    ],
-    member: &[1, 2],
-    check: Some(|a| {
+pub static SUBSTRING: Function = STRING_TO_STRING
+    .named(
+        "substring",
+        23,
+        "string_substring_int string_substring_int_int",
+    )
+    .member_arities(&[1, 2])
+    .checks(|a| {
         (sig(a, &[is_string, is_int]) || sig(a, &[is_string, is_int, is_int])).then_some(Ty::String)
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let s = str_arg(first(a)?)?;
         let chars: Vec<char> = s.chars().collect();
         let start = int_arg(arg(a, 1)?)?;
@@ -309,17 +281,14 @@ pub static SUBSTRING: Function = Function {
                 .iter()
                 .collect::<String>(),
         ))
-    },
-    ..STRING_TO_STRING
-};
+    });
 
-pub static JOIN: Function = Function {
-    name: "join",
-    overloads: &[("list_join", 23), ("list_join_string", 23)],
-    member: &[0, 1],
-    result: Some(TypeName::String),
-    check: Some(|a| (sig(a, &[is_list]) || sig(a, &[is_list, is_string])).then_some(Ty::String)),
-    call: |a| {
+pub static JOIN: Function = Function::BASE
+    .named("join", 23, "list_join list_join_string")
+    .member_arities(&[0, 1])
+    .returns(TypeName::String)
+    .checks(|a| (sig(a, &[is_list]) || sig(a, &[is_list, is_string])).then_some(Ty::String))
+    .calls(|a| {
         let l = list_arg(first(a)?)?;
         let sep = match a.get(1) {
             Some(v) => str_arg(v)?,
@@ -333,48 +302,43 @@ pub static JOIN: Function = Function {
             out.push_str(str_arg(&v)?);
         }
         Ok(Value::string(out))
-    },
-    cost: |_, result| scaled(size(result), 0.2),
-    estimate: |s| {
+    })
+    .costs(|_, result| scaled(size(result), 0.2))
+    .estimates(|s| {
         (
             (shape_size(s, 0) * 0.2).ceil(),
             Shape::sized(MAX_REQUEST_BYTES),
         )
-    },
-    ..Function::BASE
-};
+    });
 
 /// cel-go's lists extension `reverse()`. Kubernetes' strings library
 /// (version 2) has no string `reverse`: the checker refuses it.
-pub static REVERSE: Function = Function {
-    name: "reverse",
-    overloads: &[("list_reverse", 34)],
-    member: &[0],
-    check: Some(|a| match a {
+pub static REVERSE: Function = Function::BASE
+    .named("reverse", 34, "list_reverse")
+    .member_arities(&[0])
+    .checks(|a| match a {
         [Ty::List(_)] => Some(a[0].clone()),
         [Ty::String] => None,
         _ => Some(Ty::Dyn),
-    }),
-    call: |a| match first(a)? {
+    })
+    .calls(|a| match first(a)? {
         Value::List(l) => {
             let mut v: Vec<Value<'_>> = l.iter().collect();
             v.reverse();
             Ok(Value::list(v))
         }
         _ => Err(overload()),
-    },
-    cost: |_, result| match result {
+    })
+    .costs(|_, result| match result {
         Value::List(_) => size(result) + 11,
         _ => 1,
-    },
-    estimate: |s| {
+    })
+    .estimates(|s| {
         (
             shape_size(s, 0) + 11.0,
             s.first().copied().unwrap_or(Shape::sized(1.0)),
         )
-    },
-    ..Function::BASE
-};
+    });
 
 /// cel-go strings v2 `indexOf`/`lastIndexOf` (positions in code points):
 /// an empty needle answers the offset as given, a negative offset is an

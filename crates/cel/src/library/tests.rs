@@ -643,15 +643,19 @@ fn lookup_respects_member_and_arity() {
 #[test]
 fn every_row_names_its_overloads_and_versions() {
     for f in super::ALL {
-        assert!(!f.overloads.is_empty(), "{} lists no overload", f.name);
+        let ids: Vec<_> = f.overload_ids().collect();
+        assert!(!ids.is_empty(), "{} lists no overload", f.name);
         // CRD rules exist from Kubernetes 1.23; nothing newer than this
-        // build's newest library (1.34) is declared.
-        assert!(
-            (23..=34).contains(&f.since()),
-            "{}: since 1.{}",
-            f.name,
-            f.since()
-        );
+        // build's newest library is declared, and no overload is older
+        // than its function.
+        for (id, v) in ids {
+            assert!(
+                (f.since..=crate::environment::LATEST).contains(&v),
+                "{}: {id} since 1.{v}",
+                f.name
+            );
+        }
+        assert!(f.since >= 23, "{}: since 1.{}", f.name, f.since);
         assert!(
             !f.member.is_empty() || !f.global.is_empty(),
             "{} cannot be called",
@@ -660,6 +664,8 @@ fn every_row_names_its_overloads_and_versions() {
     }
     let names: std::collections::HashSet<&str> = super::ALL.iter().map(|f| f.name).collect();
     assert_eq!(names.len(), super::ALL.len(), "a name has two rows");
-    assert_eq!(lookup("lists.range", false, 1).map(|f| f.since()), Some(34));
-    assert_eq!(lookup("quantity", false, 1).map(|f| f.since()), Some(28));
+    assert_eq!(lookup("lists.range", false, 1).map(|f| f.since), Some(34));
+    assert_eq!(lookup("quantity", false, 1).map(|f| f.since), Some(28));
+    let string = lookup("string", false, 1).expect("string()");
+    assert!(string.overload_ids().any(|o| o == ("ip_to_string", 30)));
 }

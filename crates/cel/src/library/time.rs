@@ -23,11 +23,9 @@ enum Part {
     Milliseconds,
 }
 
-const ACCESSOR: Function = Function {
-    member: &[0, 1],
-    result: Some(TypeName::Int),
-    ..Function::BASE
-};
+const ACCESSOR: Function = Function::BASE
+    .member_arities(&[0, 1])
+    .returns(TypeName::Int);
 
 /// `t.getX()` or `t.getX(zone)`.
 fn timestamp_part<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
@@ -55,7 +53,8 @@ macro_rules! accessors {
         #[doc = concat!("`", $name, "()`.")]
         pub static $row: Function = Function {
             name: $name,
-            overloads: &[$(($id, 23)),*],
+            since: 23,
+            overloads: concat!($($id, " "),*),
             check: Some($check),
             call: |a| part(a, Part::$part),
             ..ACCESSOR

@@ -32,98 +32,72 @@ fn url_arg<'v>(v: &'v Value<'_>) -> Result<&'v GoUrl, EvalError> {
 
 /// Parsing a URL string pays a tenth of its length, at run time and in the
 /// static estimate alike.
-const PARSER: Function = Function {
-    global: &[1],
-    cost: |a, _| scaled(arg_size(a, 0), 0.1),
-    estimate: |s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)),
-    ..Function::BASE
-};
+const PARSER: Function = Function::BASE
+    .global_arities(&[1])
+    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
+    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
-pub static URL: Function = Function {
-    name: "url",
-    overloads: &[("string_to_url", 24)],
-    result: Some(TypeName::Url),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Url))),
-    call: |a| {
+pub static URL: Function = PARSER
+    .named("url", 24, "string_to_url")
+    .returns(TypeName::Url)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Url)))
+    .calls(|a| {
         let u = GoUrl::from_cel(str_arg(first(a)?)?).map_err(EvalError::new)?;
         Ok(Value::Lib(Rc::new(LibValue::Url(u))))
-    },
-    ..PARSER
-};
+    });
 
 /// Whether the string is accepted as a request URI: the first of the two
 /// tests `url()` makes.
-pub static IS_URL: Function = Function {
-    name: "isURL",
-    overloads: &[("is_url_string", 24)],
-    result: Some(TypeName::Bool),
-    check: Some(|a| sig(a, &[is_string]).then_some(Ty::Bool)),
-    call: |a| {
+pub static IS_URL: Function = PARSER
+    .named("isURL", 24, "is_url_string")
+    .returns(TypeName::Bool)
+    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
+    .calls(|a| {
         Ok(Value::Bool(
             GoUrl::parse_request_uri(str_arg(first(a)?)?).is_ok(),
         ))
-    },
-    ..PARSER
-};
+    });
 
 /// A string part of a URL, at unit cost and unbounded size.
-const PART: Function = Function {
-    member: &[0],
-    result: Some(TypeName::String),
-    check: Some(|a| sig(a, &[is_url]).then_some(Ty::String)),
-    estimate: unit_unbounded,
-    ..Function::BASE
-};
+const PART: Function = Function::BASE
+    .member_arities(&[0])
+    .returns(TypeName::String)
+    .checks(|a| sig(a, &[is_url]).then_some(Ty::String))
+    .estimates(unit_unbounded);
 
-pub static GET_SCHEME: Function = Function {
-    name: "getScheme",
-    overloads: &[("url_get_scheme", 24)],
-    call: |a| Ok(Value::string(url_arg(first(a)?)?.scheme.clone())),
-    ..PART
-};
+pub static GET_SCHEME: Function = PART
+    .named("getScheme", 24, "url_get_scheme")
+    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.scheme.clone())));
 
-pub static GET_HOST: Function = Function {
-    name: "getHost",
-    overloads: &[("url_get_host", 24)],
-    call: |a| Ok(Value::string(url_arg(first(a)?)?.host.clone())),
-    ..PART
-};
+pub static GET_HOST: Function = PART
+    .named("getHost", 24, "url_get_host")
+    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.host.clone())));
 
-pub static GET_HOSTNAME: Function = Function {
-    name: "getHostname",
-    overloads: &[("url_get_hostname", 24)],
-    call: |a| Ok(Value::string(url_arg(first(a)?)?.hostname())),
-    ..PART
-};
+pub static GET_HOSTNAME: Function = PART
+    .named("getHostname", 24, "url_get_hostname")
+    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.hostname())));
 
-pub static GET_PORT: Function = Function {
-    name: "getPort",
-    overloads: &[("url_get_port", 24)],
-    call: |a| Ok(Value::string(url_arg(first(a)?)?.port())),
-    ..PART
-};
+pub static GET_PORT: Function = PART
+    .named("getPort", 24, "url_get_port")
+    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.port())));
 
-pub static GET_ESCAPED_PATH: Function = Function {
-    name: "getEscapedPath",
-    overloads: &[("url_get_escaped_path", 24)],
-    call: |a| Ok(Value::string(url_arg(first(a)?)?.escaped_path())),
-    ..PART
-};
+pub static GET_ESCAPED_PATH: Function = PART
+    .named("getEscapedPath", 24, "url_get_escaped_path")
+    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.escaped_path())));
 
 /// The query parameters as a map from each name to its values.
-pub static GET_QUERY: Function = Function {
-    name: "getQuery",
-    overloads: &[("url_get_query", 24)],
-    result: Some(TypeName::Map),
-    check: Some(|a| {
+pub static GET_QUERY: Function = PART
+    .named("getQuery", 24, "url_get_query")
+    .returns(TypeName::Map)
+    .checks(|a| {
         sig(a, &[is_url]).then(|| {
             Ty::Map(
                 Box::new(Ty::String),
                 Box::new(Ty::List(Box::new(Ty::String))),
             )
         })
-    }),
-    call: |a| {
+    })
+    .calls(|a| {
         let entries = url_arg(first(a)?)?
             .query()
             .into_iter()
@@ -133,6 +107,4 @@ pub static GET_QUERY: Function = Function {
             })
             .collect();
         Ok(Value::Map(Map::Owned(Rc::new(entries))))
-    },
-    ..PART
-};
+    });
