@@ -320,12 +320,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     let (version, req) = review::decode_admission(body)?;
 
     let span = tracing::Span::current();
-    span.record("uid", req.uid.as_str());
-    span.record("kind", req.kind.kind.as_str());
-    span.record("operation", req.operation.as_str());
-    span.record("namespace", req.namespace.as_deref().unwrap_or(""));
-    // Not `name`: JSON logs already use that key for the span's name.
-    span.record("object_name", req.name.as_str());
+    record_request(&span, &req);
 
     let catalog = state.catalog.load();
     // The one lookup of the request: validation gets the CRD version.
@@ -360,35 +355,53 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
             ));
         }
     };
-    if res.allowed {
-        observe(RequestOutcome::Allowed);
-        tracing::debug!(warnings = res.warnings.len(), "allowed");
+    observe(if res.allowed {
+        RequestOutcome::Allowed
     } else {
-        observe(RequestOutcome::Denied);
-        let status = res.status.as_ref();
-        // The failed rules: one cause per field error, each with the rule's message.
-        let failed: Vec<String> = status
-            .and_then(|s| s.details.as_ref())
-            .map(|d| {
-                d.causes
-                    .iter()
-                    .map(|c| format!("{}: {}", c.field, c.message))
-                    .collect()
-            })
-            .unwrap_or_default();
-        tracing::info!(
-            group = %req.kind.group,
-            version = %req.kind.version,
-            failed_rules = ?failed,
-            // Not `message`: that key is the event's own text.
-            status_message = status.map_or("", |s| s.message.as_str()),
-            "denied"
-        );
-    }
+        RequestOutcome::Denied
+    });
+    log_verdict(&req, &res);
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(&out), "admission response body");
     }
     Ok(json(Body::full(out)))
+}
+
+/// The request's identity on its span (and so on every log line of it).
+fn record_request(span: &tracing::Span, req: &review::AdmissionRequest) {
+    span.record("uid", req.uid.as_str());
+    span.record("kind", req.kind.kind.as_str());
+    span.record("operation", req.operation.as_str());
+    span.record("namespace", req.namespace.as_deref().unwrap_or(""));
+    // Not `name`: JSON logs already use that key for the span's name.
+    span.record("object_name", req.name.as_str());
+}
+
+/// A denial is logged at info with the failed rules; an admission at debug.
+fn log_verdict(req: &review::AdmissionRequest, res: &review::AdmissionResponse) {
+    if res.allowed {
+        tracing::debug!(warnings = res.warnings.len(), "allowed");
+        return;
+    }
+    let status = res.status.as_ref();
+    // The failed rules: one cause per field error, each with the rule's message.
+    let failed: Vec<String> = status
+        .and_then(|s| s.details.as_ref())
+        .map(|d| {
+            d.causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect()
+        })
+        .unwrap_or_default();
+    tracing::info!(
+        group = %req.kind.group,
+        version = %req.kind.version,
+        failed_rules = ?failed,
+        // Not `message`: that key is the event's own text.
+        status_message = status.map_or("", |s| s.message.as_str()),
+        "denied"
+    );
 }
 
 /// `GET /metrics`: every metric in the Prometheus text format.
