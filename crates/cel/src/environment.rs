@@ -30,7 +30,35 @@ pub struct Environment {
     pub version: Version,
     /// The runtime cost one evaluation may spend.
     pub cost_limit: u64,
+    /// celhook's additions to what Kubernetes enables (today `cel.bind`).
+    pub extensions: bool,
 }
+
+/// The macros: the call the parser expands each into, its iteration
+/// variables, and the Kubernetes minor it arrives in (`None`: never in
+/// Kubernetes, a celhook extension). `has()` is always there.
+const MACROS: &[(&str, usize, Option<Version>)] = &[
+    ("@all", 1, Some(23)),
+    ("@exists", 1, Some(23)),
+    ("@exists_one", 1, Some(23)),
+    ("@map", 1, Some(23)),
+    ("@filter", 1, Some(23)),
+    // The optional library.
+    ("@optMap", 1, Some(28)),
+    ("@optFlatMap", 1, Some(29)),
+    // Two-variable comprehensions.
+    ("@all", 2, Some(32)),
+    ("@exists", 2, Some(32)),
+    ("@exists_one", 2, Some(32)),
+    ("@transformList", 2, Some(32)),
+    ("@transformMap", 2, Some(32)),
+    ("@transformMapEntry", 2, Some(32)),
+    // cel-go's lists extension, version 3.
+    ("@sortBy", 1, Some(34)),
+    // Kubernetes never enables cel-go's bindings for CRD rules; celhook
+    // has accepted `cel.bind` (the version issue decides its default).
+    ("@bind", 1, None),
+];
 
 impl Environment {
     /// An `x-kubernetes-validations` rule: `self` and `oldSelf`.
@@ -40,6 +68,7 @@ impl Environment {
             optional_old_self,
             version: LATEST,
             cost_limit: PER_EXPRESSION_COST_LIMIT,
+            extensions: true,
         }
     }
 
@@ -67,6 +96,14 @@ impl Environment {
     /// environment has it.
     pub(crate) fn lookup(&self, name: &str, member: bool, arity: usize) -> Option<Func> {
         self.function(name).filter(|f| f.takes(member, arity))
+    }
+
+    /// True when the macro the parser expanded into `expanded` (`@all`,
+    /// ...) with `vars` iteration variables is enabled here.
+    pub(crate) fn has_macro(&self, expanded: &str, vars: usize) -> bool {
+        MACROS.iter().any(|(name, n, since)| {
+            *name == expanded && *n == vars && since.map_or(self.extensions, |v| v <= self.version)
+        })
     }
 
     /// True when this environment has some overload of `name`.
@@ -105,5 +142,20 @@ mod tests {
             env.lookup("size", true, 1).is_none(),
             "size takes no argument as a member"
         );
+    }
+
+    #[test]
+    fn macros_arrive_with_their_kubernetes_version() {
+        let env = Environment::crd_rule(false);
+        assert!(env.has_macro("@all", 1) && env.at(23).has_macro("@all", 1));
+        assert!(env.has_macro("@all", 2) && !env.at(31).has_macro("@all", 2));
+        assert!(!env.at(31).has_macro("@transformList", 2));
+        assert!(env.at(28).has_macro("@optMap", 1) && !env.at(28).has_macro("@optFlatMap", 1));
+        assert!(!env.at(33).has_macro("@sortBy", 1));
+        let kubernetes_only = Environment {
+            extensions: false,
+            ..env
+        };
+        assert!(env.has_macro("@bind", 1) && !kubernetes_only.has_macro("@bind", 1));
     }
 }

@@ -742,3 +742,31 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     );
     assert!(planned_scan, "the memo pass marked no loop as a scan");
 }
+
+#[test]
+fn an_older_kubernetes_version_lacks_newer_functions_and_macros() {
+    let s = schema(json!({"type": "array", "items": {"type": "integer"}}));
+    let rule = |expr: &str, version| {
+        Program::compile(expr, &s, Environment::crd_rule(false).at(version)).map(|_| ())
+    };
+    // Two-variable comprehensions arrived in 1.32, quantities in 1.28.
+    assert!(rule("self.all(i, v, v > i)", 32).is_ok());
+    let err = rule("self.all(i, v, v > i)", 31).unwrap_err();
+    assert!(
+        err.message.contains("undeclared reference to 'all'"),
+        "{}",
+        err.message
+    );
+    assert!(rule("quantity('1Gi').isInteger()", 28).is_ok());
+    let err = rule("quantity('1Gi').isInteger()", 27).unwrap_err();
+    assert!(
+        err.message.contains("undeclared reference to 'quantity'"),
+        "{}",
+        err.message
+    );
+    // The newest version this build knows is the default.
+    assert_eq!(
+        Environment::crd_rule(false).version,
+        crate::environment::LATEST
+    );
+}

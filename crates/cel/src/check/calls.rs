@@ -44,6 +44,17 @@ impl<'s> Compiler<'_, 's> {
     pub(super) fn call(&mut self, id: u64, call: &CallExpr) -> Result<(Ir, Ty<'s>), CompileError> {
         let name = call.func_name.as_str();
         if let Some(kind) = loop_kind(name) {
+            // A macro the environment lacks stays an unknown function.
+            if !self
+                .decls
+                .env
+                .has_macro(name, macro_vars(kind, call.args.len()))
+            {
+                return Err(self.error(
+                    id,
+                    format!("undeclared reference to '{}' (in container '')", &name[1..]),
+                ));
+            }
             return self.loop_macro(id, kind, call);
         }
         // Operators.
@@ -331,12 +342,7 @@ impl<'s> Compiler<'_, 's> {
                 ))
             }
         };
-        let two_vars =
-            matches!(
-                kind,
-                LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
-            ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne)
-                && args.len() == 3);
+        let two_vars = macro_vars(kind, args.len()) == 2;
         if two_vars {
             if let (Expr::Ident(a), Expr::Ident(b)) = (&args[0].expr, &args[1].expr) {
                 if a == b {
@@ -417,6 +423,20 @@ impl<'s> Compiler<'_, 's> {
             })),
             ty,
         ))
+    }
+}
+
+/// The iteration variables of a macro call with `args` arguments.
+fn macro_vars(kind: LoopKind, args: usize) -> usize {
+    let two = matches!(
+        kind,
+        LoopKind::TransformList | LoopKind::TransformMap | LoopKind::TransformMapEntry
+    ) || (matches!(kind, LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne)
+        && args == 3);
+    if two {
+        2
+    } else {
+        1
     }
 }
 
