@@ -32,6 +32,15 @@ for overlay in "${overlays[@]}"; do
     kubectl kustomize "manifests/${overlay}" >"${out}/${name}.yaml"
 done
 
+# The image the dev overlay deploys is the one the README and the
+# Dockerfile say to build.
+dev_image="$(awk '/newName:/{n=$2} /newTag:/{t=$2} END{print n ":" t}' manifests/overlays/dev/kustomization.yaml)"
+for doc in README.md Dockerfile; do
+    grep -q "docker build -t ${dev_image} \." "${doc}" \
+        || { echo "${doc}: no 'docker build -t ${dev_image} .' (the dev overlay's image)" >&2; exit 1; }
+done
+grep -q "image: .*${dev_image}" "${out}/overlays-dev.yaml" || { echo "dev overlay: image is not ${dev_image}" >&2; exit 1; }
+
 # What the API server insists on, beyond the schemas.
 grep -q 'caBundle' "${out}/overlays-dev.yaml" || { echo "dev overlay: no caBundle" >&2; exit 1; }
 grep -q 'cert-manager.io/inject-ca-from: celhook/celhook-serving' "${out}/overlays-cert-manager.yaml" \

@@ -29,6 +29,8 @@ pub struct CertsArgs {
     pub days: u32,
     /// More SANs for the serving certificate (DNS names or IP addresses).
     pub extra_names: Vec<String>,
+    /// Add `localhost` and `127.0.0.1`, for a local run or a port-forward.
+    pub local_names: bool,
 }
 
 /// A certificate and its key, as PEM.
@@ -150,7 +152,14 @@ pub fn service_names(service: &str, namespace: &str) -> Vec<String> {
 pub fn generate(args: &CertsArgs) -> anyhow::Result<String> {
     let ca = Ca::new("celhook development CA", args.days).context("generating the CA")?;
     let mut names = service_names(&args.service, &args.namespace);
-    names.extend(args.extra_names.iter().cloned());
+    if args.local_names {
+        names.extend(["localhost".to_owned(), "127.0.0.1".to_owned()]);
+    }
+    for name in &args.extra_names {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
     let serving = ca
         .serving(&names, args.days)
         .context("generating the serving certificate")?;
@@ -190,7 +199,8 @@ mod tests {
             namespace: "webhooks".into(),
             service: "celhook".into(),
             days: 30,
-            extra_names: vec!["localhost".into(), "127.0.0.1".into()],
+            extra_names: vec!["webhook.example".into()],
+            local_names: true,
         };
         let bundle = generate(&args).expect("generated");
         let ca_pem = std::fs::read_to_string(dir.path().join("ca.crt")).expect("ca.crt");
@@ -219,8 +229,14 @@ mod tests {
         .build()
         .expect("verifier");
         use rustls::client::danger::ServerCertVerifier;
-        // The Service's name, and the extra names (a DNS name and an IP).
-        for host in ["celhook.webhooks.svc", "localhost", "127.0.0.1"] {
+        // The Service's name, the local names (a DNS name and an IP) that
+        // come by default, and an extra name.
+        for host in [
+            "celhook.webhooks.svc",
+            "localhost",
+            "127.0.0.1",
+            "webhook.example",
+        ] {
             let name = rustls::pki_types::ServerName::try_from(host).expect("name");
             verifier
                 .verify_server_cert(&leaf, &[], &name, &[], rustls::pki_types::UnixTime::now())
@@ -236,5 +252,30 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn local_names_can_be_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = CertsArgs {
+            out_dir: dir.path().to_owned(),
+            namespace: "webhooks".into(),
+            service: "celhook".into(),
+            days: 30,
+            extra_names: Vec::new(),
+            local_names: false,
+        };
+        generate(&args).expect("generated");
+        let tls = std::fs::read(dir.path().join("tls.crt")).expect("tls.crt");
+        let leaf = CertificateDer::from_pem_slice(&tls).expect("pem");
+        let names = crate::server::tls::certificate_names(&leaf);
+        assert!(
+            names.contains(&"celhook.webhooks.svc".to_owned()),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n == "localhost" || n == "127.0.0.1"),
+            "{names:?}"
+        );
     }
 }

@@ -187,9 +187,14 @@ struct CertsCliArgs {
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
     days: u32,
 
-    /// More names for the serving certificate, DNS names or IP addresses (comma-separated), e.g. localhost,127.0.0.1 for a port-forward.
+    /// More names for the serving certificate, DNS names or IP addresses (comma-separated).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     extra_names: Vec<String>,
+
+    /// Leave out `localhost` and `127.0.0.1`, which the serving certificate
+    /// otherwise carries for a local run or a port-forward.
+    #[arg(long)]
+    no_local_names: bool,
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -477,6 +482,7 @@ impl Cli {
                 service: args.service,
                 days: args.days,
                 extra_names: args.extra_names,
+                local_names: !args.no_local_names,
             }),
         }
     }

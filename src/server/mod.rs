@@ -401,14 +401,26 @@ impl RunningServer {
         Ok(())
     }
 
-    /// Serves until SIGTERM or SIGINT, then stops gracefully. SIGHUP
-    /// reloads the certificate and config files at once; SIGUSR1 and
-    /// SIGUSR2 are logged and ignored (their default would kill the process
-    /// without a drain).
+    /// Serves until SIGTERM, then stops gracefully (what an orchestrator
+    /// sends); SIGINT (Ctrl-C in a terminal) stops at once, also during a
+    /// graceful stop. SIGHUP reloads the certificate and config files at
+    /// once; SIGUSR1 and SIGUSR2 are logged and ignored (their default
+    /// would kill the process without a drain).
     pub async fn run_until_signal(self) -> anyhow::Result<()> {
         let signal = signals::wait(|| self.reload_now()).await?;
+        if signal == signals::INTERRUPT {
+            tracing::info!(signal, "stopping at once");
+            // Dropping the server stops its runtime without a drain.
+            return Ok(());
+        }
         tracing::info!(signal, "stopping");
-        self.stop().await
+        tokio::select! {
+            stopped = self.stop() => stopped,
+            interrupted = signals::interrupt() => {
+                tracing::info!(signal = signals::INTERRUPT, "stopping at once, in the middle of the drain");
+                interrupted
+            }
+        }
     }
 }
 
@@ -423,6 +435,14 @@ impl Drop for RunningServer {
 
 mod signals {
     use anyhow::Context;
+
+    /// The name [`wait`] gives an interrupt (Ctrl-C).
+    pub const INTERRUPT: &str = "SIGINT";
+
+    /// Waits for an interrupt (SIGINT, Ctrl-C).
+    pub async fn interrupt() -> anyhow::Result<()> {
+        tokio::signal::ctrl_c().await.context("waiting for SIGINT")
+    }
 
     /// Waits for SIGTERM (what Kubernetes sends) or SIGINT and returns its
     /// name; calls `reload` on each SIGHUP.
@@ -439,7 +459,7 @@ mod signals {
         loop {
             tokio::select! {
                 _ = term.recv() => return Ok("SIGTERM"),
-                _ = int.recv() => return Ok("SIGINT"),
+                _ = int.recv() => return Ok(INTERRUPT),
                 _ = hup.recv() => {
                     tracing::info!(signal = "SIGHUP", "reloading the certificate and config files now");
                     reload();
@@ -453,9 +473,7 @@ mod signals {
     /// Waits for Ctrl-C.
     #[cfg(not(unix))]
     pub async fn wait(_reload: impl Fn()) -> anyhow::Result<&'static str> {
-        tokio::signal::ctrl_c()
-            .await
-            .context("waiting for Ctrl-C")?;
-        Ok("Ctrl-C")
+        interrupt().await?;
+        Ok(INTERRUPT)
     }
 }

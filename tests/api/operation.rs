@@ -849,3 +849,44 @@ async fn prometheus_scrapes_celhook_over_tls_and_promtool_accepts_the_output() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+// === lifecycle: Ctrl-C in a terminal ===
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_stops_at_once_where_sigterm_drains() {
+    // A shutdown delay long enough that a drain would show: SIGTERM keeps
+    // serving through it, SIGINT does not wait for it.
+    let delay = ["--shutdown-delay", "10s", "--shutdown-timeout", "10s"];
+    common::install_crypto();
+
+    let mut celhook = ServeProcess::start(delay).await;
+    let sent = Instant::now();
+    celhook.signal("INT");
+    let status = tokio::time::timeout(Duration::from_secs(3), celhook.child.wait())
+        .await
+        .expect("exits within 3 s of SIGINT")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+    assert!(sent.elapsed() < Duration::from_secs(3));
+
+    // SIGTERM drains; a Ctrl-C during the drain ends it at once.
+    let mut celhook = ServeProcess::start(delay).await;
+    celhook.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(celhook.is_running(), "SIGTERM waits out the shutdown delay");
+    let plain = Client::new();
+    let readyz = plain
+        .get(format!("http://{}/readyz", celhook.metrics_addr))
+        .send()
+        .await
+        .expect("readyz during the drain");
+    assert_eq!(readyz.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let sent = Instant::now();
+    celhook.signal("INT");
+    let status = tokio::time::timeout(Duration::from_secs(3), celhook.child.wait())
+        .await
+        .expect("exits within 3 s of SIGINT during the drain")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0));
+    assert!(sent.elapsed() < Duration::from_secs(3));
+}
