@@ -65,10 +65,12 @@ pub struct ConvertArgs {
 /// `celhook check` settings.
 #[derive(Debug, Clone)]
 pub struct CheckArgs {
-    /// The directory to check.
+    /// The file or directory to check.
     pub source: ConfigSource,
     /// How to print the report.
     pub output: OutputFormat,
+    /// Skipped files and documents fail the check too.
+    pub strict: bool,
 }
 
 /// How `check` prints its report.
@@ -151,8 +153,8 @@ struct EvalCliArgs {
 
 #[derive(Debug, Args)]
 struct ConvertCliArgs {
-    /// Directory of CRDs and conversion documents; without it, the examples built into the binary.
-    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    /// CRDs and conversion documents: a directory (with its subdirectories) or one file; without it, the examples built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: Option<PathBuf>,
 
     /// The version to convert to, as group/version (e.g. example.com/v1).
@@ -204,8 +206,8 @@ fn duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// Directory of CRD manifests (YAML or JSON); without it, the example CRDs built into the binary.
-    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    /// CRD manifests (YAML or JSON): a directory, read with its subdirectories, or one file; without it, the example CRDs built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: Option<PathBuf>,
 
     /// PEM certificate chain; without --tls-cert/--tls-key a self-signed certificate is generated.
@@ -390,13 +392,17 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct CheckCliArgs {
-    /// Directory of CRD manifests (YAML or JSON) to check.
-    #[arg(long, env = "CELHOOK_CONFIG", value_name = "DIR")]
+    /// CRD manifests (YAML or JSON) to check: a file, or a directory read with its subdirectories.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: PathBuf,
 
     /// Report format.
     #[arg(long, env = "CELHOOK_OUTPUT", value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
+
+    /// Fail on skipped files and documents too (kustomization files, objects that are not CRDs).
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -454,6 +460,7 @@ impl Cli {
             CliCommand::Check(args) => Command::Check(CheckArgs {
                 source: ConfigSource::Dir(args.config),
                 output: args.output,
+                strict: args.strict,
             }),
             CliCommand::Convert(args) => Command::Convert(ConvertArgs {
                 source: args

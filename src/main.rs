@@ -140,7 +140,7 @@ fn check(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     }
-    if loaded.report.has_errors() {
+    if loaded.report.fails(args.strict) {
         ExitCode::from(EXIT_FAILURE)
     } else {
         ExitCode::SUCCESS
@@ -192,6 +192,9 @@ fn serve(config: ServeConfig) -> ExitCode {
             "refusing to start: the config has problems (run `celhook check --config <dir>` for the full report)"
         );
         return ExitCode::from(EXIT_USAGE);
+    }
+    for skipped in &loaded.report.warnings {
+        tracing::warn!(skipped = %config::report::format_problem(skipped), "config file or document skipped");
     }
     tracing::info!(
         source = ?config.config_source,

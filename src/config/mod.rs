@@ -15,12 +15,14 @@ use crate::schema::Schema;
 use crate::validation::Validator;
 
 pub mod embedded;
+pub mod files;
 pub mod report;
 
 /// Where the CRDs come from.
 #[derive(Debug, Clone)]
 pub enum ConfigSource {
-    /// Every `*.yaml`, `*.yml` and `*.json` file in this directory.
+    /// A file, or every `*.yaml`, `*.yml` and `*.json` file below this
+    /// directory, subdirectories included (see `files`).
     Dir(PathBuf),
     /// The example CRDs embedded in the binary (`manifests/examples/`).
     Embedded,
@@ -154,14 +156,24 @@ pub struct CrdReport {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub crds: Vec<CrdReport>,
-    /// Problems not tied to one CRD (unreadable file, bad YAML, not a CRD).
+    /// Problems not tied to one CRD (unreadable file, bad YAML, a v1beta1 CRD).
     pub errors: Vec<Problem>,
+    /// What was skipped and why: kustomization files and documents that
+    /// are neither CRDs nor conversion documents (sample objects next to a
+    /// CRD). Errors only for `check --strict`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Problem>,
 }
 
 impl Report {
     /// True when anything was refused.
     pub fn has_errors(&self) -> bool {
         !self.errors.is_empty() || self.crds.iter().any(|c| !c.errors.is_empty())
+    }
+
+    /// [`Report::has_errors`], with warnings counted as errors when `strict`.
+    pub fn fails(&self, strict: bool) -> bool {
+        self.has_errors() || (strict && !self.warnings.is_empty())
     }
 }
 
@@ -178,7 +190,7 @@ pub struct Loaded {
 pub fn load(source: &ConfigSource) -> Loaded {
     let mut loader = Loader::default();
     match source {
-        ConfigSource::Dir(dir) => loader.dir(dir),
+        ConfigSource::Dir(path) => loader.path(path),
         ConfigSource::Embedded => {
             for (name, text) in embedded::FILES {
                 loader.text(&format!("embedded:{name}"), text);
@@ -249,29 +261,29 @@ impl Loader {
         });
     }
 
-    fn dir(&mut self, dir: &Path) {
-        let shown = dir.display().to_string();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) => return self.file_error(&shown, format!("cannot read config directory: {e}")),
+    fn file_warning(&mut self, file: &str, reason: impl Into<String>) {
+        self.report.warnings.push(Problem {
+            file: file.to_owned(),
+            crd: None,
+            version: None,
+            path: None,
+            rule: None,
+            reason: reason.into(),
+        });
+    }
+
+    /// A config file, or a directory walked recursively (in name order, so
+    /// that the outcome never depends on the listing order).
+    fn path(&mut self, path: &Path) {
+        let shown = path.display().to_string();
+        let files = match files::config_files(path) {
+            Ok(files) => files,
+            Err(e) => return self.file_error(&shown, format!("cannot read the config: {e}")),
         };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.is_file()
-                    && matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("yaml" | "yml" | "json")
-                    )
-            })
-            .collect();
-        // Files in name order, so that the outcome never depends on the
-        // directory's listing order.
-        files.sort();
         if files.is_empty() {
             self.file_error(
                 &shown,
-                "no *.yaml, *.yml or *.json files in the config directory",
+                "no *.yaml, *.yml or *.json files in the config directory or its subdirectories",
             );
         }
         for path in files {
@@ -284,12 +296,15 @@ impl Loader {
     }
 
     fn text(&mut self, file: &str, text: &str) {
-        let docs = match parse_documents(file, text) {
-            Ok(d) => d,
-            Err(reason) => return self.file_error(file, reason),
-        };
-        for (i, doc) in docs.into_iter().enumerate() {
-            self.document(file, i, doc);
+        if files::is_kustomization(file) {
+            return self.file_warning(file, "skipped: a kustomization file, not config");
+        }
+        // One bad document does not hide the others of its file.
+        for (i, doc) in parse_documents(file, text).into_iter().enumerate() {
+            match doc {
+                Ok(doc) => self.document(file, i, doc),
+                Err(reason) => self.file_error(file, reason),
+            }
         }
     }
 
@@ -321,9 +336,11 @@ impl Loader {
                     self.document(file, index, item);
                 }
             }
-            _ => self.file_error(
+            // Sample objects and the like, kept next to CRDs in many
+            // repositories: skipped, and said so.
+            _ => self.file_warning(
                 file,
-                format!("document {index}: expected an apiextensions.k8s.io/v1 CustomResourceDefinition or a {} {}, got apiVersion {api_version:?} kind {kind:?}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND),
+                format!("document {index}: skipped: apiVersion {api_version:?} kind {kind:?} is neither an apiextensions.k8s.io/v1 CustomResourceDefinition nor a {} {}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND),
             ),
         }
     }
@@ -534,20 +551,54 @@ impl Loader {
 }
 
 /// Parses a file into its documents: JSON (one document) or YAML (one or
-/// many, separated by `---`).
-fn parse_documents(file: &str, text: &str) -> Result<Vec<Json>, String> {
+/// many, separated by `---`), each parsed on its own so that a bad one
+/// costs only itself.
+fn parse_documents(file: &str, text: &str) -> Vec<Result<Json, String>> {
     if file.ends_with(".json") {
-        return serde_json::from_str(text)
-            .map(|v| vec![v])
-            .map_err(|e| format!("invalid JSON: {e}"));
+        return vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))];
     }
+    yaml_documents(text)
+        .into_iter()
+        .enumerate()
+        .map(|(i, doc)| {
+            if doc.lines().all(|l| {
+                let l = l.trim();
+                l.is_empty() || l.starts_with('#')
+            }) {
+                return Ok(Json::Null);
+            }
+            serde_norway::from_str(doc).map_err(|e| format!("invalid YAML in document {i}: {e}"))
+        })
+        .collect()
+}
+
+/// The documents of a YAML stream: split at `---` (and `...`) lines, which
+/// YAML forbids inside any scalar at the start of a line. A marker on the
+/// first line opens the first document rather than ending an empty one.
+fn yaml_documents(text: &str) -> Vec<&str> {
     let mut docs = Vec::new();
-    for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let v: Json = serde::Deserialize::deserialize(de)
-            .map_err(|e| format!("invalid YAML in document {i}: {e}"))?;
-        docs.push(v);
+    let mut start = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let marker =
+            bare == "---" || bare.starts_with("--- ") || bare.starts_with("---\t") || bare == "...";
+        if marker {
+            if offset > 0 || bare == "..." {
+                docs.push(&text[start..offset]);
+            }
+            // `--- {a: 1}`: content may follow the marker on its line.
+            start = offset
+                + if bare.starts_with("--- ") {
+                    4
+                } else {
+                    line.len()
+                };
+        }
+        offset += line.len();
     }
-    Ok(docs)
+    docs.push(&text[start..]);
+    docs
 }
 
 #[cfg(test)]

@@ -59,7 +59,8 @@ pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Pr
 }
 
 /// `check`'s text report: one line per problem (conversion documents'
-/// problems included), then a summary line.
+/// problems included), one per skipped file or document (`warning: `
+/// first), then a summary line.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let mut count = 0usize;
@@ -67,6 +68,9 @@ pub fn render_text(report: &Report) -> String {
         count += 1;
         out.push_str(&format_problem(&problem));
         out.push('\n');
+    }
+    for skipped in &report.warnings {
+        let _ = writeln!(out, "warning: {}", format_problem(skipped));
     }
     let versions: usize = report.crds.iter().map(|c| c.versions.len()).sum();
     let crds = report.crds.len();
@@ -77,10 +81,15 @@ pub fn render_text(report: &Report) -> String {
         plural(versions)
     );
     if count == 0 {
-        out.push_str("no problems\n");
+        out.push_str("no problems");
     } else {
-        let _ = writeln!(out, "{count} problem{}", plural(count));
+        let _ = write!(out, "{count} problem{}", plural(count));
     }
+    let skipped = report.warnings.len();
+    if skipped > 0 {
+        let _ = write!(out, ", {skipped} skipped");
+    }
+    out.push('\n');
     out
 }
 
@@ -181,6 +190,7 @@ mod tests {
                 errors: vec![problem()],
             }],
             errors: vec![],
+            warnings: vec![],
         };
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&report).expect("renders")).expect("json");

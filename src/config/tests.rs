@@ -100,7 +100,7 @@ fn multi_document_files_and_json_files_load() {
 }
 
 #[test]
-fn bad_yaml_other_kinds_and_duplicates_are_refused() {
+fn bad_yaml_and_duplicates_are_refused_and_other_kinds_skipped() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.yaml", CRD_HEAD);
     write(dir.path(), "b.yaml", CRD_HEAD);
@@ -116,7 +116,20 @@ fn bad_yaml_other_kinds_and_duplicates_are_refused() {
         text.contains("duplicate CustomResourceDefinition"),
         "{text}"
     );
-    assert!(text.contains("kind \\\"ConfigMap\\\""), "{text}");
+    // Not a CRD: skipped with a warning, not refused.
+    assert!(
+        loaded
+            .report
+            .warnings
+            .iter()
+            .any(|w| w.file.ends_with("c.yaml") && w.reason.contains("kind \"ConfigMap\"")),
+        "{text}"
+    );
+    assert!(!loaded
+        .report
+        .errors
+        .iter()
+        .any(|e| e.file.ends_with("c.yaml")));
     assert!(text.contains("invalid YAML"), "{text}");
     // The valid first copy still compiled.
     assert!(loaded
@@ -129,4 +142,92 @@ fn bad_yaml_other_kinds_and_duplicates_are_refused() {
 fn a_missing_directory_is_a_problem_not_a_panic() {
     let loaded = load(&ConfigSource::Dir("/nonexistent/celhook".into()));
     assert!(loaded.report.has_errors());
+}
+
+#[test]
+fn subdirectories_single_files_kustomizations_and_samples_load_as_users_keep_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("team/crds")).unwrap();
+    write(&root.join("team/crds"), "widget.yaml", CRD_HEAD);
+    write(
+        root,
+        "kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [team/crds/widget.yaml]\n",
+    );
+    // A sample object next to its CRD, and a bad document between two
+    // good ones: the good ones still load.
+    let gadget = CRD_HEAD
+        .replace("widgets.example.com", "gadgets.example.com")
+        .replace(
+            "{plural: widgets, singular: widget, kind: Widget}",
+            "{plural: gadgets, singular: gadget, kind: Gadget}",
+        );
+    write(
+        &root.join("team"),
+        "gadget.yaml",
+        &format!("---\n{gadget}---\nkey: [unclosed\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: sample}}\n"),
+    );
+    let loaded = load(&ConfigSource::Dir(root.to_owned()));
+    assert!(loaded
+        .catalog
+        .lookup("example.com", "v1", "Widget")
+        .is_some());
+    assert!(loaded
+        .catalog
+        .lookup("example.com", "v1", "Gadget")
+        .is_some());
+    let errors: Vec<&Problem> = loaded.report.errors.iter().collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].file.ends_with("team/gadget.yaml"));
+    assert!(
+        errors[0].reason.starts_with("invalid YAML in document 1"),
+        "{}",
+        errors[0].reason
+    );
+    let warnings: Vec<String> = loaded
+        .report
+        .warnings
+        .iter()
+        .map(report::format_problem)
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("kustomization.yaml: skipped")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("gadget.yaml: document 2: skipped")),
+        "{warnings:?}"
+    );
+    // Warnings fail only a strict check.
+    let clean = load_texts(&[("sample.yaml", "apiVersion: v1\nkind: ConfigMap\n")]);
+    assert!(!clean.report.fails(false) && clean.report.fails(true));
+
+    // `--config` may name one file.
+    let one = load(&ConfigSource::Dir(root.join("team/crds/widget.yaml")));
+    assert!(!one.report.has_errors(), "{:?}", one.report);
+    assert_eq!(one.catalog.len(), 1);
+}
+
+#[test]
+fn yaml_streams_split_at_document_markers() {
+    assert_eq!(yaml_documents("a: 1\n"), ["a: 1\n"]);
+    assert_eq!(
+        yaml_documents("---\na: 1\n---\nb: 2\n"),
+        ["a: 1\n", "b: 2\n"]
+    );
+    assert_eq!(yaml_documents("a: 1\n--- {b: 2}\n"), ["a: 1\n", "{b: 2}\n"]);
+    // Not markers: an indented `---`, a longer dash run.
+    assert_eq!(yaml_documents("a: |\n  ---\nb: ----\n").len(), 1);
+    let docs = parse_documents("x.yaml", "a: 1\n---\n# only a comment\n---\nb: [\n");
+    assert_eq!(docs.len(), 3);
+    assert_eq!(docs[1], Ok(Json::Null));
+    assert!(docs[2]
+        .as_ref()
+        .is_err_and(|e| e.starts_with("invalid YAML in document 2")));
 }

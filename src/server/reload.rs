@@ -294,6 +294,9 @@ fn reload_config_settled(state: &AppState, dir: &Path, settled: bool) -> Settle 
         );
         return Settle::Done;
     }
+    for skipped in &loaded.report.warnings {
+        tracing::warn!(skipped = %config::report::format_problem(skipped), "config file or document skipped");
+    }
     let dropped = dropped(&state.catalog.load(), &loaded.catalog);
     if !dropped.is_empty() {
         if !settled {
@@ -361,25 +364,17 @@ fn files_fingerprint(paths: &[&PathBuf]) -> u64 {
 }
 
 /// Hash of the names and contents of the files the config loader reads
-/// (`*.yaml`, `*.yml`, `*.json`, following symlinks such as a ConfigMap
-/// volume's).
+/// (`config::files`: subdirectories included, following symlinks such as
+/// a ConfigMap volume's).
 fn dir_fingerprint(dir: &Path) -> u64 {
     let mut h = DefaultHasher::new();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+    let files = match config::files::config_files(dir) {
+        Ok(files) => files,
         Err(err) => {
             (err.kind() as u32).hash(&mut h);
             return h.finish();
         }
     };
-    files.retain(|p| {
-        p.is_file()
-            && matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml" | "json")
-            )
-    });
-    files.sort();
     for path in files {
         path.hash(&mut h);
         match std::fs::read(&path) {
@@ -403,7 +398,12 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "ignored").expect("write");
         assert_eq!(first, dir_fingerprint(dir.path()));
         std::fs::write(dir.path().join("a.yaml"), "a: 2\n").expect("write");
-        assert_ne!(first, dir_fingerprint(dir.path()));
+        let second = dir_fingerprint(dir.path());
+        assert_ne!(first, second);
+        // A CRD in a subdirectory counts too: the loader reads it.
+        std::fs::create_dir(dir.path().join("team")).expect("mkdir");
+        std::fs::write(dir.path().join("team/b.yaml"), "b: 1\n").expect("write");
+        assert_ne!(second, dir_fingerprint(dir.path()));
     }
 
     #[cfg(unix)]

@@ -247,3 +247,39 @@ async fn serve_runs_from_env_and_stops_cleanly_on_sigterm() {
     };
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn check_skips_samples_with_a_warning_and_strict_fails_on_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crds = dir.path().join("team");
+    std::fs::create_dir(&crds).expect("mkdir");
+    std::fs::copy(
+        common::fixture_path("crds/patterns.yaml"),
+        crds.join("patterns.yaml"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.path().join("sample.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sample}\n",
+    )
+    .expect("write");
+    let config = dir.path().display().to_string();
+
+    let out = run(celhook().args(["check", "--config", &config]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("warning: "), "{stdout}");
+    assert!(
+        stdout.contains("sample.yaml: document 0: skipped"),
+        "{stdout}"
+    );
+    // The CRD in the subdirectory was read.
+    assert!(stdout.contains("checked 1 CRD"), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("no problems, 1 skipped"),
+        "{stdout}"
+    );
+
+    let strict = run(celhook().args(["check", "--config", &config, "--strict"]));
+    assert_eq!(strict.status.code(), Some(1));
+}
