@@ -161,7 +161,7 @@ struct ConvertCliArgs {
     #[arg(long, value_name = "GROUP/VERSION")]
     to: String,
 
-    /// Manifest files, YAML or JSON (output in the same format).
+    /// Manifest files, YAML or JSON (output in the same format); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }

@@ -157,17 +157,36 @@ fn convert(args: &ConvertArgs) -> ExitCode {
         eprintln!("refusing to convert: the config has problems");
         return ExitCode::from(EXIT_USAGE);
     }
+    if let Err(message) = check_desired(&loaded.catalog, &args.to) {
+        eprintln!("{message}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let mut out = String::new();
     for file in &args.files {
         let name = file.display().to_string();
-        let result = std::fs::read_to_string(file)
-            .map_err(|e| format!("{name}: cannot read: {e}"))
-            .and_then(|text| {
-                celhook::conversion::files::convert_text(&loaded.catalog, &args.to, &name, &text)
-            });
+        let result = if name == "-" {
+            // `-`: the manifests come on standard input.
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("<stdin>: cannot read: {e}"))
+                .and_then(|_| {
+                    celhook::conversion::files::convert_stdin(&loaded.catalog, &args.to, &text)
+                })
+        } else {
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("{name}: cannot read: {e}"))
+                .and_then(|text| {
+                    celhook::conversion::files::convert_text(
+                        &loaded.catalog,
+                        &args.to,
+                        &name,
+                        &text,
+                    )
+                })
+        };
         match result {
             Ok(text) => {
-                if !out.is_empty() && !name.ends_with(".json") {
+                if !out.is_empty() && !text.trim_start().starts_with('{') {
                     out.push_str("---\n");
                 }
                 out.push_str(&text);
@@ -180,6 +199,38 @@ fn convert(args: &ConvertArgs) -> ExitCode {
     }
     print!("{out}");
     ExitCode::SUCCESS
+}
+
+/// `--to` must be `group/version`; without the version, the message lists
+/// the versions the config serves in that group.
+fn check_desired(catalog: &config::Catalog, to: &str) -> Result<(), String> {
+    if matches!(to.split_once('/'), Some((group, version)) if !group.is_empty() && !version.is_empty())
+    {
+        return Ok(());
+    }
+    let group = to.trim_end_matches('/');
+    let mut versions: Vec<&str> = catalog
+        .versions()
+        .filter(|v| v.group == group)
+        .map(|v| v.version.as_str())
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    let served = if versions.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the config serves {}",
+            versions
+                .iter()
+                .map(|v| format!("{group}/{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Err(format!(
+        "--to {to:?}: expected group/version (e.g. example.com/v1){served}"
+    ))
 }
 
 fn serve(config: ServeConfig) -> ExitCode {

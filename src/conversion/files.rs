@@ -35,7 +35,31 @@ pub fn convert_text(
     name: &str,
     text: &str,
 ) -> Result<String, String> {
-    let format = FileFormat::of(name);
+    convert_as(catalog, desired, name, text, FileFormat::of(name))
+}
+
+/// [`convert_text`] for text without a file name (standard input): JSON
+/// when it starts with `{`, YAML otherwise.
+pub fn convert_stdin(
+    catalog: &(impl Conversions + ?Sized),
+    desired: &str,
+    text: &str,
+) -> Result<String, String> {
+    let format = if text.trim_start().starts_with('{') {
+        FileFormat::Json
+    } else {
+        FileFormat::Yaml
+    };
+    convert_as(catalog, desired, "<stdin>", text, format)
+}
+
+fn convert_as(
+    catalog: &(impl Conversions + ?Sized),
+    desired: &str,
+    name: &str,
+    text: &str,
+    format: FileFormat,
+) -> Result<String, String> {
     let docs: Vec<Json> = match format {
         FileFormat::Json => {
             vec![serde_json::from_str(text).map_err(|e| format!("{name}: invalid JSON: {e}"))?]

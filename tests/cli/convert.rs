@@ -353,3 +353,37 @@ fn pizzas_at_the_schema_bounds_convert_there_and_back() {
         beta
     );
 }
+
+#[test]
+fn convert_reads_standard_input_and_names_a_missing_version() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = celhook()
+        .args(["convert", "--to", "example.com/v1", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("celhook runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(CRONTABS_YAML.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let docs = yaml_docs(&text(&out.stdout));
+    assert_eq!(docs.len(), 2, "{}", text(&out.stdout));
+    assert_eq!(docs[0]["apiVersion"], "example.com/v1");
+    assert_eq!(docs[0]["host"], "localhost");
+
+    // A group without its version: a usage error listing the versions.
+    let out = run(celhook().args(["convert", "--to", "example.com", "-"]));
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("expected group/version") && stderr.contains("example.com/v1beta1"),
+        "{stderr}"
+    );
+}
