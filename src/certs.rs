@@ -191,27 +191,38 @@ mod tests {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
 
-    #[test]
-    fn writes_a_ca_and_a_serving_certificate_for_the_service() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let args = CertsArgs {
-            out_dir: dir.path().to_owned(),
+    /// `celhook certs` for the Service `celhook.webhooks` into `dir`.
+    fn args(dir: &Path, extra_names: Vec<String>, local_names: bool) -> CertsArgs {
+        CertsArgs {
+            out_dir: dir.to_owned(),
             namespace: "webhooks".into(),
             service: "celhook".into(),
             days: 30,
-            extra_names: vec!["webhook.example".into()],
-            local_names: true,
-        };
-        let bundle = generate(&args).expect("generated");
+            extra_names,
+            local_names,
+        }
+    }
+
+    /// The names on the serving certificate written into `dir`.
+    fn serving_names(dir: &Path) -> (CertificateDer<'static>, Vec<String>) {
+        let tls = std::fs::read(dir.join("tls.crt")).expect("tls.crt");
+        let leaf = CertificateDer::from_pem_slice(&tls).expect("pem");
+        let names = crate::server::tls::certificate_names(&leaf);
+        (leaf, names)
+    }
+
+    #[test]
+    fn writes_a_ca_and_a_serving_certificate_for_the_service() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bundle =
+            generate(&args(dir.path(), vec!["webhook.example".into()], true)).expect("generated");
         let ca_pem = std::fs::read_to_string(dir.path().join("ca.crt")).expect("ca.crt");
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(bundle)
             .expect("base64");
         assert_eq!(decoded, ca_pem.as_bytes());
 
-        let tls = std::fs::read(dir.path().join("tls.crt")).expect("tls.crt");
-        let leaf = CertificateDer::from_pem_slice(&tls).expect("pem");
-        let names = crate::server::tls::certificate_names(&leaf);
+        let (leaf, names) = serving_names(dir.path());
         assert!(
             names.contains(&"celhook.webhooks.svc".to_owned()),
             "{names:?}"
@@ -257,18 +268,8 @@ mod tests {
     #[test]
     fn local_names_can_be_left_out() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let args = CertsArgs {
-            out_dir: dir.path().to_owned(),
-            namespace: "webhooks".into(),
-            service: "celhook".into(),
-            days: 30,
-            extra_names: Vec::new(),
-            local_names: false,
-        };
-        generate(&args).expect("generated");
-        let tls = std::fs::read(dir.path().join("tls.crt")).expect("tls.crt");
-        let leaf = CertificateDer::from_pem_slice(&tls).expect("pem");
-        let names = crate::server::tls::certificate_names(&leaf);
+        generate(&args(dir.path(), Vec::new(), false)).expect("generated");
+        let (_, names) = serving_names(dir.path());
         assert!(
             names.contains(&"celhook.webhooks.svc".to_owned()),
             "{names:?}"

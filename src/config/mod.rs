@@ -572,7 +572,9 @@ fn parse_documents(file: &str, text: &str) -> Vec<Result<Json, String>> {
         .collect()
 }
 
-/// The documents of a YAML stream: split at `---` (and `...`) lines, which
+/// The documents of a YAML stream: split here rather than by serde_norway's
+/// multi-document reader, which cannot go on past a document that fails to
+/// parse. Split at `---` (and `...`) lines, which
 /// YAML forbids inside any scalar at the start of a line. A marker on the
 /// first line opens the first document rather than ending an empty one.
 fn yaml_documents(text: &str) -> Vec<&str> {

@@ -1,6 +1,6 @@
 //! Environments as data: what an expression may refer to (its variables
 //! and their types), which functions it may call (the registry filtered by
-//! the Kubernetes version it answers as), and its runtime limit. The API
+//! the Kubernetes version it answers as), and the macros. The API
 //! server's environments for CRD rules, messageExpressions and conversion
 //! expressions are values of [`Environment`]; the checker reads nothing
 //! else, so a new kind of expression is a new value, not a new checker.
@@ -28,8 +28,6 @@ pub struct Environment {
     /// Functions first available in a later Kubernetes minor are
     /// undeclared.
     pub version: Version,
-    /// The runtime cost one evaluation may spend.
-    pub cost_limit: u64,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -67,7 +65,6 @@ impl Environment {
             old_self: true,
             optional_old_self,
             version: LATEST,
-            cost_limit: PER_EXPRESSION_COST_LIMIT,
             extensions: true,
         }
     }

@@ -177,7 +177,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
 /// call or a `format: byte` field.
 fn is_bytes(ir: &Ir, shape: &Shape<'_>) -> bool {
     matches!(ir, Ir::Const(Const::Bytes(_)))
-        || matches!(ir, Ir::Call(f, _) if std::ptr::eq(*f, &conversions::BYTES))
+        || matches!(ir, Ir::Call(f, _) if *f == &conversions::BYTES)
         || shape
             .schema
             .is_some_and(|s| s.ty == Type::String && s.format == Format::Byte)

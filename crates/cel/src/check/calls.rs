@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::library;
-use crate::registry::Function;
 
 impl<'s> Compiler<'_, 's> {
     /// `found no matching overload` unless an overload of `op` takes `args`.
@@ -220,7 +219,7 @@ impl<'s> Compiler<'_, 's> {
         };
         // `'<literal>'.format([<literal list>])` is checked clause by clause.
         if let (true, [Ir::Const(Const::Str(fmt)), Ir::List(..) | Ir::ConstList(..)], [list_arg]) = (
-            is(func, &library::string_format::FORMAT),
+            func == &library::string_format::FORMAT,
             args.as_slice(),
             call.args.as_slice(),
         ) {
@@ -238,8 +237,8 @@ impl<'s> Compiler<'_, 's> {
             let exprs: Vec<&IdedExpr> = target.into_iter().chain(call.args.iter()).collect();
             exprs.get(i).map_or(id, |e| e.id)
         };
-        let duration = is(func, &library::conversions::DURATION);
-        let timestamp = is(func, &library::conversions::TIMESTAMP);
+        let duration = func == &library::conversions::DURATION;
+        let timestamp = func == &library::conversions::TIMESTAMP;
         if let (true, Some(Ir::Const(_))) = (duration || timestamp, args.first()) {
             if fold(func, &args).is_err() {
                 let what = if duration { "duration" } else { "timestamp" };
@@ -263,7 +262,7 @@ impl<'s> Compiler<'_, 's> {
             }
         }
         // A constant pattern is compiled once here, not per evaluation.
-        if is(func, &library::core::MATCHES) {
+        if func == &library::core::MATCHES {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
                 let re = crate::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
@@ -483,9 +482,4 @@ fn fold(func: Func, args: &[Ir]) -> Result<Option<Const>, crate::value::error::E
         Value::Type(t) => Some(Const::Type(t)),
         _ => None,
     })
-}
-
-/// Whether `func` is the row `row` (rows are statics: one address each).
-fn is(func: Func, row: &'static Function) -> bool {
-    std::ptr::eq(func, row)
 }
