@@ -97,7 +97,7 @@ def histogram():
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
     text = urllib.request.urlopen("https://127.0.0.1:18443/metrics", context=ctx).read().decode()
     return {l.split('le="')[1].split('"')[0]: float(l.split()[-1]) for l in text.splitlines()
-            if l.startswith("celhook_request_duration_seconds_bucket") and 'endpoint="validate"' in l}
+            if l.startswith("celhook_request_duration_seconds_bucket") and 'handler="validate"' in l}
 h0, s0, p0 = histogram(), ticks(server), None
 try:
     p0 = int(open("/proc/pressure/cpu").readline().split("total=")[1])

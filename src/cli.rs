@@ -2,9 +2,8 @@
 //! be set by an environment variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
-//! [`ServeConfig`] or [`CheckArgs`]. This file also renders `check`'s report.
+//! [`ServeConfig`] or [`CheckArgs`].
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -34,12 +33,22 @@ pub enum Command {
     Eval(EvalArgs),
     /// Write a development CA and serving certificate, print the caBundle.
     Certs(crate::certs::CertsArgs),
+    /// Print the webhook configuration (and conversion CRDs) for a config.
+    WebhookConfig {
+        /// The config whose CRDs are routed to celhook.
+        source: ConfigSource,
+        /// Service, failure policy and timeout.
+        options: crate::webhook_config::WebhookOptions,
+        /// A PEM file whose text becomes the caBundle.
+        ca_bundle: Option<PathBuf>,
+    },
 }
 
 /// `celhook eval` settings.
 #[derive(Debug, Clone)]
 pub enum EvalArgs {
-    /// What the webhook answers for an object (UPDATE when `old` is given).
+    /// What the webhook answers for each object of a file (UPDATE when
+    /// `old` is given).
     Object {
         crd: PathBuf,
         version: Option<String>,
@@ -47,8 +56,13 @@ pub enum EvalArgs {
         old: Option<PathBuf>,
         output: OutputFormat,
     },
-    /// The value of one expression, `self` bound to a JSON or YAML value.
-    Expr { expr: String, this: Option<PathBuf> },
+    /// The value of one expression, `self` bound to a JSON or YAML value
+    /// and, when `old` is given, `oldSelf` to another.
+    Expr {
+        expr: String,
+        this: Option<PathBuf>,
+        old: Option<PathBuf>,
+    },
 }
 
 /// `celhook convert` settings.
@@ -60,6 +74,10 @@ pub struct ConvertArgs {
     pub to: String,
     /// Manifest files (YAML or JSON).
     pub files: Vec<PathBuf>,
+    /// Objects of kinds no CRD of the config serves: passed through or refused.
+    pub other_kinds: crate::conversion::files::OtherKinds,
+    /// Print the documents that converted even when others failed.
+    pub partial: bool,
 }
 
 /// `celhook check` settings.
@@ -73,13 +91,50 @@ pub struct CheckArgs {
     pub strict: bool,
 }
 
-/// How `check` prints its report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// How `check` prints its report or `eval` its answers: for people or
+/// for tools (each command's own `--output` help says what it prints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
-    /// One line per problem, then a summary line.
+    /// Lines of text.
     Text,
-    /// The report as JSON: `{"crds":[...],"errors":[...]}`.
+    /// JSON.
     Json,
+}
+
+/// `check --output`: the help of each value describes the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CheckOutput {
+    /// One line per problem and per skipped file or document (`warning: ...`), then a summary line.
+    Text,
+    /// The report as JSON: `{"crds":[{"name","file","versions","errors"}],"errors":[...],"warnings":[...]}`, each problem with its file, crd, version, path, rule and reason.
+    Json,
+}
+
+/// `eval --output`: the help of each value describes the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EvalOutput {
+    /// `allowed`, or `denied:` with the status message and one line per cause; with several documents, each answer starts with `document <i> (<name>):`.
+    Text,
+    /// The AdmissionReview the webhook would send (`.response.allowed`, `.response.status`); with several documents, a JSON array of them in document order.
+    Json,
+}
+
+impl From<CheckOutput> for OutputFormat {
+    fn from(output: CheckOutput) -> Self {
+        match output {
+            CheckOutput::Text => OutputFormat::Text,
+            CheckOutput::Json => OutputFormat::Json,
+        }
+    }
+}
+
+impl From<EvalOutput> for OutputFormat {
+    fn from(output: EvalOutput) -> Self {
+        match output {
+            EvalOutput::Text => OutputFormat::Text,
+            EvalOutput::Json => OutputFormat::Json,
+        }
+    }
 }
 
 /// Parses `std::env::args()` and the `CELHOOK_*` environment. On error, the
@@ -123,6 +178,10 @@ enum CliCommand {
     Eval(EvalCliArgs),
     /// Write a development CA and a serving certificate for celhook.<namespace>.svc; print the caBundle.
     Certs(CertsCliArgs),
+    /// Print the ValidatingWebhookConfiguration that sends the config's CRDs to celhook
+    /// (`/status` included), and each CRD with a conversion document with its
+    /// conversion webhook set; YAML for `kubectl apply` or a kustomization.
+    WebhookConfig(WebhookConfigCliArgs),
 }
 
 #[derive(Debug, Args)]
@@ -134,21 +193,21 @@ struct EvalCliArgs {
     /// Version of the CRD to validate as (default: the object's apiVersion).
     #[arg(long, value_name = "VERSION", requires = "crd")]
     version: Option<String>,
-    /// The object (YAML or JSON).
+    /// The object(s): YAML (one or several documents) or JSON, or a `v1` `List`; each is evaluated and answered.
     #[arg(long, value_name = "FILE", requires = "crd")]
     object: Option<PathBuf>,
-    /// The old object: evaluate as an UPDATE, with transition rules.
-    #[arg(long, value_name = "FILE", requires = "object")]
+    /// With --object: the old object(s), evaluated as an UPDATE with transition rules (as many documents as --object, paired in order). With --expr: the value of `oldSelf`.
+    #[arg(long, value_name = "FILE")]
     old: Option<PathBuf>,
-    /// One CEL expression to evaluate.
-    #[arg(long, value_name = "CEL", conflicts_with_all = ["crd", "object", "old", "version"])]
+    /// One CEL expression to evaluate; it may use `oldSelf` when --old is given.
+    #[arg(long, value_name = "CEL", conflicts_with_all = ["crd", "object", "version"])]
     expr: Option<String>,
     /// Value of `self` for --expr (YAML or JSON file).
     #[arg(long = "self", value_name = "FILE", requires = "expr")]
     this: Option<PathBuf>,
-    /// Answer format for --object.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    /// How to print the webhook's answer for each object of --object (--expr prints its value as JSON).
+    #[arg(long, value_enum, default_value_t = EvalOutput::Text)]
+    output: EvalOutput,
 }
 
 #[derive(Debug, Args)]
@@ -164,6 +223,15 @@ struct ConvertCliArgs {
     /// Manifest files, YAML or JSON (output in the same format); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+
+    /// Fail on objects of kinds no CRD of the config serves (a ConfigMap, a Deployment) instead of printing them unchanged in their place.
+    #[arg(long)]
+    refuse_other_kinds: bool,
+
+    /// When some documents fail, still print the ones that converted (exit 1 all the same); by default nothing
+    /// is printed then, so that `celhook convert ... | kubectl apply -f -` never applies a partial set.
+    #[arg(long)]
+    partial: bool,
 }
 
 #[derive(Debug, Args)]
@@ -396,13 +464,50 @@ struct CheckCliArgs {
     #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: PathBuf,
 
-    /// Report format.
-    #[arg(long, env = "CELHOOK_OUTPUT", value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    /// How to print the report of problems found.
+    #[arg(long, env = "CELHOOK_OUTPUT", value_enum, default_value_t = CheckOutput::Text)]
+    output: CheckOutput,
 
     /// Fail on skipped files and documents too (kustomization files, objects that are not CRDs).
     #[arg(long)]
     strict: bool,
+}
+
+#[derive(Debug, Args)]
+struct WebhookConfigCliArgs {
+    /// The config celhook serves (a file, or a directory read with its subdirectories);
+    /// without it, the examples built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// Name of the ValidatingWebhookConfiguration.
+    #[arg(long, default_value = "celhook")]
+    name: String,
+
+    /// Namespace of the celhook Service (also never validated, with kube-system).
+    #[arg(long, env = "CELHOOK_NAMESPACE", default_value = "celhook")]
+    namespace: String,
+
+    /// Name of the celhook Service.
+    #[arg(long, env = "CELHOOK_SERVICE", default_value = "celhook")]
+    service: String,
+
+    /// Port of the celhook Service.
+    #[arg(long, default_value_t = 443)]
+    port: u16,
+
+    /// What the API server does when celhook cannot answer: Fail (reject the write) or Ignore.
+    #[arg(long, default_value = "Fail", value_parser = ["Fail", "Ignore"])]
+    failure_policy: String,
+
+    /// How long the API server waits for an answer, in seconds (1 to 30).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=30))]
+    timeout_seconds: u32,
+
+    /// A PEM CA certificate to write as the caBundle (leave it out when cert-manager's
+    /// cainjector or the certs/ kustomize component adds it).
+    #[arg(long, value_name = "FILE")]
+    ca_bundle: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -459,7 +564,7 @@ impl Cli {
             }
             CliCommand::Check(args) => Command::Check(CheckArgs {
                 source: ConfigSource::Dir(args.config),
-                output: args.output,
+                output: args.output.into(),
                 strict: args.strict,
             }),
             CliCommand::Convert(args) => Command::Convert(ConvertArgs {
@@ -468,11 +573,18 @@ impl Cli {
                     .map_or(ConfigSource::Embedded, ConfigSource::Dir),
                 to: args.to,
                 files: args.files,
+                other_kinds: if args.refuse_other_kinds {
+                    crate::conversion::files::OtherKinds::Refuse
+                } else {
+                    crate::conversion::files::OtherKinds::PassThrough
+                },
+                partial: args.partial,
             }),
             CliCommand::Eval(args) => Command::Eval(match (args.expr, args.crd, args.object) {
                 (Some(expr), _, _) => EvalArgs::Expr {
                     expr,
                     this: args.this,
+                    old: args.old,
                 },
                 // clap's group and `requires` rules guarantee --crd with --object.
                 (None, crd, object) => EvalArgs::Object {
@@ -480,7 +592,7 @@ impl Cli {
                     version: args.version,
                     object: object.unwrap_or_default(),
                     old: args.old,
-                    output: args.output,
+                    output: args.output.into(),
                 },
             }),
             CliCommand::Certs(args) => Command::Certs(crate::certs::CertsArgs {
@@ -491,217 +603,24 @@ impl Cli {
                 extra_names: args.extra_names,
                 local_names: !args.no_local_names,
             }),
+            CliCommand::WebhookConfig(args) => Command::WebhookConfig {
+                source: args
+                    .config
+                    .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                options: crate::webhook_config::WebhookOptions {
+                    name: args.name,
+                    namespace: args.namespace,
+                    service: args.service,
+                    port: args.port,
+                    failure_policy: args.failure_policy,
+                    timeout_seconds: args.timeout_seconds,
+                    ca_bundle: None,
+                },
+                ca_bundle: args.ca_bundle,
+            },
         }
     }
-}
-
-/// `eval`'s text answer: `allowed`, or `denied:` with the status message and
-/// one line per cause; ratcheting warnings follow.
-pub fn render_answer(response: &crate::review::AdmissionResponse) -> String {
-    let mut out = String::new();
-    if response.allowed {
-        out.push_str("allowed\n");
-    } else if let Some(status) = &response.status {
-        let _ = writeln!(out, "denied: {}", status.message);
-        for cause in status.details.iter().flat_map(|d| d.causes.iter()) {
-            let _ = writeln!(
-                out,
-                "  {} ({}): {}",
-                cause.field, cause.reason, cause.message
-            );
-        }
-    } else {
-        out.push_str("denied\n");
-    }
-    for w in &response.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
-    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
-        let argv = std::iter::once("celhook")
-            .chain(std::iter::once("serve"))
-            .chain(args.iter().copied());
-        match parse_from(argv).expect("parses") {
-            Command::Serve { config, log_format } => (config, log_format),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    #[test]
-    fn serve_defaults() {
-        let (config, log_format) = serve(&[]);
-        assert!(matches!(config.config_source, ConfigSource::Embedded));
-        assert_eq!(config.listen, "0.0.0.0:8443".parse().expect("addr"));
-        assert_eq!(config.tls, TlsSource::SelfSigned);
-        assert_eq!(config.max_request_bytes, 8 * 1024 * 1024);
-        assert_eq!(log_format, LogFormat::Text);
-    }
-
-    #[test]
-    fn serve_flags() {
-        let (config, log_format) = serve(&[
-            "--config",
-            "/etc/celhook",
-            "--tls-cert",
-            "/tls/tls.crt",
-            "--tls-key",
-            "/tls/tls.key",
-            "--listen",
-            "127.0.0.1:9443",
-            "--max-request-bytes",
-            "1024",
-            "--log-format",
-            "json",
-        ]);
-        assert!(
-            matches!(config.config_source, ConfigSource::Dir(ref d) if d == std::path::Path::new("/etc/celhook"))
-        );
-        assert_eq!(
-            config.tls,
-            TlsSource::Files {
-                cert: "/tls/tls.crt".into(),
-                key: "/tls/tls.key".into()
-            }
-        );
-        assert_eq!(config.listen.port(), 9443);
-        assert_eq!(config.max_request_bytes, 1024);
-        assert_eq!(log_format, LogFormat::Json);
-    }
-
-    #[test]
-    fn serve_operation_flags() {
-        let (config, _) = serve(&[]);
-        assert_eq!(config.shutdown_delay, std::time::Duration::from_secs(5));
-        assert_eq!(config.request_timeout, std::time::Duration::from_secs(25));
-        assert_eq!(config.metrics_listen, None);
-        assert_eq!(config.client_auth, None);
-
-        let (config, _) = serve(&[
-            "--metrics-listen",
-            "0.0.0.0:9090",
-            "--client-ca",
-            "/tls/client-ca.crt",
-            "--allowed-client-names",
-            "kube-apiserver,front-proxy-client",
-            "--reload-interval",
-            "250ms",
-            "--shutdown-delay",
-            "2s",
-            "--shutdown-timeout",
-            "1m",
-            "--max-concurrent-requests",
-            "8",
-            "--request-timeout",
-            "10s",
-            "--keep-alive",
-            "90s",
-            "--header-timeout",
-            "3s",
-            "--max-in-flight-bytes",
-            "1048576",
-            "--max-connection-rate",
-            "16",
-            "--workers",
-            "3",
-        ]);
-        let s = std::time::Duration::from_secs;
-        assert_eq!(config.max_in_flight_bytes, 1 << 20);
-        assert_eq!(config.max_connection_rate, 16);
-        assert_eq!(config.workers, Some(3));
-        assert_eq!(
-            config.metrics_listen,
-            Some("0.0.0.0:9090".parse().expect("addr"))
-        );
-        assert_eq!(
-            config.client_auth,
-            Some(ClientAuth {
-                ca: "/tls/client-ca.crt".into(),
-                allowed_names: vec!["kube-apiserver".into(), "front-proxy-client".into()],
-            })
-        );
-        assert_eq!(
-            config.reload_interval,
-            std::time::Duration::from_millis(250)
-        );
-        assert_eq!(config.shutdown_delay, s(2));
-        assert_eq!(config.shutdown_timeout, s(60));
-        assert_eq!(config.max_concurrent_requests, 8);
-        assert_eq!(config.request_timeout, s(10));
-        assert_eq!(config.keep_alive, s(90));
-        assert_eq!(config.header_timeout, s(3));
-    }
-
-    #[test]
-    fn usage_errors_are_reported_on_stderr() {
-        for args in [
-            &["celhook", "serve", "--tls-cert", "/a.crt"][..],
-            &["celhook", "serve", "--tls-key", "/a.key"],
-            &["celhook", "serve", "--listen", "not-an-address"],
-            &["celhook", "serve", "--max-request-bytes", "0"],
-            &["celhook", "serve", "--log-format", "xml"],
-            &["celhook", "serve", "--shutdown-delay", "5"],
-            &["celhook", "serve", "--allowed-client-names", "x"],
-            &["celhook", "serve", "--max-concurrent-requests", "0"],
-            &["celhook", "certs", "--days", "0"],
-            &["celhook", "check", "--config", "/x", "--output", "yaml"],
-            &["celhook", "frobnicate"],
-            &["celhook"],
-        ] {
-            let err = parse_from(args).expect_err("usage error");
-            assert!(err.use_stderr(), "{args:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn check_flags() {
-        match parse_from(["celhook", "check", "--config", "crds", "--output", "json"])
-            .expect("parses")
-        {
-            Command::Check(args) => {
-                assert!(
-                    matches!(args.source, ConfigSource::Dir(ref d) if d == std::path::Path::new("crds"))
-                );
-                assert_eq!(args.output, OutputFormat::Json);
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    #[test]
-    fn convert_flags_and_the_convert_body_limit() {
-        match parse_from([
-            "celhook",
-            "convert",
-            "--to",
-            "example.com/v1",
-            "a.yaml",
-            "b.json",
-        ])
-        .expect("parses")
-        {
-            Command::Convert(args) => {
-                assert!(matches!(args.source, ConfigSource::Embedded));
-                assert_eq!(args.to, "example.com/v1");
-                assert_eq!(
-                    args.files,
-                    [PathBuf::from("a.yaml"), PathBuf::from("b.json")]
-                );
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        assert!(
-            parse_from(["celhook", "convert", "a.yaml"]).is_err(),
-            "--to is required"
-        );
-        let (config, _) = serve(&[]);
-        assert_eq!(config.max_convert_request_bytes, 256 * 1024 * 1024);
-        let (config, _) = serve(&["--max-convert-request-bytes", "4096"]);
-        assert_eq!(config.max_convert_request_bytes, 4096);
-    }
-}
+mod tests;

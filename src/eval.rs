@@ -1,13 +1,15 @@
 //! Offline evaluation for `celhook eval`: what the webhook would answer for
-//! an object (and old object) against a CRD, and the value of a single
-//! expression in the Kubernetes CEL environment. The same compile and
-//! evaluate path as the server, without the server.
+//! each object of a file (and its old object) against a CRD, and the value
+//! of a single expression in the Kubernetes CEL environment. The same
+//! compile and evaluate path as the server, without the server.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
+use crate::cli::OutputFormat;
 use crate::config::{self, Catalog};
 use crate::review::{AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation};
 use crate::schema::Schema;
@@ -29,24 +31,72 @@ pub enum CommandError {
     Compile(String),
 }
 
-/// Reads a YAML or JSON file holding one document.
-pub fn read_document(path: &Path) -> Result<Json, CommandError> {
-    let err = |reason: String| CommandError::File {
+fn file_error(path: &Path, reason: String) -> CommandError {
+    CommandError::File {
         path: path.display().to_string(),
         reason,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    serde_norway::from_str(&text).map_err(|e| err(format!("not YAML or JSON: {e}")))
+    }
 }
 
-/// What the webhook answers for `object` (an UPDATE when `old` is given, a
-/// CREATE otherwise) against the CRD in `crd_file`.
-pub fn eval_object(
-    crd_file: &Path,
-    version: Option<&str>,
-    object: &Json,
-    old: Option<&Json>,
-) -> Result<AdmissionResponse, CommandError> {
+/// Reads a YAML or JSON file holding one document.
+pub fn read_document(path: &Path) -> Result<Json, CommandError> {
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(path, e.to_string()))?;
+    serde_norway::from_str(&text).map_err(|e| file_error(path, format!("not YAML or JSON: {e}")))
+}
+
+/// The objects of a file, each with its label for messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Objects {
+    /// `document <i>` (`document <i> item <j>` in a `List`) and the object.
+    pub objects: Vec<(String, Json)>,
+    /// More than one document, or a `List`: each answer says which object
+    /// it is for.
+    pub several: bool,
+}
+
+/// Reads the objects of a YAML or JSON file: each document (blank ones
+/// skipped), the items of a `v1` `List` in their place.
+pub fn read_objects(path: &Path) -> Result<Objects, CommandError> {
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(path, e.to_string()))?;
+    let mut objects = Vec::new();
+    let mut several = false;
+    let mut documents = 0;
+    for (i, de) in serde_norway::Deserializer::from_str(&text).enumerate() {
+        let doc: Json = serde::Deserialize::deserialize(de)
+            .map_err(|e| file_error(path, format!("document {i}: not YAML or JSON: {e}")))?;
+        if doc.is_null() {
+            continue;
+        }
+        documents += 1;
+        let is_list = doc.get("apiVersion").and_then(Json::as_str) == Some("v1")
+            && doc.get("kind").and_then(Json::as_str) == Some("List");
+        match doc {
+            Json::Object(mut list) if is_list => {
+                several = true;
+                let Some(Json::Array(items)) = list.remove("items") else {
+                    return Err(file_error(
+                        path,
+                        format!("document {i}: a List without an items array"),
+                    ));
+                };
+                for (j, item) in items.into_iter().enumerate() {
+                    objects.push((format!("document {i} item {j}"), item));
+                }
+            }
+            doc => objects.push((format!("document {i}"), doc)),
+        }
+    }
+    if objects.is_empty() {
+        return Err(file_error(path, "holds no object".into()));
+    }
+    Ok(Objects {
+        objects,
+        several: several || documents > 1,
+    })
+}
+
+/// The CRD file `crd_file`, loaded and compiled.
+pub fn load_crd(crd_file: &Path) -> Result<Catalog, CommandError> {
     let loaded = config::load_files(&[PathBuf::from(crd_file)]);
     if loaded.report.has_errors() {
         let lines: Vec<String> = crate::config::report::problems(&loaded.report)
@@ -54,7 +104,114 @@ pub fn eval_object(
             .collect();
         return Err(CommandError::Config(lines.join("\n")));
     }
-    let kind = pick_kind(&loaded.catalog, version, object)?;
+    Ok(loaded.catalog)
+}
+
+/// `eval --object`: the answer for every object of `object_file` (paired
+/// in order with those of `old_file`), printed as `output` says, and
+/// whether every one was allowed.
+pub fn answer_objects(
+    crd_file: &Path,
+    version: Option<&str>,
+    object_file: &Path,
+    old_file: Option<&Path>,
+    output: OutputFormat,
+) -> Result<(String, bool), CommandError> {
+    let Objects { objects, several } = read_objects(object_file)?;
+    let olds = match old_file {
+        Some(old_file) => {
+            let olds = read_objects(old_file)?.objects;
+            if olds.len() != objects.len() {
+                return Err(file_error(
+                    old_file,
+                    format!(
+                        "holds {} object(s) and --object {}: --old must hold one old object for each, in the same order",
+                        olds.len(),
+                        objects.len()
+                    ),
+                ));
+            }
+            olds.into_iter().map(|(_, old)| Some(old)).collect()
+        }
+        None => vec![None; objects.len()],
+    };
+    let catalog = load_crd(crd_file)?;
+    let mut answers = Vec::with_capacity(objects.len());
+    for ((label, object), old) in objects.iter().zip(&olds) {
+        let label = format!(
+            "{label} ({})",
+            crate::conversion::guard::display_name(object.get("metadata"))
+        );
+        let response =
+            eval_object(&catalog, version, object, old.as_ref()).map_err(|e| match e {
+                CommandError::NoMatch(m) if several => {
+                    CommandError::NoMatch(format!("{label}: {m}"))
+                }
+                other => other,
+            })?;
+        answers.push((label, response));
+    }
+    let allowed = answers.iter().all(|(_, r)| r.allowed);
+    let text = match output {
+        OutputFormat::Text if several => answers
+            .iter()
+            .map(|(label, r)| format!("{label}: {}", render_answer(r)))
+            .collect(),
+        OutputFormat::Text => answers.iter().map(|(_, r)| render_answer(r)).collect(),
+        OutputFormat::Json => {
+            // The AdmissionReview the server would send, pretty-printed.
+            let reviews: Vec<Json> = answers
+                .iter()
+                .map(|(_, r)| {
+                    let bytes =
+                        crate::review::encode_admission(crate::review::ReviewVersion::V1, r)
+                            .unwrap_or_default();
+                    serde_json::from_slice(&bytes).unwrap_or_default()
+                })
+                .collect();
+            let doc = match reviews.as_slice() {
+                [one] if !several => one.clone(),
+                _ => Json::Array(reviews),
+            };
+            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        }
+    };
+    Ok((text, allowed))
+}
+
+/// The text answer for one object: `allowed`, or `denied:` with the status message and
+/// one line per cause; ratcheting warnings follow.
+pub fn render_answer(response: &crate::review::AdmissionResponse) -> String {
+    let mut out = String::new();
+    if response.allowed {
+        out.push_str("allowed\n");
+    } else if let Some(status) = &response.status {
+        let _ = writeln!(out, "denied: {}", status.message);
+        for cause in status.details.iter().flat_map(|d| d.causes.iter()) {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                cause.field, cause.reason, cause.message
+            );
+        }
+    } else {
+        out.push_str("denied\n");
+    }
+    for w in &response.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+/// What the webhook answers for `object` (an UPDATE when `old` is given, a
+/// CREATE otherwise) against the CRDs of `catalog`.
+pub fn eval_object(
+    catalog: &Catalog,
+    version: Option<&str>,
+    object: &Json,
+    old: Option<&Json>,
+) -> Result<AdmissionResponse, CommandError> {
+    let kind = pick_kind(catalog, version, object)?;
     let request = AdmissionRequest {
         uid: "celhook-eval".into(),
         name: object
@@ -72,11 +229,12 @@ pub fn eval_object(
         } else {
             Operation::Create
         },
+        user: String::new(),
         object: Some(object.clone()),
         old_object: old.cloned(),
         dry_run: true,
     };
-    Ok(loaded.catalog.review(&request))
+    Ok(catalog.review(&request))
 }
 
 /// The group/version/kind to validate as: the object's own, or `version`
@@ -116,15 +274,27 @@ fn pick_kind(
     )))
 }
 
-/// Evaluates `expr` with `self` bound to `this` (JSON null when absent),
-/// typed dynamically. Returns the result as JSON, or the runtime error text.
-pub fn eval_expr(expr: &str, this: Option<&Json>) -> Result<Result<Json, String>, CommandError> {
+/// Evaluates `expr` with `self` bound to `this` (JSON null when absent)
+/// and, when `old` is given, `oldSelf` to it (a transition rule; without
+/// it `oldSelf` is undeclared), typed dynamically. Returns the result as
+/// JSON, or the runtime error text.
+pub fn eval_expr(
+    expr: &str,
+    this: Option<&Json>,
+    old: Option<&Json>,
+) -> Result<Result<Json, String>, CommandError> {
     let schema = Schema::untyped(true);
-    let program = Program::compile(expr, &schema, cel::Environment::conversion())
-        .map_err(|e| CommandError::Compile(e.message))?;
+    let env = if old.is_some() {
+        cel::Environment::crd_rule(false)
+    } else {
+        cel::Environment::conversion()
+    };
+    let program =
+        Program::compile(expr, &schema, env).map_err(|e| CommandError::Compile(e.message))?;
     let null = Json::Null;
     let value = cel::Value::from_json(this.unwrap_or(&null), &schema);
-    let (result, _) = program.eval(value, None, cel::PER_EXPRESSION_COST_LIMIT);
+    let old = old.map(|old| cel::Value::from_json(old, &schema));
+    let (result, _) = program.eval(value, old, cel::PER_EXPRESSION_COST_LIMIT);
     Ok(result.map(|v| cel::to_json(&v)).map_err(|e| e.to_string()))
 }
 
@@ -136,16 +306,74 @@ mod tests {
     fn expressions_evaluate_over_a_dynamic_self() {
         let this = serde_json::json!({"a": [1, 2, 3]});
         assert_eq!(
-            eval_expr("self.a.map(x, x * 2)", Some(&this)).unwrap(),
+            eval_expr("self.a.map(x, x * 2)", Some(&this), None).unwrap(),
             Ok(serde_json::json!([2, 4, 6]))
         );
         assert_eq!(
-            eval_expr("self.b", Some(&this)).unwrap(),
+            eval_expr("self.b", Some(&this), None).unwrap(),
             Err("no such key: b".to_owned())
         );
         assert!(matches!(
-            eval_expr("self.", None),
+            eval_expr("self.", None, None),
             Err(CommandError::Compile(_))
         ));
+    }
+
+    #[test]
+    fn old_self_is_declared_only_with_an_old_value() {
+        let (this, old) = (serde_json::json!({"n": 3}), serde_json::json!({"n": 2}));
+        assert_eq!(
+            eval_expr("self.n - oldSelf.n", Some(&this), Some(&old)).unwrap(),
+            Ok(serde_json::json!(1))
+        );
+        match eval_expr("self.n - oldSelf.n", Some(&this), None) {
+            Err(CommandError::Compile(m)) => {
+                assert!(m.contains("undeclared reference to 'oldSelf'"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn files_of_several_documents_and_lists_are_read_object_by_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let one = read_objects(&write("one.yaml", "---\na: 1\n")).unwrap();
+        assert_eq!(
+            one.objects,
+            [("document 0".to_owned(), serde_json::json!({"a": 1}))]
+        );
+        assert!(!one.several);
+        let docs = read_objects(&write("two.yaml", "a: 1\n---\n---\nb: 2\n")).unwrap();
+        let labels: Vec<&str> = docs.objects.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, ["document 0", "document 2"]);
+        assert!(docs.several);
+        let list = read_objects(&write(
+            "list.json",
+            r#"{"apiVersion": "v1", "kind": "List", "items": [{"a": 1}]}"#,
+        ))
+        .unwrap();
+        assert_eq!(list.objects[0].0, "document 0 item 0");
+        assert!(list.several);
+        for (name, text, reason) in [
+            ("empty.yaml", "# nothing\n", "holds no object"),
+            (
+                "bad.yaml",
+                "a: 1\n---\nb: [\n",
+                "document 1: not YAML or JSON",
+            ),
+            (
+                "nolist.yaml",
+                "{apiVersion: v1, kind: List}",
+                "a List without an items array",
+            ),
+        ] {
+            let err = read_objects(&write(name, text)).unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains(reason), "{err}");
+        }
     }
 }

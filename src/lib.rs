@@ -25,3 +25,5 @@ pub use celhook_schema as schema;
 pub mod server;
 pub mod telemetry;
 pub mod validation;
+pub mod webhook_config;
+pub mod yaml;

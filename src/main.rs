@@ -67,11 +67,20 @@ fn main() -> ExitCode {
             serve(config)
         }
         Command::Eval(args) => eval(&args),
+        Command::WebhookConfig {
+            source,
+            options,
+            ca_bundle,
+        } => {
+            telemetry::init(LogFormat::Text);
+            webhook_config(&source, options, ca_bundle.as_deref())
+        }
     }
 }
 
-/// `celhook eval`: exit 0 when allowed (or the expression evaluated), 1
-/// when denied (or it failed at run time), 64 when it could not run.
+/// `celhook eval`: exit 0 when allowed (every object, or the expression
+/// evaluated), 1 when denied (any object, or the expression failed at run
+/// time), 64 when it could not run.
 fn eval(args: &EvalArgs) -> ExitCode {
     let outcome = match args {
         EvalArgs::Object {
@@ -80,31 +89,16 @@ fn eval(args: &EvalArgs) -> ExitCode {
             object,
             old,
             output,
-        } => (|| {
-            let object = eval::read_document(object)?;
-            let old = old.as_deref().map(eval::read_document).transpose()?;
-            let response = eval::eval_object(crd, version.as_deref(), &object, old.as_ref())?;
-            match output {
-                OutputFormat::Json => {
-                    // The AdmissionReview the server would send, pretty-printed.
-                    let bytes = celhook::review::encode_admission(
-                        celhook::review::ReviewVersion::V1,
-                        &response,
-                    )
-                    .unwrap_or_default();
-                    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-                    out(&format!(
-                        "{}\n",
-                        serde_json::to_string_pretty(&v).unwrap_or_default()
-                    ));
-                }
-                OutputFormat::Text => out(&cli::render_answer(&response)),
-            }
-            Ok(response.allowed)
-        })(),
-        EvalArgs::Expr { expr, this } => (|| {
+        } => eval::answer_objects(crd, version.as_deref(), object, old.as_deref(), *output).map(
+            |(text, allowed)| {
+                out(&text);
+                allowed
+            },
+        ),
+        EvalArgs::Expr { expr, this, old } => (|| {
             let this = this.as_deref().map(eval::read_document).transpose()?;
-            match eval::eval_expr(expr, this.as_ref())? {
+            let old = old.as_deref().map(eval::read_document).transpose()?;
+            match eval::eval_expr(expr, this.as_ref(), old.as_ref())? {
                 Ok(v) => {
                     out(&format!("{v}\n"));
                     Ok(true)
@@ -147,7 +141,8 @@ fn check(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// `celhook convert`: every file converted, or nothing printed and exit 1.
+/// `celhook convert`: prints every document that converted (or passed
+/// through), and each failure on stderr; exit 1 when anything failed.
 fn convert(args: &ConvertArgs) -> ExitCode {
     let loaded = config::load(&args.source);
     if loaded.report.has_errors() {
@@ -161,44 +156,60 @@ fn convert(args: &ConvertArgs) -> ExitCode {
         eprintln!("{message}");
         return ExitCode::from(EXIT_USAGE);
     }
-    let mut out = String::new();
+    use celhook::conversion::files::{convert_stdin, convert_text, Converted};
+    let mut output = String::new();
+    let mut failures = 0;
     for file in &args.files {
         let name = file.display().to_string();
-        let result = if name == "-" {
+        let converted = if name == "-" {
             // `-`: the manifests come on standard input.
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| format!("<stdin>: cannot read: {e}"))
-                .and_then(|_| {
-                    celhook::conversion::files::convert_stdin(&loaded.catalog, &args.to, &text)
-                })
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                Ok(_) => convert_stdin(&loaded.catalog, &args.to, args.other_kinds, &text),
+                Err(e) => Converted {
+                    errors: vec![format!("<stdin>: cannot read: {e}")],
+                    ..Converted::default()
+                },
+            }
         } else {
-            std::fs::read_to_string(file)
-                .map_err(|e| format!("{name}: cannot read: {e}"))
-                .and_then(|text| {
-                    celhook::conversion::files::convert_text(
-                        &loaded.catalog,
-                        &args.to,
-                        &name,
-                        &text,
-                    )
-                })
+            match std::fs::read_to_string(file) {
+                Ok(text) => convert_text(&loaded.catalog, &args.to, args.other_kinds, &name, &text),
+                Err(e) => Converted {
+                    errors: vec![format!("{name}: cannot read: {e}")],
+                    ..Converted::default()
+                },
+            }
         };
-        match result {
-            Ok(text) => {
-                if !out.is_empty() && !text.trim_start().starts_with('{') {
-                    out.push_str("---\n");
-                }
-                out.push_str(&text);
-            }
-            Err(err) => {
-                eprintln!("{err}");
-                return ExitCode::from(EXIT_FAILURE);
-            }
+        for err in &converted.errors {
+            eprintln!("{err}");
         }
+        failures += converted.errors.len();
+        if converted.text.is_empty() {
+            continue;
+        }
+        if !output.is_empty() && !converted.text.trim_start().starts_with('{') {
+            output.push_str("---\n");
+        }
+        output.push_str(&converted.text);
     }
-    print!("{out}");
-    ExitCode::SUCCESS
+    if failures > 0 {
+        // A partial set piped into `kubectl apply` would apply some
+        // objects and not others: only on request.
+        if args.partial {
+            out(&output);
+            eprintln!(
+                "celhook convert: {failures} document(s) or file(s) failed (above) and are left out of the output"
+            );
+        } else {
+            eprintln!(
+                "celhook convert: {failures} document(s) or file(s) failed (above); nothing printed (--partial prints the others)"
+            );
+        }
+        ExitCode::from(EXIT_FAILURE)
+    } else {
+        out(&output);
+        ExitCode::SUCCESS
+    }
 }
 
 /// `--to` must be `group/version`; without the version, the message lists
@@ -293,4 +304,39 @@ fn serve(config: ServeConfig) -> ExitCode {
 fn out(text: &str) {
     use std::io::Write as _;
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// `celhook webhook-config`: the YAML on stdout; exit 1 on a config that
+/// does not load, 64 on an unusable `--ca-bundle`.
+fn webhook_config(
+    source: &celhook::config::ConfigSource,
+    mut options: celhook::webhook_config::WebhookOptions,
+    ca_bundle: Option<&std::path::Path>,
+) -> ExitCode {
+    if let Some(path) = ca_bundle {
+        match std::fs::read_to_string(path) {
+            Ok(pem) if pem.contains("-----BEGIN CERTIFICATE-----") => options.ca_bundle = Some(pem),
+            Ok(_) => {
+                eprintln!(
+                    "{}: --ca-bundle: no PEM certificate in the file",
+                    path.display()
+                );
+                return ExitCode::from(EXIT_USAGE);
+            }
+            Err(e) => {
+                eprintln!("{}: --ca-bundle: {e}", path.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    match celhook::webhook_config::render(source, &options) {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            eprintln!("celhook webhook-config: {reason}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
 }

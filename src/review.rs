@@ -55,6 +55,8 @@ pub struct AdmissionRequest {
     pub name: String,
     pub namespace: Option<String>,
     pub operation: Operation,
+    /// `request.userInfo.username`, empty when absent: for the denial log.
+    pub user: String,
     /// `request.object`; `None` when absent or JSON null.
     pub object: Option<serde_json::Value>,
     /// `request.oldObject`; `None` when absent or JSON null.
@@ -124,7 +126,7 @@ impl Operation {
 }
 
 /// The review as it arrives on the wire: only what we read. Unknown fields
-/// (userInfo, resource, options, ...) are skipped by serde without being
+/// (resource, options, userInfo's groups, ...) are skipped by serde without being
 /// built. Everything is optional here so that a missing field becomes a
 /// precise [`ReviewError`] instead of serde's generic message.
 #[derive(Deserialize)]
@@ -143,10 +145,17 @@ struct WireRequest {
     name: Option<String>,
     namespace: Option<String>,
     operation: Option<String>,
+    user_info: Option<WireUser>,
     // A JSON null lands here as None, like an absent field.
     object: Option<serde_json::Value>,
     old_object: Option<serde_json::Value>,
     dry_run: Option<bool>,
+}
+
+/// Of `userInfo`, only the name is read (for the denial log).
+#[derive(Deserialize)]
+struct WireUser {
+    username: Option<String>,
 }
 
 /// Decodes an AdmissionReview body, parsing it once.
@@ -202,6 +211,7 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
             name: req.name.unwrap_or_default(),
             namespace: req.namespace.filter(|ns| !ns.is_empty()),
             operation,
+            user: req.user_info.and_then(|u| u.username).unwrap_or_default(),
             object: req.object,
             old_object: req.old_object,
             dry_run: req.dry_run.unwrap_or(false),

@@ -1,11 +1,21 @@
 //! Logging: a tracing subscriber writing text or JSON lines to stderr, with
-//! the level taken from `RUST_LOG` (default `info`).
+//! the level taken from `RUST_LOG` (default [`DEFAULT_FILTER`]).
 //!
-//! stderr keeps stdout free for `celhook check`'s report.
+//! stderr keeps stdout free for `celhook check`'s report. JSON lines are
+//! written by [`JsonLines`] so that lists and maps logged through [`Json`]
+//! arrive as JSON arrays and objects rather than as quoted debug text.
 
+use std::fmt;
 use std::io::IsTerminal;
 
-use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::filter::EnvFilter;
+use tracing_subscriber::fmt::format::{JsonFields, Writer};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormattedFields};
+use tracing_subscriber::registry::LookupSpan;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,14 +27,22 @@ pub enum LogFormat {
     Json,
 }
 
+/// The filter without `RUST_LOG`: celhook's own lines from info up, the
+/// HTTP and TLS libraries' only from warn (their info and debug lines speak
+/// of connection internals an operator does not act on).
+pub const DEFAULT_FILTER: &str =
+    "info,h2=warn,hyper=warn,hyper_util=warn,rustls=warn,tokio_rustls=warn";
+
 /// Installs the global subscriber. Calling it twice is harmless: the second
 /// call keeps the first subscriber (tests may race to initialise logging).
 pub fn init(format: LogFormat) {
-    // An unparsable RUST_LOG falls back to the default rather than
-    // refusing to start: logging is not worth an outage.
-    let filter = EnvFilter::builder()
-        .with_default_directive(LevelFilter::INFO.into())
-        .from_env_lossy();
+    let directives = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => DEFAULT_FILTER.to_owned(),
+    };
+    // An unparsable RUST_LOG keeps what parses rather than refusing to
+    // start: logging is not worth an outage.
+    let filter = EnvFilter::builder().parse_lossy(directives);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -33,10 +51,196 @@ pub fn init(format: LogFormat) {
     let _already_set = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .fmt_fields(JsonFields::new())
+            .event_format(JsonLines)
             .try_init(),
     };
+}
+
+/// A value logged as `?Json(&v)`: its debug text is its JSON, which
+/// [`JsonLines`] embeds as JSON and the text format prints as is.
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> fmt::Debug for Json<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(&self.0).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+/// One JSON object per event: `timestamp`, `level`, the event's fields
+/// (`message` among them) at the top level, `target`, and `span` with the
+/// current span's name and fields.
+///
+/// Written here rather than with tracing-subscriber's JSON format, which
+/// writes every debug-formatted field as a string: a list of failed rules
+/// would reach the log collector as one quoted string.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonLines;
+
+impl<S> FormatEvent<S, JsonFields> for JsonLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, JsonFields>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let meta = event.metadata();
+        let mut timestamp = String::new();
+        SystemTime.format_time(&mut Writer::new(&mut timestamp))?;
+        let mut line = Map::new();
+        line.insert("timestamp".into(), Value::String(timestamp));
+        line.insert("level".into(), Value::String(meta.level().to_string()));
+        event.record(&mut Fields(&mut line));
+        line.insert("target".into(), Value::String(meta.target().to_owned()));
+        let span = event
+            .parent()
+            .and_then(|id| ctx.span(id))
+            .or_else(|| ctx.lookup_current());
+        if let Some(span) = span {
+            let mut fields = Map::new();
+            fields.insert("name".into(), Value::String(span.name().to_owned()));
+            if let Some(recorded) = span.extensions().get::<FormattedFields<JsonFields>>() {
+                // JsonFields keeps a span's fields as the text of a JSON object.
+                if let Ok(Value::Object(map)) = serde_json::from_str(&recorded.fields) {
+                    fields.extend(map);
+                }
+            }
+            line.insert("span".into(), Value::Object(fields));
+        }
+        let text = serde_json::to_string(&Value::Object(line)).map_err(|_| fmt::Error)?;
+        writeln!(writer, "{text}")
+    }
+}
+
+/// Collects an event's fields into the line's map.
+struct Fields<'a>(&'a mut Map<String, Value>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0
+            .insert(field.name().into(), Value::String(value.into()));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), Value::Bool(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        // NaN and infinities have no JSON number: they stay text.
+        let v = serde_json::Number::from_f64(value)
+            .map_or_else(|| Value::String(value.to_string()), Value::Number);
+        self.0.insert(field.name().into(), v);
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let text = format!("{value:?}");
+        // A debug text that is a JSON array or object (from `Json`, or a
+        // list of plain strings) is kept as JSON; anything else is text.
+        let structured =
+            field.name() != "message" && matches!(text.as_bytes().first(), Some(b'[' | b'{'));
+        let v = structured
+            .then(|| serde_json::from_str::<Value>(&text).ok())
+            .flatten()
+            .unwrap_or(Value::String(text));
+        self.0.insert(field.name().into(), v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A writer into a shared buffer, to read the lines back.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("buffer").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn json_lines(emit: impl FnOnce()) -> Vec<Value> {
+        let buffer = Buffer::default();
+        let out = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || out.clone())
+            .with_ansi(false)
+            .fmt_fields(JsonFields::new())
+            .event_format(JsonLines)
+            .finish();
+        tracing::subscriber::with_default(subscriber, emit);
+        let bytes = buffer.0.lock().expect("buffer").clone();
+        String::from_utf8(bytes)
+            .expect("UTF-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+            .collect()
+    }
+
+    #[test]
+    fn lists_and_maps_are_json_and_span_fields_are_kept() {
+        let lines = json_lines(|| {
+            let span =
+                tracing::info_span!("admission", user = "alice", kind = tracing::field::Empty);
+            span.record("kind", "CronTab");
+            let _entered = span.enter();
+            let rules = vec![serde_json::json!({"field": "spec.x", "message": "too big"})];
+            tracing::info!(
+                failed_rules = ?Json(&rules),
+                names = ?["a", "b"],
+                delay = ?std::time::Duration::from_millis(1500),
+                count = 3,
+                "denied"
+            );
+        });
+        assert_eq!(lines.len(), 1);
+        let line = &lines[0];
+        assert_eq!(line["message"], "denied");
+        assert_eq!(line["level"], "INFO");
+        assert_eq!(line["failed_rules"][0]["message"], "too big");
+        assert_eq!(line["names"], serde_json::json!(["a", "b"]));
+        // Not JSON: stays the debug text.
+        assert_eq!(line["delay"], "1.5s");
+        assert_eq!(line["count"], 3);
+        assert_eq!(line["span"]["name"], "admission");
+        assert_eq!(line["span"]["user"], "alice");
+        assert_eq!(line["span"]["kind"], "CronTab");
+        assert!(line["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+        assert!(line["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("celhook")));
+    }
+
+    #[test]
+    fn a_message_that_looks_like_json_stays_text() {
+        let lines = json_lines(|| tracing::warn!("[1, 2]"));
+        assert_eq!(lines[0]["message"], "[1, 2]");
+    }
+
+    #[test]
+    fn the_default_filter_parses_and_quiets_the_http_libraries() {
+        let filter = EnvFilter::builder()
+            .parse(DEFAULT_FILTER)
+            .expect("valid directives");
+        let text = filter.to_string();
+        assert!(
+            text.contains("h2=warn") && text.contains("rustls=warn"),
+            "{text}"
+        );
+    }
 }

@@ -552,55 +552,22 @@ impl Loader {
 
 /// Parses a file into its documents: JSON (one document) or YAML (one or
 /// many, separated by `---`), each parsed on its own so that a bad one
-/// costs only itself.
-fn parse_documents(file: &str, text: &str) -> Vec<Result<Json, String>> {
+/// costs only itself. `celhook webhook-config` reads the config's CRDs
+/// through it too.
+pub fn parse_documents(file: &str, text: &str) -> Vec<Result<Json, String>> {
     if file.ends_with(".json") {
         return vec![serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))];
     }
-    yaml_documents(text)
+    crate::yaml::yaml_documents(text)
         .into_iter()
         .enumerate()
-        .map(|(i, doc)| {
-            if doc.lines().all(|l| {
-                let l = l.trim();
-                l.is_empty() || l.starts_with('#')
-            }) {
+        .map(|(i, (_, doc))| {
+            if crate::yaml::is_blank(doc) {
                 return Ok(Json::Null);
             }
             serde_norway::from_str(doc).map_err(|e| format!("invalid YAML in document {i}: {e}"))
         })
         .collect()
-}
-
-/// The documents of a YAML stream: split here rather than by serde_norway's
-/// multi-document reader, which cannot go on past a document that fails to
-/// parse. Split at `---` (and `...`) lines, which
-/// YAML forbids inside any scalar at the start of a line. A marker on the
-/// first line opens the first document rather than ending an empty one.
-fn yaml_documents(text: &str) -> Vec<&str> {
-    let mut docs = Vec::new();
-    let mut start = 0;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let bare = line.trim_end_matches(['\n', '\r']);
-        let marker =
-            bare == "---" || bare.starts_with("--- ") || bare.starts_with("---\t") || bare == "...";
-        if marker {
-            if offset > 0 || bare == "..." {
-                docs.push(&text[start..offset]);
-            }
-            // `--- {a: 1}`: content may follow the marker on its line.
-            start = offset
-                + if bare.starts_with("--- ") {
-                    4
-                } else {
-                    line.len()
-                };
-        }
-        offset += line.len();
-    }
-    docs.push(&text[start..]);
-    docs
 }
 
 #[cfg(test)]

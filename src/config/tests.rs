@@ -215,15 +215,7 @@ fn subdirectories_single_files_kustomizations_and_samples_load_as_users_keep_the
 }
 
 #[test]
-fn yaml_streams_split_at_document_markers() {
-    assert_eq!(yaml_documents("a: 1\n"), ["a: 1\n"]);
-    assert_eq!(
-        yaml_documents("---\na: 1\n---\nb: 2\n"),
-        ["a: 1\n", "b: 2\n"]
-    );
-    assert_eq!(yaml_documents("a: 1\n--- {b: 2}\n"), ["a: 1\n", "{b: 2}\n"]);
-    // Not markers: an indented `---`, a longer dash run.
-    assert_eq!(yaml_documents("a: |\n  ---\nb: ----\n").len(), 1);
+fn one_bad_document_costs_only_itself() {
     let docs = parse_documents("x.yaml", "a: 1\n---\n# only a comment\n---\nb: [\n");
     assert_eq!(docs.len(), 3);
     assert_eq!(docs[1], Ok(Json::Null));

@@ -290,7 +290,10 @@ mod tests {
                 body(review("admission.k8s.io/v1")),
                 "unsupported review apiVersion",
             ),
-            (body(wrong_kind), "kind must be ConversionReview"),
+            (
+                body(wrong_kind),
+                "kind must be ConversionReview, got \"AdmissionReview\"",
+            ),
             (body(no_uid), "request.uid"),
             (body(no_desired), "request.desiredAPIVersion"),
             (body(bad_object), "request.objects[1]"),

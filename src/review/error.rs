@@ -161,11 +161,11 @@ fn wrong_kind(review: Review, got: Option<&str>) -> String {
         (Review::Admission, Some(other)) => {
             format!("unsupported review kind {other:?} (expected AdmissionReview)")
         }
-        (Review::Conversion, got) => {
-            format!(
-                "invalid ConversionReview: kind must be ConversionReview, got {:?}",
-                got.map(str::to_owned)
-            )
+        (Review::Conversion, None) => {
+            "invalid ConversionReview: kind is missing (expected ConversionReview)".to_owned()
+        }
+        (Review::Conversion, Some(other)) => {
+            format!("invalid ConversionReview: kind must be ConversionReview, got {other:?}")
         }
     }
 }

@@ -68,7 +68,7 @@ fn kib_of(bytes: usize) -> u32 {
 }
 
 /// Bytes one request holds: from its endpoint's budget, from its
-/// connection's share of it, and in the `celhook_request_body_bytes_in_flight`
+/// connection's share of it, and in the `celhook_requests_in_flight_bytes`
 /// gauge. Grows as bytes arrive (or are written); all of it is given back
 /// on drop.
 pub struct Held {

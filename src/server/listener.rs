@@ -99,38 +99,52 @@ impl Drop for SourceGuard {
     }
 }
 
-/// A log line at most every ten seconds per reason, with the count of the
-/// lines left out.
+/// A log line at most every ten seconds per reason and source address
+/// (so a client that speaks plain HTTP to the TLS port is named once, not
+/// once per attempt), with the count of the lines left out.
 #[derive(Debug, Default)]
 pub struct RateLimitedLog {
-    last: Mutex<HashMap<&'static str, std::time::Instant>>,
+    last: Mutex<HashMap<(&'static str, IpAddr), std::time::Instant>>,
     suppressed: AtomicU64,
 }
 
 impl RateLimitedLog {
     const EVERY: Duration = Duration::from_secs(10);
+    /// Sources remembered at once: a flood from many addresses costs a
+    /// bounded map, and lines beyond it are only counted.
+    const SOURCES: usize = 4096;
 
-    /// Logs a refused handshake unless one of the same reason was logged
-    /// in the last ten seconds.
+    /// Logs a refused handshake unless one of the same reason from the
+    /// same address was logged in the last ten seconds.
     pub fn handshake_failed(&self, reason: &'static str, peer: SocketAddr, error: &str) {
-        let now = std::time::Instant::now();
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        match last.get(reason) {
-            Some(at) if now.duration_since(*at) < Self::EVERY => {
-                self.suppressed.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {
-                last.insert(reason, now);
-                let suppressed = self.suppressed.swap(0, Ordering::Relaxed);
-                tracing::warn!(
-                    reason,
-                    %peer,
-                    error,
-                    suppressed,
-                    "TLS handshake failed (at most one line per reason every 10 s; `suppressed` counts the others)"
-                );
-            }
+        if !self.due((reason, peer.ip()), std::time::Instant::now()) {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        let suppressed = self.suppressed.swap(0, Ordering::Relaxed);
+        tracing::warn!(
+            reason,
+            %peer,
+            error,
+            suppressed,
+            "TLS handshake failed (at most one line per reason and address every 10 s; `suppressed` counts the others)"
+        );
+    }
+
+    /// Whether a line for `key` is due at `now` (and if so, notes it).
+    fn due(&self, key: (&'static str, IpAddr), now: std::time::Instant) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.len() >= Self::SOURCES && !last.contains_key(&key) {
+            last.retain(|_, at| now.duration_since(*at) < Self::EVERY);
+        }
+        let recent = last
+            .get(&key)
+            .is_some_and(|at| now.duration_since(*at) < Self::EVERY);
+        if recent || last.len() >= Self::SOURCES {
+            return false;
+        }
+        last.insert(key, now);
+        true
     }
 }
 
@@ -270,4 +284,39 @@ fn classify(err: &io::Error) -> &'static str {
 /// The concurrent handshake computations (`--max-connection-rate`).
 pub fn handshake_slots(n: usize) -> Arc<Semaphore> {
     Arc::new(Semaphore::new(n.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_reason_and_source_every_ten_seconds() {
+        let log = RateLimitedLog::default();
+        let t0 = std::time::Instant::now();
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        assert!(log.due(("plain_http", a), t0));
+        assert!(!log.due(("plain_http", a), t0 + Duration::from_secs(9)));
+        // Another source, or another reason from the same one, has its own line.
+        assert!(log.due(("plain_http", b), t0));
+        assert!(log.due(("protocol", a), t0));
+        assert!(log.due(("plain_http", a), t0 + Duration::from_secs(11)));
+    }
+
+    #[test]
+    fn the_map_of_sources_stays_bounded() {
+        let log = RateLimitedLog::default();
+        let t0 = std::time::Instant::now();
+        let ip = |i: usize| IpAddr::from(u32::try_from(i).expect("small").to_be_bytes());
+        for i in 0..RateLimitedLog::SOURCES {
+            assert!(log.due(("protocol", ip(i)), t0));
+        }
+        // Full of recent lines: a new source is only counted.
+        assert!(!log.due(("protocol", ip(RateLimitedLog::SOURCES)), t0));
+        // Once they are old, they make room.
+        let later = t0 + Duration::from_secs(11);
+        assert!(log.due(("protocol", ip(RateLimitedLog::SOURCES)), later));
+        assert_eq!(log.last.lock().expect("map").len(), 1);
+    }
 }

@@ -29,9 +29,9 @@ use super::body::Body;
 use super::limits::{self, BodyRules, Held};
 use super::AppState;
 use crate::error::WebhookError;
-use crate::metrics::{Endpoint, RequestOutcome};
+use crate::metrics::{AdmissionOutcome, Endpoint};
 use crate::review::ReviewVersion;
-use crate::{review, validation};
+use crate::{review, telemetry, validation};
 
 /// Which routes a listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,15 +107,9 @@ async fn review(
                 | WebhookError::DeadlineExceeded { .. } => {
                     state.metrics.observe_deadline_exceeded(endpoint)
                 }
-                // Counted by the handler once it knew the review's kind.
-                WebhookError::Internal(_) => {}
-                _ => state.metrics.observe_review(
-                    endpoint,
-                    "unknown",
-                    "unknown",
-                    "",
-                    RequestOutcome::Error,
-                ),
+                // Every other request without a review answer (400, 413,
+                // 500 with a panic or an encoding failure among them).
+                _ => state.metrics.observe_unanswered(endpoint),
             }
             error_response(&err)
         }
@@ -225,6 +219,7 @@ fn review_span(endpoint: Endpoint) -> tracing::Span {
         Endpoint::Validate => tracing::info_span!(
             "admission",
             uid = Empty,
+            user = Empty,
             kind = Empty,
             operation = Empty,
             namespace = Empty,
@@ -325,15 +320,14 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     let catalog = state.catalog.load();
     // The one lookup of the request: validation gets the CRD version.
     let crd_version = catalog.lookup(&req.kind.group, &req.kind.version, &req.kind.kind);
-    // Only kinds the config serves become label values: the set stays
+    // Only CRDs the config serves become label values: the set stays
     // bounded whatever a caller sends.
-    let kind_label = crd_version.map_or("unknown", |v| v.kind.as_str());
-    let observe = |outcome: RequestOutcome| {
+    let crd_label = crd_version.map_or("unknown", |v| v.crd_name.as_str());
+    let observe = |outcome: AdmissionOutcome| {
         span.record("outcome", outcome.as_str());
-        state.metrics.observe_review(
-            Endpoint::Validate,
+        state.metrics.observe_admission(
             review_version_label(version),
-            kind_label,
+            crd_label,
             req.operation.as_str(),
             outcome,
         );
@@ -349,16 +343,17 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     let out = match review::encode_admission(version, &res) {
         Ok(out) => out,
         Err(err) => {
-            observe(RequestOutcome::Error);
+            // Counted by `review` with the other unanswered requests.
+            span.record("outcome", AdmissionOutcome::Error.as_str());
             return Err(WebhookError::Internal(
                 anyhow::Error::new(err).context("encoding the answer"),
             ));
         }
     };
     observe(if res.allowed {
-        RequestOutcome::Allowed
+        AdmissionOutcome::Allowed
     } else {
-        RequestOutcome::Denied
+        AdmissionOutcome::Denied
     });
     log_verdict(&req, &res);
     if tracing::enabled!(tracing::Level::DEBUG) {
@@ -370,6 +365,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
 /// The request's identity on its span (and so on every log line of it).
 fn record_request(span: &tracing::Span, req: &review::AdmissionRequest) {
     span.record("uid", req.uid.as_str());
+    span.record("user", req.user.as_str());
     span.record("kind", req.kind.kind.as_str());
     span.record("operation", req.operation.as_str());
     span.record("namespace", req.namespace.as_deref().unwrap_or(""));
@@ -377,7 +373,9 @@ fn record_request(span: &tracing::Span, req: &review::AdmissionRequest) {
     span.record("object_name", req.name.as_str());
 }
 
-/// A denial is logged at info with the failed rules; an admission at debug.
+/// A denial is logged at info with the failed rules (the request's user,
+/// kind, name, namespace and operation are on its span); an admission at
+/// debug.
 fn log_verdict(req: &review::AdmissionRequest, res: &review::AdmissionResponse) {
     if res.allowed {
         tracing::debug!(warnings = res.warnings.len(), "allowed");
@@ -385,23 +383,33 @@ fn log_verdict(req: &review::AdmissionRequest, res: &review::AdmissionResponse) 
     }
     let status = res.status.as_ref();
     // The failed rules: one cause per field error, each with the rule's message.
-    let failed: Vec<String> = status
+    let failed: Vec<FailedRule<'_>> = status
         .and_then(|s| s.details.as_ref())
         .map(|d| {
             d.causes
                 .iter()
-                .map(|c| format!("{}: {}", c.field, c.message))
+                .map(|c| FailedRule {
+                    field: &c.field,
+                    message: &c.message,
+                })
                 .collect()
         })
         .unwrap_or_default();
     tracing::info!(
         group = %req.kind.group,
         version = %req.kind.version,
-        failed_rules = ?failed,
+        failed_rules = ?telemetry::Json(&failed),
         // Not `message`: that key is the event's own text.
         status_message = status.map_or("", |s| s.message.as_str()),
         "denied"
     );
+}
+
+/// One failed rule in the denial log.
+#[derive(serde::Serialize)]
+struct FailedRule<'a> {
+    field: &'a str,
+    message: &'a str,
 }
 
 /// `GET /metrics`: every metric in the Prometheus text format.

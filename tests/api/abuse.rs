@@ -70,7 +70,7 @@ async fn heads_declaring_huge_bodies_hold_nothing_and_starve_no_review() {
     let held = || {
         metric(
             &metrics_text(&server),
-            "celhook_request_body_bytes_in_flight",
+            "celhook_requests_in_flight_bytes",
             &[],
         )
     };
@@ -222,17 +222,7 @@ async fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
 #[tokio::test]
 async fn plain_http_on_the_tls_port_gets_gos_400() {
     let server = start_with(ServeConfig::for_tests(), embedded_catalog()).await;
-    let mut tcp = tokio::net::TcpStream::connect(server.local_addr())
-        .await
-        .expect("connect");
-    tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
-        .await
-        .expect("write");
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(3), tcp.read_to_string(&mut answer))
-        .await
-        .expect("answered")
-        .expect("read");
+    let answer = common::plain_http_get(server.local_addr()).await;
     assert!(answer.starts_with("HTTP/1.0 400 Bad Request"), "{answer}");
     assert!(
         answer.contains("Client sent an HTTP request to an HTTPS server."),
@@ -565,7 +555,7 @@ async fn an_expired_certificate_is_refused_on_reload() {
             "celhook_tls_cert_reloads_total",
             &[("result", "success")],
         ),
-        None
+        Some(0.0)
     );
     // Still serving the good one: a client trusting the CA connects.
     let conn = tls_connect(server.local_addr(), &ca.pair.cert_pem).await;
@@ -717,7 +707,7 @@ async fn a_stop_under_http1_and_http2_load_loses_no_request() {
     // got a GOAWAY whose streams all completed.
     let served = metric(
         &String::from_utf8(metrics.render().expect("render")).expect("utf-8"),
-        "celhook_requests_total",
+        "celhook_admission_requests_total",
         &[("outcome", "allowed")],
     )
     .unwrap_or(0.0) as u64;

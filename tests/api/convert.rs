@@ -606,6 +606,44 @@ async fn conversions_are_counted_in_the_metrics() {
         "celhook_conversion_failures_total{crd=\"crontabs.example.com\",failure_type=\"call\"}"
     )
     .ends_with(" 1"));
-    assert!(line("celhook_requests_total{endpoint=\"convert\"").contains("outcome=\"allowed\""));
+    // Counted as conversions by the answer's result.status, not as admissions.
+    let reviews = |outcome| {
+        common::metric(
+            &text,
+            "celhook_conversion_requests_total",
+            &[
+                ("crd", "crontabs.example.com"),
+                ("review_version", "v1"),
+                ("outcome", outcome),
+            ],
+        )
+    };
+    assert_eq!(reviews("success"), Some(1.0), "{text}");
+    assert_eq!(reviews("failure"), Some(1.0), "{text}");
+    assert_eq!(
+        common::metric(&text, "celhook_admission_requests_total", &[]),
+        None
+    );
+    // A body that is no ConversionReview gets no review answer: `error`.
+    let broken = post_raw(&client, &url, "{not json").await;
+    assert_eq!(broken.status, StatusCode::BAD_REQUEST);
+    let text = String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8");
+    assert_eq!(
+        common::metric(
+            &text,
+            "celhook_conversion_requests_total",
+            &[
+                ("crd", "unknown"),
+                ("review_version", "unknown"),
+                ("outcome", "error")
+            ],
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        common::metric(&text, "celhook_admission_requests_total", &[]),
+        None
+    );
     server.stop().await.expect("stops");
 }

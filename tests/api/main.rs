@@ -9,6 +9,7 @@ mod common;
 mod abuse;
 mod convert;
 mod http;
+mod logs;
 mod operation;
 mod review;
 mod robustness;

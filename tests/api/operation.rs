@@ -261,33 +261,31 @@ async fn metrics_count_reviews_rules_and_config_over_tls_and_plain_http() {
     assert_eq!(readyz.status(), StatusCode::OK);
 
     for text in [&tls_text, &plain_text] {
-        let requests = |outcome, kind| {
+        let requests = |outcome, crd| {
             metric(
                 text,
-                "celhook_requests_total",
-                &[
-                    ("endpoint", "validate"),
-                    ("outcome", outcome),
-                    ("kind", kind),
-                ],
+                "celhook_admission_requests_total",
+                &[("outcome", outcome), ("crd", crd)],
             )
         };
-        assert_eq!(requests("allowed", "CronTab"), Some(1.0), "{text}");
-        assert_eq!(requests("denied", "CronTab"), Some(1.0));
+        assert_eq!(requests("allowed", CRD), Some(1.0), "{text}");
+        assert_eq!(requests("denied", CRD), Some(1.0));
         assert_eq!(requests("error", "unknown"), Some(1.0));
         assert_eq!(
             metric(
                 text,
-                "celhook_requests_total",
+                "celhook_admission_requests_total",
                 &[("review_version", "v1"), ("operation", "CREATE")]
             ),
             Some(2.0)
         );
+        // Admissions only: nothing counted as a conversion.
+        assert_eq!(metric(text, "celhook_conversion_requests_total", &[]), None);
         assert_eq!(
             metric(
                 text,
                 "celhook_request_duration_seconds_count",
-                &[("endpoint", "validate")]
+                &[("handler", "validate")]
             ),
             Some(3.0)
         );
@@ -295,7 +293,7 @@ async fn metrics_count_reviews_rules_and_config_over_tls_and_plain_http() {
             metric(
                 text,
                 "celhook_requests_in_flight",
-                &[("endpoint", "validate")]
+                &[("handler", "validate")]
             ),
             Some(0.0)
         );
@@ -603,10 +601,17 @@ async fn sigterm_under_load_fails_no_request_sent_before_the_stop() {
     assert_eq!(span["namespace"], "default", "{line}");
     assert_eq!(span["object_name"], "load", "{line}");
     assert_eq!(span["outcome"], "denied", "{line}");
+    assert_eq!(span["user"], "kubernetes-admin", "{line}");
+    // The failed rules as a JSON array of {field, message}, not debug text.
+    let rules = line["failed_rules"]
+        .as_array()
+        .expect("an array of failed rules");
+    assert_eq!(rules.len(), 1, "{line}");
+    assert_eq!(rules[0]["field"], "spec", "{line}");
     assert!(
-        line["failed_rules"]
+        rules[0]["message"]
             .as_str()
-            .is_some_and(|r| r.contains("replicas should be smaller than or equal to maxReplicas")),
+            .is_some_and(|m| m.contains("replicas should be smaller than or equal to maxReplicas")),
         "{line}"
     );
     assert!(line.get("body").is_none(), "{line}");
@@ -692,163 +697,9 @@ async fn a_request_in_flight_at_the_stop_is_answered() {
     stopping.await.expect("join").expect("stopped");
 }
 
-// === a real Prometheus scrapes celhook ===
+// === Prometheus and the Grafana dashboard: operation/prometheus.rs ===
 
-/// Where `program` is on PATH, if it is.
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
-/// The one value of an instant query, once it has one.
-async fn query(client: &Client, base: &str, promql: &str) -> Option<f64> {
-    let encoded: String = promql
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let resp = client
-        .get(format!("{base}/api/v1/query?query={encoded}"))
-        .send()
-        .await
-        .ok()?;
-    let body: Value = resp.json().await.ok()?;
-    let result = body["data"]["result"].as_array()?;
-    if result.len() != 1 {
-        return None;
-    }
-    result[0]["value"][1].as_str()?.parse().ok()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prometheus_scrapes_celhook_over_tls_and_promtool_accepts_the_output() {
-    let (Some(prometheus), Some(promtool)) = (on_path("prometheus"), on_path("promtool")) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "prometheus/promtool not installed: .ci/run installs the Debian package `prometheus`"
-        );
-        eprintln!("SKIPPED: prometheus/promtool not installed (apt-get install prometheus)");
-        return;
-    };
-    // A certificate for the in-cluster name, as the ServiceMonitor scrapes it.
-    let ca = Ca::new("test CA", 30).expect("ca");
-    let pair = ca
-        .serving(&celhook::certs::service_names("celhook", "celhook"), 30)
-        .expect("serving");
-    let volume = tls_volume(&pair);
-    let config = ServeConfig {
-        tls: files(&volume),
-        config_source: crd_dir(),
-        ..ServeConfig::for_tests()
-    };
-    let server = start_with(config, config::load(&crd_dir()).catalog).await;
-    let client = {
-        common::install_crypto();
-        Client::builder()
-            .tls_certs_only(
-                reqwest::Certificate::from_pem_bundle(ca.pair.cert_pem.as_bytes()).expect("pem"),
-            )
-            .resolve("celhook.celhook.svc", server.local_addr())
-            .build()
-            .expect("client")
-    };
-    let base = format!("https://celhook.celhook.svc:{}", server.local_addr().port());
-    for replicas in [1, 2, 20] {
-        let answer = common::post_raw(
-            &client,
-            &format!("{base}/validate?timeout=10s"),
-            crontab_review(replicas),
-        )
-        .await;
-        assert_eq!(answer.status, StatusCode::OK);
-    }
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("ca.crt"), &ca.pair.cert_pem).expect("ca");
-    let web_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let config = format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
-         scrape_configs:\n  - job_name: celhook\n    scheme: https\n    tls_config:\n      ca_file: {}\n      server_name: celhook.celhook.svc\n    static_configs:\n      - targets: ['{}']\n",
-        dir.path().join("ca.crt").display(),
-        server.local_addr()
-    );
-    std::fs::write(dir.path().join("prometheus.yml"), config).expect("config");
-    let _prometheus = tokio::process::Command::new(prometheus)
-        .arg(format!(
-            "--config.file={}",
-            dir.path().join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{web_port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("prometheus starts");
-
-    let api = format!("http://127.0.0.1:{web_port}");
-    let plain = Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while query(&plain, &api, "up{job=\"celhook\"}").await != Some(1.0) {
-        assert!(
-            Instant::now() < deadline,
-            "Prometheus did not report the target up within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let expect = [
-        ("sum(celhook_requests_total{outcome=\"allowed\",kind=\"CronTab\"})", 2.0),
-        ("sum(celhook_requests_total{outcome=\"denied\",kind=\"CronTab\"})", 1.0),
-        ("celhook_config_generation", 1.0),
-        ("celhook_build_info", 1.0),
-        ("celhook_request_duration_seconds_count{endpoint=\"validate\"}", 3.0),
-        (
-            "celhook_rule_failures_total{crd=\"crontabs.stable.example.com\",path=\".spec\",index=\"1\"}",
-            1.0,
-        ),
-        ("celhook_tls_cert_expiry_timestamp_seconds > time()", 1.0),
-    ];
-    for (promql, want) in expect {
-        let got = query(&plain, &api, promql).await;
-        // The expiry query yields the expiry itself; only its presence matters.
-        if promql.ends_with("time()") {
-            assert!(got.is_some_and(|v| v > 1.0), "{promql}: {got:?}");
-        } else {
-            assert_eq!(got, Some(want), "{promql}");
-        }
-    }
-
-    let text = metrics_text(&client, &format!("{base}/metrics")).await;
-    let mut check = tokio::process::Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("promtool starts");
-    let mut stdin = check.stdin.take().expect("stdin");
-    stdin.write_all(text.as_bytes()).await.expect("write");
-    drop(stdin);
-    let out = check.wait_with_output().await.expect("promtool");
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod prometheus;
 
 // === lifecycle: Ctrl-C in a terminal ===
 

@@ -78,15 +78,15 @@ async fn a_stalled_body_gets_408_before_the_callers_timeout_and_is_disconnected(
         metric(
             &text,
             "celhook_requests_deadline_exceeded_total",
-            &[("endpoint", "validate")]
+            &[("handler", "validate")]
         ),
         Some(1.0)
     );
     assert_eq!(
         metric(
             &text,
-            "celhook_requests_total",
-            &[("endpoint", "validate"), ("outcome", "error")]
+            "celhook_admission_requests_total",
+            &[("crd", "unknown"), ("outcome", "error")]
         ),
         Some(1.0)
     );
@@ -111,7 +111,7 @@ async fn a_stalled_body_holds_no_worker_slot() {
             metric(
                 &String::from_utf8_lossy(&t),
                 "celhook_requests_in_flight",
-                &[("endpoint", "validate")],
+                &[("handler", "validate")],
             ) == Some(1.0)
         })
     })
@@ -194,7 +194,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
     common::wait_for("800 KiB to be held", || {
         let text = metrics_text(&server);
         // Their heads are held too: a few hundred bytes.
-        metric(&text, "celhook_request_body_bytes_in_flight", &[])
+        metric(&text, "celhook_requests_in_flight_bytes", &[])
             .is_some_and(|held| (800.0 * 1024.0..801.0 * 1024.0).contains(&held))
     })
     .await;
@@ -236,7 +236,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
     // Every reservation is returned, and the large review is now served.
     let text = metrics_text(&server);
     assert_eq!(
-        metric(&text, "celhook_request_body_bytes_in_flight", &[]),
+        metric(&text, "celhook_requests_in_flight_bytes", &[]),
         Some(0.0)
     );
     assert!(metric(&text, "celhook_requests_overloaded_total", &[]).unwrap_or(0.0) >= 1.0);
@@ -264,8 +264,7 @@ async fn many_large_bodies_at_once_stay_within_the_byte_budget_and_all_get_throu
         tokio::spawn(async move {
             while !done.load(Ordering::Relaxed) {
                 let text = metrics_text(&server);
-                let held =
-                    metric(&text, "celhook_request_body_bytes_in_flight", &[]).unwrap_or(0.0);
+                let held = metric(&text, "celhook_requests_in_flight_bytes", &[]).unwrap_or(0.0);
                 peak.fetch_max(held as usize, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }

@@ -39,6 +39,34 @@ fn help_and_version_exit_0() {
     }
 }
 
+/// Each command's `--output` help describes what that command prints:
+/// `check` its report, `eval` the webhook's answer.
+#[test]
+fn output_help_describes_each_commands_own_output() {
+    let help = |command: &str| {
+        let out = run(celhook().args([command, "--help"]));
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let start = text.find("--output").expect("--output is documented");
+        let end = text[start..]
+            .find("[default")
+            .map_or(text.len(), |e| start + e);
+        text[start..end].to_owned()
+    };
+    let (check, eval) = (help("check"), help("eval"));
+    assert!(
+        check.contains(r#"{"crds":[{"name","file","versions","errors"}]"#),
+        "{check}"
+    );
+    assert!(!check.contains("AdmissionReview"), "{check}");
+    assert!(
+        eval.contains("The AdmissionReview the webhook would send"),
+        "{eval}"
+    );
+    assert!(eval.contains("`allowed`, or `denied:`"), "{eval}");
+    assert!(!eval.contains("crds"), "{eval}");
+}
+
 #[test]
 fn usage_errors_exit_64() {
     for args in [

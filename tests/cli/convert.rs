@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-fn celhook() -> Command {
+pub(crate) fn celhook() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_celhook"));
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("CELHOOK_") {
@@ -17,11 +17,11 @@ fn celhook() -> Command {
     cmd
 }
 
-fn run(cmd: &mut Command) -> Output {
+pub(crate) fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("celhook runs")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -48,7 +48,7 @@ host: example.com
 port: \"2345\"
 ";
 
-fn yaml_docs(s: &str) -> Vec<Value> {
+pub(crate) fn yaml_docs(s: &str) -> Vec<Value> {
     serde_norway::Deserializer::from_str(s)
         .map(|de| serde::Deserialize::deserialize(de).expect("YAML document"))
         .collect()

@@ -4,23 +4,11 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 use serde_json::{json, Value};
 
-fn celhook(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_celhook"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("celhook runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::celhook_output as celhook;
 
 fn write_json(dir: &Path, name: &str, v: &Value) -> String {
     let path = dir.join(name);
@@ -154,4 +142,134 @@ fn objects_the_crd_does_not_define_are_refused_clearly() {
     let (code, _, stderr) = celhook(&["eval", "--crd", "/nonexistent.yaml", "--object", &obj]);
     assert_eq!(code, 64);
     assert!(stderr.contains("cannot read file"), "{stderr}");
+}
+
+#[test]
+fn every_object_of_a_file_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |replicas: i64| json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10});
+    let yaml = |objects: &[Value]| {
+        objects
+            .iter()
+            .map(|o| serde_norway::to_string(o).unwrap())
+            .collect::<Vec<_>>()
+            .join("---\n")
+    };
+    let path = dir.path().join("objects.yaml");
+    std::fs::write(
+        &path,
+        yaml(&[crontab("ok", spec(1)), crontab("bad", spec(20))]),
+    )
+    .unwrap();
+    let objects = path.display().to_string();
+    let (code, stdout, stderr) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &objects]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stdout,
+        "document 0 (default/ok): allowed\n\
+         document 1 (default/bad): denied: CronTab.stable.example.com \"bad\" is invalid: spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n  \
+         spec (FieldValueInvalid): Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n"
+    );
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &objects,
+        "--output",
+        "json",
+    ]);
+    assert_eq!(code, 1);
+    let reviews: Value = serde_json::from_str(&stdout).expect("JSON answers");
+    let allowed: Vec<_> = reviews
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|r| r["response"]["allowed"].clone())
+        .collect();
+    assert_eq!(allowed, [json!(true), json!(false)]);
+
+    // A JSON List: each item answered; all allowed, exit 0.
+    let list = write_json(
+        dir.path(),
+        "list.json",
+        &json!({"apiVersion": "v1", "kind": "List", "items": [crontab("a", spec(1)), crontab("b", spec(2))]}),
+    );
+    let (code, stdout, _) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &list]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (
+            0,
+            "document 0 item 0 (default/a): allowed\ndocument 0 item 1 (default/b): allowed\n"
+        )
+    );
+
+    // --old pairs in order: the second object's level jumps from low to high.
+    let with_level = |name: &str, level: &str| {
+        crontab(
+            name,
+            json!({"minReplicas": 0, "replicas": 1, "maxReplicas": 2, "level": level}),
+        )
+    };
+    let new = dir.path().join("new.yaml");
+    let old = dir.path().join("old.yaml");
+    std::fs::write(
+        &new,
+        yaml(&[with_level("x", "high"), with_level("y", "high")]),
+    )
+    .unwrap();
+    std::fs::write(
+        &old,
+        yaml(&[with_level("x", "high"), with_level("y", "low")]),
+    )
+    .unwrap();
+    let (new, old) = (new.display().to_string(), old.display().to_string());
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &new,
+        "--old",
+        &old,
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("document 0 (default/x): allowed\ndocument 1 (default/y): denied:")
+            && stdout.contains("cannot transition directly between 'low' and 'high'"),
+        "{stdout}"
+    );
+    let one = write_json(dir.path(), "one.json", &with_level("x", "low"));
+    let (code, _, stderr) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &new,
+        "--old",
+        &one,
+    ]);
+    assert_eq!(code, 64);
+    assert!(
+        stderr.contains("one.json: holds 1 object(s) and --object 2"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn expressions_see_old_self_only_with_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let this = write_json(dir.path(), "self.json", &json!({"replicas": 5}));
+    let old = write_json(dir.path(), "old.json", &json!({"replicas": 3}));
+    let expr = "self.replicas >= oldSelf.replicas ? self.replicas - oldSelf.replicas : -1";
+    let (code, stdout, stderr) = celhook(&["eval", "--expr", expr, "--self", &this, "--old", &old]);
+    assert_eq!((code, stdout.as_str()), (0, "2\n"), "{stderr}");
+    let (code, stdout, _) = celhook(&["eval", "--expr", "oldSelf", "--old", &old]);
+    assert_eq!((code, stdout.as_str()), (0, "{\"replicas\":3}\n"));
+    let (code, stdout, stderr) = celhook(&["eval", "--expr", expr, "--self", &this]);
+    assert_eq!((code, stdout.as_str()), (64, ""));
+    assert!(
+        stderr.contains("undeclared reference to 'oldSelf'"),
+        "{stderr}"
+    );
 }

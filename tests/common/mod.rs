@@ -345,6 +345,21 @@ pub fn crontab_review(replicas: i64) -> Vec<u8> {
     serde_json::to_vec(&admission_review(V1, "CREATE", CRONTAB, Some(object), None)).expect("json")
 }
 
+/// A plain-HTTP GET sent to `addr` (a TLS port), and all it answers.
+pub async fn plain_http_get(addr: impl tokio::net::ToSocketAddrs) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(3), tcp.read_to_string(&mut answer))
+        .await
+        .expect("answered")
+        .expect("read");
+    answer
+}
+
 /// `celhook serve` as a child process, as an operator runs it: JSON logs,
 /// both listeners on free ports of 127.0.0.1, the addresses read from its
 /// log; later log lines arrive on `log` (stderr is drained so the child

@@ -5,7 +5,7 @@ use hyper::Response;
 
 use super::json;
 use crate::error::WebhookError;
-use crate::metrics::{ConversionFailure, Endpoint, RequestOutcome};
+use crate::metrics::{ConversionFailure, ConversionOutcome};
 use crate::server::body::Body;
 use crate::server::limits::Held;
 use crate::server::AppState;
@@ -91,13 +91,8 @@ pub(super) fn answer(
         review::ConversionReviewVersion::V1 => "v1",
         review::ConversionReviewVersion::V1Beta1 => "v1beta1",
     };
-    let kind_label = sources.first().map_or("unknown", |((k, _), _)| {
-        if catalog.crd_of(group, k).is_some() {
-            k.as_str()
-        } else {
-            "unknown"
-        }
-    });
+    // A review converts objects of one CRD: its first object names it.
+    let crd_label = sources.first().map_or("unknown", |((k, _), _)| crd_of(k));
     match outcome {
         Ok(()) => {
             for ((kind, from), n) in &sources {
@@ -107,14 +102,12 @@ pub(super) fn answer(
                 } else {
                     ("unknown", "unknown")
                 };
-                state.metrics.observe_conversion(crd_of(kind), from, to, *n);
+                state.metrics.observe_converted(crd_of(kind), from, to, *n);
             }
-            state.metrics.observe_review(
-                Endpoint::Convert,
+            state.metrics.observe_conversion_review(
                 review_version,
-                kind_label,
-                "",
-                RequestOutcome::Allowed,
+                crd_label,
+                ConversionOutcome::Success,
             );
             span.record("result", "Success");
             tracing::debug!("converted");
@@ -132,14 +125,11 @@ pub(super) fn answer(
                 conversion::ReviewFailure::Guard(_) => ConversionFailure::InvalidConvertedObject,
                 _ => ConversionFailure::Call,
             };
-            let crd = sources.first().map_or("unknown", |((k, _), _)| crd_of(k));
-            state.metrics.observe_conversion_failure(crd, failure);
-            state.metrics.observe_review(
-                Endpoint::Convert,
+            state.metrics.observe_conversion_failure(crd_label, failure);
+            state.metrics.observe_conversion_review(
                 review_version,
-                kind_label,
-                "",
-                RequestOutcome::Denied,
+                crd_label,
+                ConversionOutcome::Failure,
             );
             span.record("result", "Failure");
             let message = err.to_string();

@@ -2,21 +2,32 @@
 //! [`Registry`] owned by [`Metrics`] (no process-wide globals, so each test
 //! server has its own), with typed `observe_*` helpers for the request path.
 //!
-//! Labels are bounded by the config (CRD, version, kind, rule location) or
-//! by fixed enums (endpoint, operation, outcome); object names, namespaces
-//! and uids are never labels. Handles that the hot path uses on every
-//! request (per endpoint, per rule) are created up front, so recording is a
-//! few atomic adds.
+//! Naming follows Prometheus' advice: base units (seconds, bytes) as the
+//! name's suffix, `_total` on counters, and label names that the scrape
+//! does not overwrite: Prometheus and the Prometheus Operator add `job`,
+//! `instance`, `namespace`, `service`, `pod`, `container` and `endpoint` to
+//! every series, and a colliding label would be renamed `exported_*`
+//! (hence `handler`, not `endpoint`). Label values are bounded by the
+//! config (CRD, version, rule location) or by fixed enums ([`labels`]);
+//! object names, namespaces and uids are never labels. Handles that the hot
+//! path uses on every request (per endpoint, per rule) are created up
+//! front, and fixed label sets start at zero, so every family is in the
+//! first scrape and recording is a few atomic adds.
 //!
-//! What a review endpoint records, e.g. `/convert`: the route is wrapped in
-//! `server::limits::guard` (in flight, latency, limits; found by path), and
-//! the handler calls [`Metrics::observe_review`] once with
-//! `Endpoint::Convert`, the review's version (`v1`, `v1beta1`, `unknown`),
-//! the CRD (`unknown` when not served), an empty operation and the outcome
-//! (`Allowed` for a `Success` result, `Denied` for a `Failure` result,
-//! `Error` for a non-200 answer); then [`Metrics::observe_conversion`] per
-//! source version converted, or [`Metrics::observe_conversion_failure`]
-//! with the failure's type.
+//! What a review endpoint records: the route times it and counts it in
+//! flight ([`Metrics::start`]). The handler counts the answered review once
+//! in its endpoint's family: [`Metrics::observe_admission`]
+//! (`celhook_admission_requests_total`, outcome `allowed`/`denied`) or
+//! [`Metrics::observe_conversion_review`]
+//! (`celhook_conversion_requests_total`, outcome `success`/`failure`, the
+//! answer's `result.status`), plus [`Metrics::observe_converted`] per source
+//! version converted or [`Metrics::observe_conversion_failure`]. A request
+//! that gets no review answer (4xx/5xx) is counted by the route, in the
+//! same family with outcome `error` and `unknown` labels:
+//! [`Metrics::observe_unanswered`], [`Metrics::observe_overloaded`] or
+//! [`Metrics::observe_deadline_exceeded`].
+
+mod labels;
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,6 +35,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+pub use labels::{
+    AdmissionOutcome, ConversionFailure, ConversionOutcome, Endpoint, RuleResult,
+    CONNECTION_CLOSED_REASONS, CONNECTION_REFUSED_REASONS, HANDSHAKE_FAILURE_REASONS,
 };
 
 /// Latency buckets in seconds: a review is typically answered in tens to
@@ -35,90 +51,9 @@ pub const LATENCY_BUCKETS: &[f64] = &[
     1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
-/// An endpoint whose requests are counted, timed and limited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `POST /validate`
-    Validate,
-    /// `POST /convert`
-    Convert,
-}
-
-impl Endpoint {
-    /// Every endpoint, in the order of [`Endpoint::index`].
-    pub const ALL: [Endpoint; 2] = [Endpoint::Validate, Endpoint::Convert];
-
-    /// The label value (the route path without the slash).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Endpoint::Validate => "validate",
-            Endpoint::Convert => "convert",
-        }
-    }
-
-    /// The endpoint served at `path`, if any.
-    pub fn from_path(path: &str) -> Option<Endpoint> {
-        match path {
-            "/validate" => Some(Endpoint::Validate),
-            "/convert" => Some(Endpoint::Convert),
-            _ => None,
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// How a request ended, as counted in `celhook_requests_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestOutcome {
-    /// An admission review answered `allowed: true`, or a conversion that succeeded.
-    Allowed,
-    /// An admission review answered `allowed: false`, or a conversion answered `Failure`.
-    Denied,
-    /// No review answer: a 4xx/5xx, an overload refusal or a missed deadline.
-    Error,
-}
-
-impl RequestOutcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestOutcome::Allowed => "allowed",
-            RequestOutcome::Denied => "denied",
-            RequestOutcome::Error => "error",
-        }
-    }
-}
-
-/// Why a conversion failed, in the API server's own classification of
-/// conversion webhook failures (its `failure_type` label), so a failure on
-/// either side can be matched up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConversionFailure {
-    /// The request could not be answered at all (unreadable review, internal error).
-    Call,
-    /// The answer would not be a valid ConversionReview response.
-    MalformedResponse,
-    /// Fewer (or more) objects converted than sent.
-    PartialResponse,
-    /// A converted object breaks the API server's invariants (apiVersion,
-    /// kind, name/namespace/uid, metadata) or a conversion rule failed.
-    InvalidConvertedObject,
-}
-
-impl ConversionFailure {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConversionFailure::Call => "call",
-            ConversionFailure::MalformedResponse => "malformed_response",
-            ConversionFailure::PartialResponse => "partial_response",
-            ConversionFailure::InvalidConvertedObject => "invalid_converted_object",
-        }
-    }
-}
+/// The label value for what a request did not say or the config does not
+/// serve.
+const UNKNOWN: &str = "unknown";
 
 /// The handles of one rule, attached to the compiled rule when a catalog is
 /// bound to a [`Metrics`] (`validation::bind_metrics`).
@@ -128,17 +63,6 @@ pub struct RuleMetrics {
     failed: IntCounter,
     errors: IntCounter,
     cost: IntCounter,
-}
-
-/// What one rule evaluation gave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuleResult {
-    /// The rule held.
-    Passed,
-    /// The rule evaluated to false.
-    Failed,
-    /// The rule could not be evaluated (runtime error, cost limit).
-    Error,
 }
 
 impl RuleMetrics {
@@ -168,7 +92,8 @@ struct EndpointMetrics {
 pub struct Metrics {
     registry: Registry,
     endpoints: Vec<EndpointMetrics>,
-    requests: IntCounterVec,
+    admission_requests: IntCounterVec,
+    conversion_requests: IntCounterVec,
     overloaded: IntCounterVec,
     deadline_exceeded: IntCounterVec,
     rule_evaluations: IntCounterVec,
@@ -178,7 +103,7 @@ pub struct Metrics {
     conversion_objects: IntCounterVec,
     conversion_failures: IntCounterVec,
     config_generation: IntGauge,
-    body_bytes_in_flight: IntGauge,
+    bytes_in_flight: IntGauge,
     config_last_reload: Gauge,
     config_reload_failures: IntCounter,
     tls_cert_expiry: Gauge,
@@ -207,6 +132,22 @@ fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> 
     reg(registry, c)
 }
 
+/// A counter family with a single label whose every value starts at 0, so
+/// that `rate()` and `increase()` see the first event.
+fn counter_vec_at_zero(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    label: &str,
+    values: impl IntoIterator<Item = &'static str>,
+) -> IntCounterVec {
+    let c = counter_vec(registry, name, help, &[label]);
+    for value in values {
+        c.with_label_values(&[value]);
+    }
+    c
+}
+
 impl Metrics {
     /// Creates and registers every family in a fresh registry.
     #[allow(clippy::expect_used)] // fixed, valid options: cannot fail
@@ -217,9 +158,9 @@ impl Metrics {
             IntGaugeVec::new(
                 Opts::new(
                     "celhook_requests_in_flight",
-                    "Requests being served, by endpoint.",
+                    "Review requests being served, by handler.",
                 ),
-                &["endpoint"],
+                &["handler"],
             )
             .expect("valid"),
         );
@@ -228,10 +169,10 @@ impl Metrics {
             HistogramVec::new(
                 HistogramOpts::new(
                     "celhook_request_duration_seconds",
-                    "Time from the request's arrival at the handler to its answer, by endpoint.",
+                    "Time from a review request's arrival at the handler to its answer, by handler.",
                 )
                 .buckets(LATENCY_BUCKETS.to_vec()),
-                &["endpoint"],
+                &["handler"],
             )
             .expect("valid"),
         );
@@ -255,26 +196,39 @@ impl Metrics {
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
 
+        let handlers = || Endpoint::ALL.iter().map(|e| e.as_str());
         let gauge = |name: &str, help: &str| reg(&registry, Gauge::new(name, help).expect("valid"));
+        let int_gauge =
+            |name: &str, help: &str| reg(&registry, IntGauge::new(name, help).expect("valid"));
+        let counter =
+            |name: &str, help: &str| reg(&registry, IntCounter::new(name, help).expect("valid"));
         Metrics {
             endpoints,
-            requests: counter_vec(
+            admission_requests: counter_vec(
                 &registry,
-                "celhook_requests_total",
-                "Reviews answered, by endpoint, review apiVersion, kind, operation and outcome.",
-                &["endpoint", "review_version", "kind", "operation", "outcome"],
+                "celhook_admission_requests_total",
+                "AdmissionReviews at /validate, by review apiVersion, CRD, operation and outcome (allowed, denied, error: no review answer).",
+                &["review_version", "crd", "operation", "outcome"],
             ),
-            overloaded: counter_vec(
+            conversion_requests: counter_vec(
+                &registry,
+                "celhook_conversion_requests_total",
+                "ConversionReviews at /convert, by review apiVersion, CRD and outcome (the answer's result.status success or failure; error: no review answer).",
+                &["review_version", "crd", "outcome"],
+            ),
+            overloaded: counter_vec_at_zero(
                 &registry,
                 "celhook_requests_overloaded_total",
-                "Requests refused with 503: --max-concurrent-requests stayed in flight until the deadline, or the body did not fit in --max-in-flight-bytes.",
-                &["endpoint"],
+                "Requests refused with 503: --max-concurrent-requests stayed in flight until the deadline, or the body did not fit in its byte budget.",
+                "handler",
+                handlers(),
             ),
-            deadline_exceeded: counter_vec(
+            deadline_exceeded: counter_vec_at_zero(
                 &registry,
                 "celhook_requests_deadline_exceeded_total",
-                "Requests abandoned with 504 at their deadline (from ?timeout= or --request-timeout).",
-                &["endpoint"],
+                "Requests abandoned with 408 or 504 at their deadline (from ?timeout= or --request-timeout).",
+                "handler",
+                handlers(),
             ),
             rule_evaluations: counter_vec(
                 &registry,
@@ -309,80 +263,64 @@ impl Metrics {
             conversion_failures: counter_vec(
                 &registry,
                 "celhook_conversion_failures_total",
-                "Failed conversion requests, by CRD and the API server's failure type.",
+                "Conversion reviews answered Failure, by CRD and the API server's failure type.",
                 &["crd", "failure_type"],
             ),
-            body_bytes_in_flight: reg(
-                &registry,
-                IntGauge::new(
-                    "celhook_request_body_bytes_in_flight",
-                    "Bytes of review bodies being read or held by requests in flight (bounded by --max-in-flight-bytes).",
-                )
-                .expect("valid"),
+            bytes_in_flight: int_gauge(
+                "celhook_requests_in_flight_bytes",
+                "Bytes of review heads, bodies and /convert answers held by requests in flight (bounded by the byte budgets).",
             ),
-            config_generation: reg(
-                &registry,
-                IntGauge::new(
-                    "celhook_config_generation",
-                    "Number of the config being served: 1 at start, +1 per successful reload.",
-                )
-                .expect("valid"),
+            config_generation: int_gauge(
+                "celhook_config_generation",
+                "Number of the config being served: 1 at start, +1 per successful reload.",
             ),
             config_last_reload: gauge(
                 "celhook_config_last_reload_success_timestamp_seconds",
                 "Unix time the served config was loaded.",
             ),
-            config_reload_failures: reg(
-                &registry,
-                IntCounter::new(
-                    "celhook_config_reload_failures_total",
-                    "Config changes refused (the last good config keeps serving).",
-                )
-                .expect("valid"),
+            config_reload_failures: counter(
+                "celhook_config_reload_failures_total",
+                "Config changes refused (the last good config keeps serving).",
             ),
             tls_cert_expiry: gauge(
                 "celhook_tls_cert_expiry_timestamp_seconds",
                 "Unix time the served certificate expires (notAfter).",
             ),
-            tls_reloads: counter_vec(
+            tls_reloads: counter_vec_at_zero(
                 &registry,
                 "celhook_tls_cert_reloads_total",
                 "Certificate reloads after a change of the files, by result (success, failure).",
-                &["result"],
+                "result",
+                ["success", "failure"],
             ),
-            connections_open: reg(
-                &registry,
-                IntGauge::new(
-                    "celhook_connections_open",
-                    "TLS connections open, handshakes in progress included (bounded by --max-connections).",
-                )
-                .expect("valid"),
+            connections_open: int_gauge(
+                "celhook_connections_open",
+                "TLS connections open, handshakes in progress included (bounded by --max-connections).",
             ),
-            connections_refused: counter_vec(
+            connections_refused: counter_vec_at_zero(
                 &registry,
                 "celhook_connections_refused_total",
                 "Connections closed at accept, by reason (source_limit: too many handshakes in progress from its address; connection_limit: --max-connections open and none idle).",
-                &["reason"],
+                "reason",
+                CONNECTION_REFUSED_REASONS.iter().copied(),
             ),
-            connections_closed: counter_vec(
+            connections_closed: counter_vec_at_zero(
                 &registry,
                 "celhook_connections_closed_total",
                 "Served connections closed by celhook, by reason (idle, evicted, write_stall, header_timeout, shutdown).",
-                &["reason"],
+                "reason",
+                CONNECTION_CLOSED_REASONS.iter().copied(),
             ),
-            tls_handshake_failures: counter_vec(
+            tls_handshake_failures: counter_vec_at_zero(
                 &registry,
                 "celhook_tls_handshake_failures_total",
                 "TLS handshakes that failed, by reason (client_hello_timeout, handshake_timeout, client_certificate, plain_http, protocol).",
-                &["reason"],
+                "reason",
+                HANDSHAKE_FAILURE_REASONS.iter().copied(),
             ),
-            config_reload_deferred: reg(
-                &registry,
-                IntCounter::new(
-                    "celhook_config_reload_deferred_total",
-                    "Config changes seen but not loaded yet: still being written, or dropping rules and CRDs and not yet settled.",
-                )
-                .expect("valid"),
+            config_reload_deferred: counter(
+                "celhook_config_reload_deferred_total",
+                "Config changes seen but not loaded yet: still being written, or dropping rules and CRDs and not yet settled.",
             ),
             registry,
         }
@@ -427,9 +365,10 @@ impl Metrics {
         Ok(out)
     }
 
-    /// The gauge of body bytes reserved by requests in flight.
+    /// The gauge of bytes held by requests in flight
+    /// (`celhook_requests_in_flight_bytes`).
     pub fn body_bytes_in_flight(&self) -> &IntGauge {
-        &self.body_bytes_in_flight
+        &self.bytes_in_flight
     }
 
     /// Marks a request to `endpoint` as started: counts it in flight until
@@ -443,56 +382,74 @@ impl Metrics {
         }
     }
 
-    /// Counts one answered (or refused) review. `review_version` is the
-    /// review's apiVersion version (`v1`, `v1beta1`, or `unknown` when the
-    /// body could not be read); `kind` is the kind (or CRD) under review,
-    /// `unknown` when not served by the config; `operation` is empty for
-    /// conversions.
-    pub fn observe_review(
+    /// Counts one answered AdmissionReview. `review_version` is the
+    /// review's apiVersion version (`v1`, `v1beta1`); `crd` the name of the
+    /// CRD serving the kind under review, `unknown` when none does.
+    pub fn observe_admission(
         &self,
-        endpoint: Endpoint,
         review_version: &str,
-        kind: &str,
+        crd: &str,
         operation: &str,
-        outcome: RequestOutcome,
+        outcome: AdmissionOutcome,
     ) {
-        self.requests
-            .with_label_values(&[
-                endpoint.as_str(),
-                review_version,
-                kind,
-                operation,
-                outcome.as_str(),
-            ])
+        self.admission_requests
+            .with_label_values(&[review_version, crd, operation, outcome.as_str()])
             .inc();
     }
 
-    /// Counts a request refused because the concurrency limit stayed full.
+    /// Counts one answered ConversionReview; labels as for
+    /// [`Metrics::observe_admission`].
+    pub fn observe_conversion_review(
+        &self,
+        review_version: &str,
+        crd: &str,
+        outcome: ConversionOutcome,
+    ) {
+        self.conversion_requests
+            .with_label_values(&[review_version, crd, outcome.as_str()])
+            .inc();
+    }
+
+    /// Counts a request to `endpoint` that got no review answer (400, 413,
+    /// 500, ...), in its endpoint's family with outcome `error`: what it was
+    /// about is not known (or not trusted) at that point.
+    pub fn observe_unanswered(&self, endpoint: Endpoint) {
+        match endpoint {
+            Endpoint::Validate => {
+                self.observe_admission(UNKNOWN, UNKNOWN, UNKNOWN, AdmissionOutcome::Error)
+            }
+            Endpoint::Convert => {
+                self.observe_conversion_review(UNKNOWN, UNKNOWN, ConversionOutcome::Error)
+            }
+        }
+    }
+
+    /// Counts a request refused because a limit stayed full (503).
     pub fn observe_overloaded(&self, endpoint: Endpoint) {
         self.overloaded
             .with_label_values(&[endpoint.as_str()])
             .inc();
-        self.observe_review(endpoint, "unknown", "unknown", "", RequestOutcome::Error);
+        self.observe_unanswered(endpoint);
     }
 
-    /// Counts a request abandoned at its deadline.
+    /// Counts a request abandoned at its deadline (408, 504).
     pub fn observe_deadline_exceeded(&self, endpoint: Endpoint) {
         self.deadline_exceeded
             .with_label_values(&[endpoint.as_str()])
             .inc();
-        self.observe_review(endpoint, "unknown", "unknown", "", RequestOutcome::Error);
+        self.observe_unanswered(endpoint);
     }
 
     /// Counts `objects` objects of CRD `crd` converted from version `from`
     /// to version `to` (call once per source version in a request).
-    pub fn observe_conversion(&self, crd: &str, from: &str, to: &str, objects: u64) {
+    pub fn observe_converted(&self, crd: &str, from: &str, to: &str, objects: u64) {
         self.conversion_objects
             .with_label_values(&[crd, from, to])
             .inc_by(objects);
     }
 
-    /// Counts one failed conversion request of CRD `crd` (`unknown` when the
-    /// request could not be read).
+    /// Counts one conversion review of CRD `crd` answered Failure
+    /// (`unknown` when no loaded CRD is known for it).
     pub fn observe_conversion_failure(&self, crd: &str, failure: ConversionFailure) {
         self.conversion_failures
             .with_label_values(&[crd, failure.as_str()])
@@ -578,72 +535,4 @@ fn unix_seconds(at: SystemTime) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(m: &Metrics) -> String {
-        String::from_utf8(m.render().expect("renders")).expect("utf-8")
-    }
-
-    #[test]
-    fn each_registry_is_its_own() {
-        let a = Metrics::register();
-        let b = Metrics::register();
-        a.observe_review(
-            Endpoint::Validate,
-            "v1",
-            "CronTab",
-            "CREATE",
-            RequestOutcome::Denied,
-        );
-        assert!(text(&a).contains(
-            "celhook_requests_total{endpoint=\"validate\",kind=\"CronTab\",operation=\"CREATE\",outcome=\"denied\",review_version=\"v1\"} 1"
-        ));
-        assert!(!text(&b).contains("outcome=\"denied\""));
-    }
-
-    #[test]
-    fn in_flight_guards_count_and_time() {
-        let m = Metrics::register();
-        let guard = m.start(Endpoint::Convert);
-        assert!(text(&m).contains("celhook_requests_in_flight{endpoint=\"convert\"} 1"));
-        drop(guard);
-        let t = text(&m);
-        assert!(
-            t.contains("celhook_requests_in_flight{endpoint=\"convert\"} 0"),
-            "{t}"
-        );
-        assert!(t.contains("celhook_request_duration_seconds_count{endpoint=\"convert\"} 1"));
-        // Sub-millisecond buckets are exposed.
-        assert!(t.contains("le=\"0.0001\""), "{t}");
-    }
-
-    #[test]
-    fn conversion_helpers_use_the_api_server_failure_types() {
-        let m = Metrics::register();
-        m.observe_conversion("crontabs.stable.example.com", "v1", "v2", 3);
-        m.observe_conversion("crontabs.stable.example.com", "v1", "v2", 2);
-        m.observe_conversion_failure(
-            "crontabs.stable.example.com",
-            ConversionFailure::PartialResponse,
-        );
-        let t = text(&m);
-        assert!(t.contains("celhook_conversion_objects_total{crd=\"crontabs.stable.example.com\",from=\"v1\",to=\"v2\"} 5"), "{t}");
-        assert!(t.contains("celhook_conversion_failures_total{crd=\"crontabs.stable.example.com\",failure_type=\"partial_response\"} 1"), "{t}");
-    }
-
-    #[test]
-    fn build_info_and_config_gauges() {
-        let m = Metrics::register();
-        m.observe_config_loaded(3, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
-        m.observe_cert_expiry(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
-        let t = text(&m);
-        assert!(t.contains(&format!(
-            "celhook_build_info{{version=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION")
-        )));
-        assert!(t.contains("celhook_config_generation 3"));
-        assert!(t.contains("celhook_config_last_reload_success_timestamp_seconds 1700000000"));
-        assert!(t.contains("celhook_tls_cert_expiry_timestamp_seconds 1800000000"));
-    }
-}
+mod tests;
