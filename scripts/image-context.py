@@ -5,15 +5,16 @@
 largest files when it does. Run by .ci/run, where no container engine
 runs, so it also checks what would break the image build:
 
-- every workspace file the binary was compiled from (`--dep-info`, the
-  `.d` file cargo writes beside it: sources and `include_str!` files) and
+- every workspace file the crate was compiled from (`--dep-info`, the
+  `.d` files cargo writes in target/debug/deps: sources and `include_str!`
+  files; paths that no longer exist are stale entries, passed over) and
   every manifest and target file cargo reads to load the workspace
   (`cargo metadata`) is in the context;
 - the Dockerfile builds the way the README's set-up does: one
   `cargo build --release --locked -p celhook`, installing
   target/release/celhook, on a Rust image no older than `rust-version`.
 
-    scripts/image-context.py [--limit-mb 5] [--dep-info target/debug/celhook.d]
+    scripts/image-context.py [--limit-mb 5] [--dep-info target/debug/deps/celhook-*.d target/debug/deps/celhook_*.d]
 """
 import argparse
 import fnmatch
@@ -71,7 +72,7 @@ def compiled_from(dep_info, root):
     paths = set()
     for token in re.split(r"(?<!\\)\s+", inputs.strip()):
         path = os.path.realpath(token.replace("\\ ", " "))
-        if path.startswith(root + os.sep):
+        if path.startswith(root + os.sep) and os.path.exists(path):
             paths.add(os.path.relpath(path, root))
     return paths
 
@@ -95,10 +96,12 @@ def dockerfile_problems(rust_version):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit-mb", type=float, default=5.0)
-    ap.add_argument("--dep-info", help="cargo's .d file of the celhook binary")
+    ap.add_argument("--dep-info", nargs="+", default=[], help="cargo's .d files of the celhook crate")
     args = ap.parse_args()
     root = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    dep_info = os.path.realpath(args.dep_info) if args.dep_info else None
+    dep_infos = [os.path.realpath(d) for d in args.dep_info]
+    if args.dep_info and not dep_infos:
+        sys.exit("--dep-info: no files")
     os.chdir(root)
     pats = patterns(".dockerignore")
     files = []
@@ -122,7 +125,7 @@ def main():
         failed = True
     in_context = {rel for _, rel in files}
     needed = needed_by_cargo(root)
-    if dep_info:
+    for dep_info in dep_infos:
         needed |= compiled_from(dep_info, root)
     missing = sorted(needed - in_context)
     for rel in missing:

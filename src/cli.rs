@@ -1,17 +1,20 @@
-//! The command line: `celhook serve`, `check`, `eval`, `convert` and `certs`. Every flag can also
-//! be set by an environment variable `CELHOOK_<FLAG>`.
+//! The command line: `celhook serve` (its flags in `cli/serve.rs`), `check`, `eval`, `convert`,
+//! `certs`, `webhook-config` and `storage-migration`. Every flag can also be set by an environment
+//! variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
 //! [`ServeConfig`] or [`CheckArgs`].
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::ConfigSource;
-use crate::server::{ClientAuth, ServeConfig, TlsSource};
+use crate::server::ServeConfig;
 use crate::telemetry::LogFormat;
+
+mod serve;
+use serve::ServeArgs;
 
 /// What the user asked for.
 // Built once at start-up: the size of the largest variant does not matter.
@@ -29,6 +32,15 @@ pub enum Command {
     Check(CheckArgs),
     /// Convert manifest files offline.
     Convert(ConvertArgs),
+    /// Round-trip the objects of manifest files through every version.
+    RoundTrip {
+        /// Where the CRDs and conversion documents come from.
+        source: ConfigSource,
+        /// Files and directories (`-`: standard input).
+        files: Vec<PathBuf>,
+        /// Fail on unacknowledged stash-only values too.
+        strict: bool,
+    },
     /// Evaluate offline: an object against a CRD, or one expression.
     Eval(EvalArgs),
     /// Write a development CA and serving certificate, print the caBundle.
@@ -41,6 +53,15 @@ pub enum Command {
         options: crate::webhook_config::WebhookOptions,
         /// A PEM file whose text becomes the caBundle.
         ca_bundle: Option<PathBuf>,
+    },
+    /// Print the StorageVersionMigrations of a config's multi-version CRDs.
+    StorageMigration {
+        /// The config whose CRDs are migrated.
+        source: ConfigSource,
+        /// The CRDs to migrate, by name (empty: every one).
+        crds: Vec<String>,
+        /// apiVersion of the StorageVersionMigration objects.
+        api_version: crate::migration::SvmApiVersion,
     },
 }
 
@@ -141,7 +162,9 @@ impl From<EvalOutput> for OutputFormat {
 /// clap error tells the message to print and whether it is a usage error
 /// (`use_stderr()`) or `--help`/`--version`.
 pub fn parse() -> Result<Command, clap::Error> {
-    Cli::try_parse().map(Cli::into_command)
+    Cli::try_parse()
+        .and_then(Cli::checked)
+        .map(Cli::into_command)
 }
 
 /// Parses the given arguments (the first is the program name); for tests.
@@ -150,7 +173,9 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    Cli::try_parse_from(args).map(Cli::into_command)
+    Cli::try_parse_from(args)
+        .and_then(Cli::checked)
+        .map(Cli::into_command)
 }
 
 #[derive(Debug, Parser)]
@@ -182,6 +207,9 @@ enum CliCommand {
     /// (`/status` included), and each CRD with a conversion document with its
     /// conversion webhook set; YAML for `kubectl apply` or a kustomization.
     WebhookConfig(WebhookConfigCliArgs),
+    /// Print a StorageVersionMigration (storagemigration.k8s.io) for each CRD of the config with several
+    /// versions, each after the commands that wait for it and then trim the CRD's status.storedVersions.
+    StorageMigration(StorageMigrationCliArgs),
 }
 
 #[derive(Debug, Args)]
@@ -217,12 +245,28 @@ struct ConvertCliArgs {
     config: Option<PathBuf>,
 
     /// The version to convert to, as group/version (e.g. example.com/v1).
-    #[arg(long, value_name = "GROUP/VERSION")]
-    to: String,
+    #[arg(
+        long,
+        value_name = "GROUP/VERSION",
+        required_unless_present = "round_trip"
+    )]
+    to: Option<String>,
 
-    /// Manifest files, YAML or JSON (output in the same format); `-` reads standard input.
+    /// Manifest files, YAML or JSON (output in the same format); `-` reads standard input. With --round-trip,
+    /// directories too (their *.yaml, *.yml and *.json files, subdirectories included).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+
+    /// Print nothing converted: convert each object to every other version of its CRD and back, and report
+    /// every difference the round trip leaves and every value that reached a version only through the stash
+    /// annotation; exit 1 on a difference or an error.
+    #[arg(long, conflicts_with_all = ["to", "partial", "refuse_other_kinds"])]
+    round_trip: bool,
+
+    /// With --round-trip: also exit 1 on a value kept only in the stash whose field the conversion document
+    /// does not acknowledge in spec.lossy.
+    #[arg(long)]
+    strict: bool,
 
     /// Fail on objects of kinds no CRD of the config serves (a ConfigMap, a Deployment) instead of printing them unchanged in their place.
     #[arg(long)]
@@ -265,197 +309,6 @@ struct CertsCliArgs {
     /// otherwise carries for a local run or a port-forward.
     #[arg(long)]
     no_local_names: bool,
-}
-
-fn duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::server::limits::parse_go_duration(text)
-        .ok_or_else(|| format!("{text:?} is not a duration such as 500ms, 5s or 1m30s"))
-}
-
-#[derive(Debug, Args)]
-struct ServeArgs {
-    /// CRD manifests (YAML or JSON): a directory, read with its subdirectories, or one file; without it, the example CRDs built into the binary.
-    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
-    config: Option<PathBuf>,
-
-    /// PEM certificate chain; without --tls-cert/--tls-key a self-signed certificate is generated.
-    #[arg(
-        long,
-        env = "CELHOOK_TLS_CERT",
-        value_name = "FILE",
-        requires = "tls_key"
-    )]
-    tls_cert: Option<PathBuf>,
-
-    /// PEM private key of --tls-cert.
-    #[arg(
-        long,
-        env = "CELHOOK_TLS_KEY",
-        value_name = "FILE",
-        requires = "tls_cert"
-    )]
-    tls_key: Option<PathBuf>,
-
-    /// Address of the HTTPS listener.
-    #[arg(long, env = "CELHOOK_LISTEN", value_name = "ADDR", default_value = crate::server::DEFAULT_LISTEN)]
-    listen: SocketAddr,
-
-    /// Larger request bodies are refused with 413.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_REQUEST_BYTES",
-        value_name = "BYTES",
-        default_value_t = crate::server::DEFAULT_MAX_REQUEST_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_request_bytes: usize,
-
-    /// Larger POST /convert bodies are refused with 413.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_CONVERT_REQUEST_BYTES",
-        value_name = "BYTES",
-        default_value_t = crate::server::DEFAULT_MAX_CONVERT_REQUEST_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_convert_request_bytes: usize,
-
-    /// Log line format.
-    #[arg(long, env = "CELHOOK_LOG_FORMAT", value_enum, default_value_t = CliLogFormat::Text)]
-    log_format: CliLogFormat,
-
-    /// Also serve /metrics, /healthz and /readyz over plain HTTP on this address.
-    #[arg(long, env = "CELHOOK_METRICS_LISTEN", value_name = "ADDR")]
-    metrics_listen: Option<SocketAddr>,
-
-    /// Require client certificates signed by the CA(s) in this PEM file; others fail the TLS handshake.
-    #[arg(long, env = "CELHOOK_CLIENT_CA", value_name = "FILE")]
-    client_ca: Option<PathBuf>,
-
-    /// With --client-ca: only client certificates whose subject CN or a DNS/URI/e-mail SAN is one of these (comma-separated).
-    #[arg(
-        long,
-        env = "CELHOOK_ALLOWED_CLIENT_NAMES",
-        value_name = "NAMES",
-        value_delimiter = ',',
-        requires = "client_ca"
-    )]
-    allowed_client_names: Vec<String>,
-
-    /// How often the certificate files and the config directory are checked for changes.
-    #[arg(long, env = "CELHOOK_RELOAD_INTERVAL", value_name = "DURATION", default_value = "1s", value_parser = duration)]
-    reload_interval: std::time::Duration,
-
-    /// On SIGTERM, keep serving this long with /readyz failing before no longer accepting connections.
-    #[arg(long, env = "CELHOOK_SHUTDOWN_DELAY", value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    shutdown_delay: std::time::Duration,
-
-    /// After the delay, wait at most this long for requests in flight.
-    #[arg(long, env = "CELHOOK_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
-    shutdown_timeout: std::time::Duration,
-
-    /// Review requests served at once; more wait for a slot until their deadline, then get 503.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_CONCURRENT_REQUESTS",
-        value_name = "N",
-        default_value_t = crate::server::DEFAULT_MAX_CONCURRENT_REQUESTS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_concurrent_requests: usize,
-
-    /// Bytes of POST /validate bodies held at once, counted as they arrive (one connection: at most half); a body that does not fit gets 503 with Retry-After.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_IN_FLIGHT_BYTES",
-        value_name = "BYTES",
-        default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
-    )]
-    max_in_flight_bytes: usize,
-
-    /// Bytes of POST /convert bodies and answers held at once (one connection: at most half).
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_CONVERT_IN_FLIGHT_BYTES",
-        value_name = "BYTES",
-        default_value_t = crate::server::DEFAULT_MAX_CONVERT_IN_FLIGHT_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
-    )]
-    max_convert_in_flight_bytes: usize,
-
-    /// TLS handshakes computed at once (after their ClientHello); more wait, within --header-timeout.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_CONNECTION_RATE",
-        value_name = "N",
-        default_value_t = crate::server::DEFAULT_MAX_CONNECTION_RATE,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_connection_rate: usize,
-
-    /// Connections open at once; at the cap the longest-idle one makes room, with none idle a new one is refused.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_CONNECTIONS",
-        value_name = "N",
-        default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_connections: usize,
-
-    /// TLS handshakes in progress at once from one source address; more are closed at accept.
-    #[arg(
-        long,
-        env = "CELHOOK_MAX_HANDSHAKES_PER_SOURCE",
-        value_name = "N",
-        default_value_t = crate::server::DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
-    )]
-    max_handshakes_per_source: usize,
-
-    /// HTTP/2 streams at once per connection (advertised in SETTINGS).
-    #[arg(
-        long,
-        env = "CELHOOK_HTTP2_MAX_CONCURRENT_STREAMS",
-        value_name = "N",
-        default_value_t = crate::server::DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS,
-        value_parser = clap::value_parser!(u32).range(1..),
-    )]
-    http2_max_concurrent_streams: u32,
-
-    /// Time for a new connection's first byte and whole TLS ClientHello.
-    #[arg(long, env = "CELHOOK_CLIENT_HELLO_TIMEOUT", value_name = "DURATION", default_value = "1s", value_parser = duration)]
-    client_hello_timeout: std::time::Duration,
-
-    /// The longest pause allowed within a request body (then 408 and the connection closes).
-    #[arg(long, env = "CELHOOK_BODY_IDLE_TIMEOUT", value_name = "DURATION", default_value = "2s", value_parser = duration)]
-    body_idle_timeout: std::time::Duration,
-
-    /// An answer that cannot be written for this long (a client that does not read) closes its connection.
-    #[arg(long, env = "CELHOOK_WRITE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
-    write_timeout: std::time::Duration,
-
-    /// Longest time a review may take; the deadline when the caller sends no ?timeout=.
-    #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
-    request_timeout: std::time::Duration,
-
-    /// Worker threads serving requests; default one per CPU the process may use (its cgroup quota included).
-    #[arg(
-        long,
-        env = "CELHOOK_WORKERS",
-        value_name = "N",
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024),
-    )]
-    workers: Option<usize>,
-
-    /// How long idle connections are kept open.
-    #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
-    keep_alive: std::time::Duration,
-
-    /// Time a client has for the TLS handshake and for a request head (HTTP/1.1) or header block (HTTP/2).
-    #[arg(long, env = "CELHOOK_HEADER_TIMEOUT", value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    header_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -510,68 +363,66 @@ struct WebhookConfigCliArgs {
     ca_bundle: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CliLogFormat {
-    Text,
-    Json,
+#[derive(Debug, Args)]
+struct StorageMigrationCliArgs {
+    /// The config celhook serves (a file, or a directory read with its subdirectories);
+    /// without it, the examples built into the binary.
+    #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// Only this CRD (metadata.name, e.g. crontabs.example.com); repeat for several. Default: every CRD with
+    /// more than one version.
+    #[arg(long = "crd", value_name = "NAME")]
+    crds: Vec<String>,
+
+    /// apiVersion of the migrations: storagemigration.k8s.io/v1 (Kubernetes 1.37+),
+    /// storagemigration.k8s.io/v1beta1 (1.35+) or storagemigration.k8s.io/v1alpha1 (1.30 to 1.34).
+    #[arg(
+        long,
+        value_name = "API_VERSION",
+        default_value = "storagemigration.k8s.io/v1",
+        value_parser = crate::migration::SvmApiVersion::parse,
+    )]
+    api_version: crate::migration::SvmApiVersion,
 }
 
 impl Cli {
+    /// What clap's `requires` cannot say of two flags (a flag's default
+    /// counts as present to it).
+    fn checked(self) -> Result<Cli, clap::Error> {
+        use clap::CommandFactory;
+        if let CliCommand::Convert(args) = &self.command {
+            if args.strict && !args.round_trip {
+                return Err(Cli::command().error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    "convert: --strict goes with --round-trip",
+                ));
+            }
+        }
+        Ok(self)
+    }
+
     fn into_command(self) -> Command {
         match self.command {
-            CliCommand::Serve(args) => {
-                let tls = match (args.tls_cert, args.tls_key) {
-                    (Some(cert), Some(key)) => TlsSource::Files { cert, key },
-                    // clap's `requires` rules out a lone flag.
-                    _ => TlsSource::SelfSigned,
-                };
-                let config = ServeConfig {
-                    config_source: args
-                        .config
-                        .map_or(ConfigSource::Embedded, ConfigSource::Dir),
-                    listen: args.listen,
-                    tls,
-                    max_request_bytes: args.max_request_bytes,
-                    metrics_listen: args.metrics_listen,
-                    client_auth: args.client_ca.map(|ca| ClientAuth {
-                        ca,
-                        allowed_names: args.allowed_client_names,
-                    }),
-                    reload_interval: args.reload_interval,
-                    shutdown_delay: args.shutdown_delay,
-                    shutdown_timeout: args.shutdown_timeout,
-                    max_concurrent_requests: args.max_concurrent_requests,
-                    max_in_flight_bytes: args.max_in_flight_bytes,
-                    max_convert_in_flight_bytes: args.max_convert_in_flight_bytes,
-                    max_connection_rate: args.max_connection_rate,
-                    max_connections: args.max_connections,
-                    max_handshakes_per_source: args.max_handshakes_per_source,
-                    http2_max_concurrent_streams: args.http2_max_concurrent_streams,
-                    client_hello_timeout: args.client_hello_timeout,
-                    body_idle_timeout: args.body_idle_timeout,
-                    write_timeout: args.write_timeout,
-                    request_timeout: args.request_timeout,
-                    keep_alive: args.keep_alive,
-                    header_timeout: args.header_timeout,
-                    max_convert_request_bytes: args.max_convert_request_bytes,
-                    workers: args.workers,
-                };
-                let log_format = match args.log_format {
-                    CliLogFormat::Text => LogFormat::Text,
-                    CliLogFormat::Json => LogFormat::Json,
-                };
-                Command::Serve { config, log_format }
-            }
+            CliCommand::Serve(args) => args.into_command(),
             CliCommand::Check(args) => Command::Check(CheckArgs {
                 source: ConfigSource::Dir(args.config),
                 output: args.output.into(),
                 strict: args.strict,
             }),
+            CliCommand::Convert(args) if args.round_trip => Command::RoundTrip {
+                source: args
+                    .config
+                    .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                files: args.files,
+                strict: args.strict,
+            },
             CliCommand::Convert(args) => Command::Convert(ConvertArgs {
                 source: args
                     .config
                     .map_or(ConfigSource::Embedded, ConfigSource::Dir),
-                to: args.to,
+                // clap requires --to unless --round-trip.
+                to: args.to.unwrap_or_default(),
                 files: args.files,
                 other_kinds: if args.refuse_other_kinds {
                     crate::conversion::files::OtherKinds::Refuse
@@ -617,6 +468,13 @@ impl Cli {
                     ca_bundle: None,
                 },
                 ca_bundle: args.ca_bundle,
+            },
+            CliCommand::StorageMigration(args) => Command::StorageMigration {
+                source: args
+                    .config
+                    .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+                crds: args.crds,
+                api_version: args.api_version,
             },
         }
     }

@@ -19,6 +19,7 @@ pub mod eval;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod metrics;
+pub mod migration;
 pub mod review;
 /// The schema model (crate `celhook-schema`, under `crates/schema`).
 pub use celhook_schema as schema;

@@ -62,6 +62,14 @@ fn main() -> ExitCode {
             telemetry::init(LogFormat::Text);
             convert(&args)
         }
+        Command::RoundTrip {
+            source,
+            files,
+            strict,
+        } => {
+            telemetry::init(LogFormat::Text);
+            round_trip(&source, &files, strict)
+        }
         Command::Serve { config, log_format } => {
             telemetry::init(log_format);
             serve(config)
@@ -74,6 +82,41 @@ fn main() -> ExitCode {
         } => {
             telemetry::init(LogFormat::Text);
             webhook_config(&source, options, ca_bundle.as_deref())
+        }
+        Command::StorageMigration {
+            source,
+            crds,
+            api_version,
+        } => storage_migration(&source, &crds, api_version),
+    }
+}
+
+/// `celhook storage-migration`: the YAML on stdout, notes on stderr; exit
+/// 1 on a config that cannot be read or a CRD that cannot be migrated, 64
+/// on a `--crd` the config does not have.
+fn storage_migration(
+    source: &config::ConfigSource,
+    crds: &[String],
+    api_version: celhook::migration::SvmApiVersion,
+) -> ExitCode {
+    use celhook::migration;
+    match migration::read_documents(source)
+        .and_then(|docs| migration::render(&docs, crds, api_version))
+    {
+        Ok(migrations) => {
+            for note in &migrations.notes {
+                eprintln!("note: {note}");
+            }
+            out(&migrations.yaml);
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("celhook storage-migration: {err}");
+            ExitCode::from(if err.is_usage() {
+                EXIT_USAGE
+            } else {
+                EXIT_FAILURE
+            })
         }
     }
 }
@@ -255,8 +298,10 @@ fn serve(config: ServeConfig) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    for skipped in &loaded.report.warnings {
-        tracing::warn!(skipped = %config::report::format_problem(skipped), "config file or document skipped");
+    // Skipped files and documents, and conversion fields kept only in
+    // the stash: served all the same (errors only for `check --strict`).
+    for warning in &loaded.report.warnings {
+        tracing::warn!(warning = %config::report::format_problem(warning), "config warning");
     }
     tracing::info!(
         source = ?config.config_source,
@@ -338,5 +383,73 @@ fn webhook_config(
             eprintln!("celhook webhook-config: {reason}");
             ExitCode::from(EXIT_FAILURE)
         }
+    }
+}
+
+/// `celhook convert --round-trip`: findings on stdout, one per line, then
+/// the summary; exit 1 on a difference or an error (and with `strict`, on
+/// an unacknowledged stash-only value), 64 on a config with problems.
+fn round_trip(
+    source: &config::ConfigSource,
+    files: &[std::path::PathBuf],
+    strict: bool,
+) -> ExitCode {
+    let loaded = config::load(source);
+    if loaded.report.has_errors() {
+        for problem in config::report::problems(&loaded.report) {
+            eprintln!("{}", config::report::format_problem(&problem));
+        }
+        eprintln!("refusing to round-trip: the config has problems");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mut found = celhook::conversion::round_trip::RoundTrips::default();
+    for path in files {
+        if path.as_os_str() == "-" {
+            let mut text = String::new();
+            match std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+                Ok(_) => found.check_text(&loaded.catalog, "<stdin>", &text),
+                Err(e) => {
+                    found.errors += 1;
+                    found.lines.push(format!("<stdin>: cannot read: {e}"));
+                }
+            }
+            continue;
+        }
+        // A directory stands for its manifest files, as a config does.
+        let paths = match config::files::config_files(path) {
+            Ok(paths) => paths,
+            Err(e) => {
+                found.errors += 1;
+                found
+                    .lines
+                    .push(format!("{}: cannot read: {e}", path.display()));
+                continue;
+            }
+        };
+        for file in paths {
+            let name = file.display().to_string();
+            if config::files::is_kustomization(&name) {
+                continue;
+            }
+            match std::fs::read_to_string(&file) {
+                Ok(text) => found.check_text(&loaded.catalog, &name, &text),
+                Err(e) => {
+                    found.errors += 1;
+                    found.lines.push(format!("{name}: cannot read: {e}"));
+                }
+            }
+        }
+    }
+    let mut report = found.lines.join("\n");
+    if !report.is_empty() {
+        report.push('\n');
+    }
+    report.push_str(&found.summary());
+    report.push('\n');
+    out(&report);
+    if found.fails(strict) {
+        ExitCode::from(EXIT_FAILURE)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -1,6 +1,7 @@
 //! Parsing of the command line: defaults, flags and usage errors.
 
 use super::*;
+use crate::server::{ClientAuth, TlsSource};
 
 fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
     let argv = std::iter::once("celhook")

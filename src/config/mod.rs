@@ -158,11 +158,16 @@ pub struct Report {
     pub crds: Vec<CrdReport>,
     /// Problems not tied to one CRD (unreadable file, bad YAML, a v1beta1 CRD).
     pub errors: Vec<Problem>,
-    /// What was skipped and why: kustomization files and documents that
-    /// are neither CRDs nor conversion documents (sample objects next to a
-    /// CRD). Errors only for `check --strict`.
+    /// What was skipped and why (kustomization files, documents that are
+    /// neither CRDs nor conversion documents, such as sample objects next to
+    /// a CRD), and conversion fields kept only in the stash that the
+    /// document does not acknowledge. Errors only for `check --strict`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Problem>,
+    /// Facts worth knowing that need no action: conversion fields
+    /// acknowledged as lost, target fields no source fills.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Problem>,
 }
 
 impl Report {
@@ -521,10 +526,18 @@ impl Loader {
                             &compiled.conversion,
                             &compiled.examples,
                         );
-                        if found.is_empty() {
+                        let coverage = conversion::coverage::findings(&compiled.conversion);
+                        if found.is_empty() && coverage.errors.is_empty() {
                             self.catalog.insert_conversion(compiled.conversion);
                         }
                         problems.extend(found.into_iter().map(problem));
+                        problems.extend(coverage.errors.into_iter().map(problem));
+                        self.report
+                            .warnings
+                            .extend(coverage.warnings.into_iter().map(problem));
+                        self.report
+                            .notes
+                            .extend(coverage.notes.into_iter().map(problem));
                     }
                     Err(found) => problems.extend(found.into_iter().map(problem)),
                 }

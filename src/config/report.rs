@@ -59,8 +59,9 @@ pub fn problems(report: &Report) -> impl Iterator<Item = std::borrow::Cow<'_, Pr
 }
 
 /// `check`'s text report: one line per problem (conversion documents'
-/// problems included), one per skipped file or document (`warning: `
-/// first), then a summary line.
+/// problems included), one per warning (a skipped file or document, a
+/// conversion field kept only in the stash; `warning: ` first), one per
+/// note (`note: `), then a summary line.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let mut count = 0usize;
@@ -71,6 +72,9 @@ pub fn render_text(report: &Report) -> String {
     }
     for skipped in &report.warnings {
         let _ = writeln!(out, "warning: {}", format_problem(skipped));
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {}", format_problem(note));
     }
     let versions: usize = report.crds.iter().map(|c| c.versions.len()).sum();
     let crds = report.crds.len();
@@ -85,9 +89,9 @@ pub fn render_text(report: &Report) -> String {
     } else {
         let _ = write!(out, "{count} problem{}", plural(count));
     }
-    let skipped = report.warnings.len();
-    if skipped > 0 {
-        let _ = write!(out, ", {skipped} skipped");
+    let warnings = report.warnings.len();
+    if warnings > 0 {
+        let _ = write!(out, ", {warnings} warning{}", plural(warnings));
     }
     out.push('\n');
     out
@@ -191,6 +195,7 @@ mod tests {
             }],
             errors: vec![],
             warnings: vec![],
+            notes: vec![],
         };
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&report).expect("renders")).expect("json");

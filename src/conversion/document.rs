@@ -18,6 +18,8 @@
 //!         - path: hostPort
 //!           expr: "..."
 //!   examples: [ ... ]              # objects whose round trips `check` runs
+//!   lossy:                         # fields that may survive only in the stash
+//!     v1: [port]                   #   when v1 objects convert to another version
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -86,6 +88,10 @@ struct Spec {
     versions: BTreeMap<String, VersionDoc>,
     #[serde(default)]
     examples: Vec<Json>,
+    /// Per source version, the fields (as `check` names them) that may
+    /// reach other versions only through the stash.
+    #[serde(default)]
+    lossy: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -181,6 +187,24 @@ pub fn compile(
             ));
         }
     }
+    for (name, paths) in &spec.lossy {
+        if !schemas.contains_key(name.as_str()) {
+            problems.push(problem(
+                Some(name),
+                format!("spec.lossy.{name}"),
+                None,
+                format!("not a version of {} (versions: {})", crd.name, names()),
+            ));
+        }
+        if paths.iter().any(|p| p.trim().is_empty()) {
+            problems.push(problem(
+                Some(name),
+                format!("spec.lossy.{name}"),
+                None,
+                "an empty path".into(),
+            ));
+        }
+    }
     let mut plans = HashMap::new();
     let mut docs = spec.versions;
     for (name, schema) in versions {
@@ -244,6 +268,7 @@ pub fn compile(
             hub: spec.hub,
             versions: versions.iter().map(|(v, _)| v.clone()).collect(),
             plans,
+            lossy: spec.lossy,
         },
         examples: spec.examples,
     })

@@ -104,53 +104,65 @@ struct Job<'a, C: Conversions + ?Sized> {
     name: &'a str,
 }
 
-/// A parsed document: its value, and the same text parsed for key order
-/// (`None` when that second parse fails: sorted keys then).
-struct Document {
-    index: usize,
-    value: Json,
+/// A parsed document: its index in the file, its value, and the same text
+/// parsed for key order (`None` when that second parse fails: sorted keys
+/// then).
+pub(super) struct Document {
+    pub index: usize,
+    pub value: Json,
     order: Option<Yaml>,
+}
+
+/// The documents of a file named `name` (`None`s and blank documents left
+/// out), each parse error naming the file and the document.
+pub(super) fn read_documents(
+    name: &str,
+    text: &str,
+    format: FileFormat,
+) -> Vec<Result<Document, String>> {
+    let mut docs = Vec::new();
+    match format {
+        FileFormat::Json => docs.push(match serde_json::from_str::<Json>(text) {
+            Ok(value) => Ok(Document {
+                index: 0,
+                value,
+                order: serde_json::from_str(text).ok(),
+            }),
+            Err(e) => Err(format!("{name}: invalid JSON: {e}")),
+        }),
+        FileFormat::Yaml => {
+            for (index, (line, doc)) in yaml_documents(text).into_iter().enumerate() {
+                if is_blank(doc) {
+                    continue;
+                }
+                match serde_norway::from_str::<Json>(doc) {
+                    Ok(Json::Null) => {}
+                    Ok(value) => docs.push(Ok(Document {
+                        index,
+                        value,
+                        order: serde_norway::from_str(doc).ok(),
+                    })),
+                    Err(_) => {
+                        // Parsed again behind the lines before it, so that
+                        // the error's line numbers are the file's.
+                        let padded = "\n".repeat(line) + doc;
+                        let e = serde_norway::from_str::<Json>(&padded)
+                            .err()
+                            .map_or_else(String::new, |e| e.to_string());
+                        docs.push(Err(format!("{name}: document {index}: invalid YAML: {e}")));
+                    }
+                }
+            }
+        }
+    }
+    docs
 }
 
 impl<C: Conversions + ?Sized> Job<'_, C> {
     fn run(&self, text: &str, format: FileFormat) -> Converted {
         let name = self.name;
         // Parse errors and conversion errors, in document order.
-        let mut docs: Vec<Result<Document, String>> = Vec::new();
-        match format {
-            FileFormat::Json => docs.push(match serde_json::from_str::<Json>(text) {
-                Ok(value) => Ok(Document {
-                    index: 0,
-                    value,
-                    order: serde_json::from_str(text).ok(),
-                }),
-                Err(e) => Err(format!("{name}: invalid JSON: {e}")),
-            }),
-            FileFormat::Yaml => {
-                for (index, (line, doc)) in yaml_documents(text).into_iter().enumerate() {
-                    if is_blank(doc) {
-                        continue;
-                    }
-                    match serde_norway::from_str::<Json>(doc) {
-                        Ok(Json::Null) => {}
-                        Ok(value) => docs.push(Ok(Document {
-                            index,
-                            value,
-                            order: serde_norway::from_str(doc).ok(),
-                        })),
-                        Err(_) => {
-                            // Parsed again behind the lines before it, so that
-                            // the error's line numbers are the file's.
-                            let padded = "\n".repeat(line) + doc;
-                            let e = serde_norway::from_str::<Json>(&padded)
-                                .err()
-                                .map_or_else(String::new, |e| e.to_string());
-                            docs.push(Err(format!("{name}: document {index}: invalid YAML: {e}")));
-                        }
-                    }
-                }
-            }
-        }
+        let docs = read_documents(name, text, format);
         let mut errors = Vec::new();
         let mut out = Vec::with_capacity(docs.len());
         for doc in docs {

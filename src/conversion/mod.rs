@@ -7,9 +7,11 @@
 //!
 //! Pure functions over `serde_json::Value`: no IO.
 
+pub mod coverage;
 pub mod document;
 pub mod files;
 pub mod guard;
+pub mod round_trip;
 pub mod stash;
 
 use std::collections::HashMap;
@@ -47,6 +49,9 @@ pub struct Conversion {
     /// Every version of the CRD, in the CRD's order.
     versions: Vec<String>,
     plans: HashMap<String, VersionPlan>,
+    /// `spec.lossy`: per version, the fields acknowledged to reach other
+    /// versions only through the stash.
+    lossy: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// How one version converts to and from the hub.
@@ -128,6 +133,24 @@ impl Conversion {
     /// Every version of the CRD.
     pub fn versions(&self) -> &[String] {
         &self.versions
+    }
+
+    /// True when the document acknowledges that `field` (a path as the
+    /// coverage report writes it, or an object path) of version `from`
+    /// may reach other versions only through the stash: the field, one of
+    /// its parents or one of its parts is listed in `spec.lossy`.
+    pub fn acknowledges(&self, from: &str, field: &str) -> bool {
+        let below = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|r| r.starts_with(['.', '[']));
+        self.lossy.get(from).is_some_and(|paths| {
+            paths
+                .iter()
+                .any(|p| field == p || below(field, p) || below(p, field))
+        })
+    }
+
+    /// The acknowledged stash-only fields, per version.
+    pub fn lossy(&self) -> &std::collections::BTreeMap<String, Vec<String>> {
+        &self.lossy
     }
 
     /// True when `version` is a version of the CRD.

@@ -268,7 +268,9 @@ fn an_invalid_label_from_an_expression_fails_the_review() {
         ("crd.yaml", WIDGET_CRD),
         (
             "conv.yaml",
-            &widget_conversion(r#"[{path: metadata.labels.size, expr: "'not a label value'"}]"#),
+            &widget_conversion(
+                r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}, {path: metadata.labels.size, expr: "'not a label value'"}]"#,
+            ),
         ),
     ]);
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
@@ -442,8 +444,11 @@ fn prune_follows_the_schema() {
 
 #[test]
 fn a_value_of_the_wrong_type_fails_the_conversion() {
-    // fromHub gives an int where v2 declares a string.
-    let doc = r#"
+    // fromHub gives an int where v2 declares a string: typed, the load
+    // refuses it (coverage); through dyn(), only the value can tell.
+    let doc = |value: &str| {
+        format!(
+            r#"
 apiVersion: celhook.dev/v1alpha1
 kind: Conversion
 spec:
@@ -451,11 +456,24 @@ spec:
   hub: v1
   versions:
     v2:
+      toHub:
+        - path: spec.size
+          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"
       fromHub:
         - path: spec.size
-          expr: "self.?spec.optFlatMap(s, s.?size)"
-"#;
-    let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", doc)]);
+          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, {value})"
+"#
+        )
+    };
+    let typed = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc("n"))]);
+    let problems: Vec<String> = crate::config::report::problems(&typed.report)
+        .map(|p| p.reason.clone())
+        .collect();
+    assert!(
+        problems.iter().any(|p| p.ends_with("gives int, where the target schema declares string at spec.size")),
+        "{problems:?}"
+    );
+    let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc("dyn(n)"))]);
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
     let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}});
     let e = convert_all(&loaded.catalog, "example.org/v2", vec![v1])

@@ -294,8 +294,10 @@ fn reload_config_settled(state: &AppState, dir: &Path, settled: bool) -> Settle 
         );
         return Settle::Done;
     }
-    for skipped in &loaded.report.warnings {
-        tracing::warn!(skipped = %config::report::format_problem(skipped), "config file or document skipped");
+    // Skipped files and documents, and conversion fields kept only in
+    // the stash: served all the same (errors only for `check --strict`).
+    for warning in &loaded.report.warnings {
+        tracing::warn!(warning = %config::report::format_problem(warning), "config warning");
     }
     let dropped = dropped(&state.catalog.load(), &loaded.catalog);
     if !dropped.is_empty() {

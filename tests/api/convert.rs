@@ -17,10 +17,10 @@ use common::{client, post_raw, post_review, Http};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-const REVIEW_V1: &str = "apiextensions.k8s.io/v1";
-const REVIEW_V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
+pub(crate) const REVIEW_V1: &str = "apiextensions.k8s.io/v1";
+pub(crate) const REVIEW_V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
 
-fn review(api_version: &str, uid: &str, desired: &str, objects: Vec<Value>) -> Value {
+pub(crate) fn review(api_version: &str, uid: &str, desired: &str, objects: Vec<Value>) -> Value {
     json!({
         "apiVersion": api_version,
         "kind": "ConversionReview",
@@ -57,8 +57,8 @@ fn pizza(api_version: &str, name: &str, toppings: Value) -> Value {
     })
 }
 
-const PIZZA_V1ALPHA1: &str = "restaurant.programming-kubernetes.info/v1alpha1";
-const PIZZA_V1BETA1: &str = "restaurant.programming-kubernetes.info/v1beta1";
+pub(crate) const PIZZA_V1ALPHA1: &str = "restaurant.programming-kubernetes.info/v1alpha1";
+pub(crate) const PIZZA_V1BETA1: &str = "restaurant.programming-kubernetes.info/v1beta1";
 
 /// The API server's checks of a conversion answer, from its documented
 /// contract: same review version and kind, uid echoed, Success, one object
@@ -126,7 +126,7 @@ fn failure_message(answer: &Value, request: &Value) -> String {
         .to_owned()
 }
 
-async fn convert_ok(client: &reqwest::Client, url: &str, request: &Value) -> Vec<Value> {
+pub(crate) async fn convert_ok(client: &reqwest::Client, url: &str, request: &Value) -> Vec<Value> {
     let answer = post_review(client, url, request).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.content_type.as_deref(), Some("application/json"));

@@ -8,8 +8,10 @@ mod common;
 
 mod abuse;
 mod convert;
+mod convert_subresources;
 mod http;
 mod logs;
+mod migration;
 mod operation;
 mod review;
 mod robustness;

@@ -304,7 +304,7 @@ fn check_skips_samples_with_a_warning_and_strict_fails_on_them() {
     // The CRD in the subdirectory was read.
     assert!(stdout.contains("checked 1 CRD"), "{stdout}");
     assert!(
-        stdout.trim_end().ends_with("no problems, 1 skipped"),
+        stdout.trim_end().ends_with("no problems, 1 warning"),
         "{stdout}"
     );
 

@@ -8,6 +8,8 @@ mod check;
 mod convert;
 mod convert_documents;
 mod eval;
+mod migration;
+mod round_trip;
 mod webhook_config;
 
 /// Runs the binary with `args` (no `RUST_LOG`): exit code, stdout, stderr.

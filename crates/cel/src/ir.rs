@@ -59,6 +59,48 @@ pub(crate) enum Ir {
     },
 }
 
+impl Ir {
+    /// Calls `f` on each direct child, in evaluation order (a loop's range,
+    /// filter, body), for passes that treat every node kind alike.
+    pub(crate) fn each_child<'a>(&'a self, f: &mut impl FnMut(&'a Ir)) {
+        match self {
+            Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+            Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => f(operand),
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => f(inner),
+            Ir::Not(a) | Ir::Matches(a, _) => f(a),
+            Ir::Index(a, b)
+            | Ir::OptIndex(a, b)
+            | Ir::And(a, b)
+            | Ir::Or(a, b)
+            | Ir::Bin(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            Ir::Cond(a, b, c) => {
+                f(a);
+                f(b);
+                f(c);
+            }
+            Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
+                items.iter().for_each(f);
+            }
+            Ir::Map(entries) => {
+                for (k, v, _) in entries {
+                    f(k);
+                    f(v);
+                }
+            }
+            Ir::Loop(l) => {
+                f(&l.range);
+                if let Some(filter) = &l.filter {
+                    f(filter);
+                }
+                f(&l.body);
+            }
+        }
+    }
+}
+
 /// Binary operators. The checker's `types::Op` lists the same ones with
 /// the unary operators and indexing added: a signature table, where this
 /// is what the evaluator dispatches on.

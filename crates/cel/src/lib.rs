@@ -29,9 +29,11 @@ mod ir;
 mod runtime;
 // AST to program tree (checking, folding with the evaluator).
 mod check;
-// Passes over the program tree: memo planning, static cost.
+// Passes over the program tree: memo planning, static cost, the reads of
+// `self` (for static reports).
 mod estimate;
 mod plan;
+mod reads;
 
 pub use environment::{Environment, PER_EXPRESSION_COST_LIMIT};
 pub use estimate::{factor_text, max_cardinality};
@@ -107,6 +109,15 @@ impl Program {
     /// The worst-case cost of one evaluation, from the schema's size bounds.
     pub fn estimated_cost(&self) -> f64 {
         self.estimated_cost
+    }
+
+    /// The field paths of `self` the expression reads (see `reads`): a
+    /// static report, not for the request path. An empty path is `self`
+    /// read whole.
+    pub fn self_reads(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        reads::self_paths(&self.ir, &mut out);
+        out
     }
 
     /// True when the expression refers to `oldSelf` (a transition rule).
