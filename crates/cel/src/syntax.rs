@@ -97,11 +97,47 @@ pub(crate) fn parse(source: &str) -> Result<(IdedExpr, SourceInfo), CompileError
             message: errs
                 .errors
                 .iter()
-                .map(|e| format_error(source, e.pos.0, e.pos.1 - 1, &e.msg))
+                .map(|e| format_error(source, e.pos.0, e.pos.1 - 1, &keyword_message(&e.msg)))
                 .collect::<Vec<_>>()
                 .join("\n"),
             instantiation: false,
         })
+}
+
+/// cel-go words a literal keyword selected as a field (`self.true`) as its
+/// earlier versions did: ANTLR's `no viable alternative at input '.true'`
+/// (any one character, then `true`, `false` or `null`) becomes
+/// `mismatched input 'true' expecting IDENTIFIER`. Other reserved words
+/// parse as field names and need nothing.
+fn keyword_message(msg: &str) -> std::borrow::Cow<'_, str> {
+    const HEAD: &str = "no viable alternative at input '";
+    if !msg.contains(HEAD) {
+        return msg.into();
+    }
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(HEAD) {
+        let after = &rest[i + HEAD.len()..];
+        let keyword = after.chars().next().filter(|&c| c != '\n').and_then(|c| {
+            let tail = &after[c.len_utf8()..];
+            ["true", "false", "null"]
+                .into_iter()
+                .find_map(|w| Some((w, tail.strip_prefix(w)?.strip_prefix('\'')?)))
+        });
+        match keyword {
+            Some((word, tail)) => {
+                out.push_str(&rest[..i]);
+                out.push_str(&format!("mismatched input '{word}' expecting IDENTIFIER"));
+                rest = tail;
+            }
+            None => {
+                out.push_str(&rest[..i + HEAD.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.into()
 }
 
 /// cel-go's error layout: `ERROR: <input>:L:C: msg`, the source line, and a

@@ -96,6 +96,27 @@ pub fn unescape_property(field: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
+impl crate::Schema {
+    /// The property a CEL field name selects, with its JSON name. Only the
+    /// escaped spelling of a name selects it (`a__b` is `a__underscores__b`;
+    /// `a__b` itself selects nothing), except that a reserved word also
+    /// selects the property it names (`namespace` as `__namespace__` does):
+    /// the API server's type provider does so from Kubernetes 1.31.
+    pub fn cel_property<'f>(
+        &self,
+        field: &'f str,
+    ) -> Option<(std::borrow::Cow<'f, str>, &crate::Schema)> {
+        let name = unescape_property(field);
+        let selectable = escape_property(&name).is_some_and(|escaped| escaped == field)
+            || (RESERVED.contains(&field) && name == field);
+        if !selectable {
+            return None;
+        }
+        let schema = self.property(&name)?;
+        Some((name, schema))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +133,53 @@ mod tests {
         assert_eq!(escape_property("sprint").unwrap(), "sprint");
         assert_eq!(escape_property("1abc"), None);
         assert_eq!(escape_property("a b"), None);
+    }
+
+    #[test]
+    fn only_escaped_spellings_and_reserved_words_select() {
+        let s: crate::Schema = crate::Schema {
+            ty: crate::Type::Object,
+            properties: ["a__b", "x-prop", "namespace", "if", "__x__", "plain"]
+                .into_iter()
+                .map(|n| (n.to_owned(), crate::Schema::default()))
+                .collect(),
+            ..crate::Schema::default()
+        };
+        let select = |f: &str| s.cel_property(f).map(|(n, _)| n.into_owned());
+        assert_eq!(select("a__underscores__b").as_deref(), Some("a__b"));
+        assert_eq!(select("a__b"), None);
+        assert_eq!(select("x__dash__prop").as_deref(), Some("x-prop"));
+        assert_eq!(select("x-prop"), None);
+        assert_eq!(select("__namespace__").as_deref(), Some("namespace"));
+        assert_eq!(select("namespace").as_deref(), Some("namespace"));
+        assert_eq!(select("if").as_deref(), Some("if"));
+        assert_eq!(select("__x__"), None);
+        assert_eq!(
+            select("__underscores__x__underscores__").as_deref(),
+            Some("__x__")
+        );
+        assert_eq!(select("plain").as_deref(), Some("plain"));
+        assert_eq!(select("missing"), None);
+    }
+
+    /// Every name of up to five characters over the escaped alphabet
+    /// round-trips: selection relies on `unescape` inverting `escape`.
+    #[test]
+    fn unescape_inverts_escape_exhaustively() {
+        let alphabet = ['a', '_', '.', '-', '/', 'd'];
+        let mut names = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
+                .collect();
+            for name in &longer {
+                if let Some(esc) = escape_property(name) {
+                    assert_eq!(unescape_property(&esc), name.as_str(), "via {esc}");
+                }
+            }
+            names = longer;
+        }
     }
 
     #[test]

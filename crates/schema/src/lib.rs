@@ -4,6 +4,7 @@
 //! `JSONSchemaProps`, plus the CEL property-name escaping rules.
 
 mod escape;
+mod nested;
 mod properties;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -152,6 +153,9 @@ impl Schema {
     /// implicit `apiVersion`, `kind` and `metadata` (name, generateName) that
     /// the API server exposes to CEL.
     pub fn from_openapi(props: &JSONSchemaProps) -> Result<Schema, SchemaError> {
+        if let Some(first) = nested::problems(props).into_iter().next() {
+            return Err(first);
+        }
         let mut root = Self::build(props, "openAPIV3Schema")?;
         if root.ty == Type::Any && !root.int_or_string {
             root.ty = Type::Object;
@@ -165,11 +169,16 @@ impl Schema {
     /// subtrees that are structural and carry rules, by path. The API
     /// server checks the rules of such subtrees (and reports theirs
     /// problems too), but skips the rules of every node with a structural
-    /// problem at or below it.
+    /// problem at or below it, and every rule when a value validation
+    /// under `allOf`/`anyOf`/`oneOf`/`not` declares what it must not.
     pub fn partial(props: &JSONSchemaProps) -> (Vec<SchemaError>, Vec<PartialSubtree>) {
-        let mut errors = Vec::new();
+        let mut errors = nested::problems(props);
         let mut subtrees = Vec::new();
+        let nested_problems = !errors.is_empty();
         Self::partial_at(props, "openAPIV3Schema", None, &mut errors, &mut subtrees);
+        if nested_problems {
+            subtrees.clear();
+        }
         (errors, subtrees)
     }
 
@@ -347,8 +356,20 @@ impl Schema {
 
     /// Root objects and embedded resources expose apiVersion, kind and, of
     /// metadata, only name and generateName; whatever the CRD declares under
-    /// `metadata` beyond those stays out of CEL's reach.
+    /// `metadata` beyond those stays out of CEL's reach, unless the node
+    /// declares all four as strings: then the API server takes the node as
+    /// written, other metadata fields included (and no length bounds).
     fn add_object_meta(&mut self) {
+        let is_string = |s: Option<&Schema>| s.is_some_and(|s| s.ty == Type::String);
+        let meta = self.property("metadata").filter(|m| m.ty == Type::Object);
+        if is_string(self.property("kind"))
+            && is_string(self.property("apiVersion"))
+            && meta.is_some_and(|m| {
+                is_string(m.property("name")) && is_string(m.property("generateName"))
+            })
+        {
+            return;
+        }
         let string = || Schema {
             ty: Type::String,
             ..Schema::default()

@@ -18,7 +18,7 @@ use crate::syntax::{
 use crate::types::{self, Op, Ty};
 use crate::value::error::CompileError;
 use crate::value::{Const, TypeName};
-use celhook_schema::{unescape_property, Schema};
+use celhook_schema::Schema;
 
 /// Declarations a rule is compiled against.
 pub(crate) struct Decls<'s> {
@@ -341,17 +341,14 @@ impl<'s> Compiler<'_, 's> {
                 Ok((name, fty))
             }
             Ty::Map(k, v) if k.unifies(&Ty::String) => Ok((field.into(), (**v).clone())),
-            Ty::Object(s) => {
-                let name = unescape_property(field);
-                match s.property(&name) {
-                    // Data of unknown type (preserved unknown fields) is out
-                    // of CEL's reach, as if the field did not exist.
-                    Some(child) if !child.is_unknown_type() => {
-                        Ok((name.as_ref().into(), Ty::of_schema(child)))
-                    }
-                    _ => Err(self.error(id, format!("undefined field '{field}'"))),
+            Ty::Object(s) => match s.cel_property(field) {
+                // Data of unknown type (preserved unknown fields) is out of
+                // CEL's reach, as if the field did not exist.
+                Some((name, child)) if !child.is_unknown_type() => {
+                    Ok((name.as_ref().into(), Ty::of_schema(child)))
                 }
-            }
+                _ => Err(self.error(id, format!("undefined field '{field}'"))),
+            },
             Ty::Dyn => Ok((field.into(), Ty::Dyn)),
             _ if test => Err(self.error(id, "invalid argument to has() macro")),
             other => Err(self.error(

@@ -1,0 +1,297 @@
+//! Cost limits, budgets and bounds: what stops an expression before it
+//! costs too much, and what it is charged.
+
+use super::*;
+
+/// Evaluates `expr` on `{}` with the given cost limit.
+fn eval_with_limit(expr: &str, limit: u64) -> (Result<serde_json::Value, EvalError>, u64) {
+    let s = crontab();
+    let p = Program::compile(expr, &s, Environment::default()).unwrap();
+    let obj = json!({});
+    let (r, cost) = p.eval(Value::from_json(&obj, &s), None, limit);
+    (r.map(|v| to_json(&v)), cost)
+}
+
+#[test]
+fn a_spent_budget_is_not_absorbed_by_logical_operators() {
+    // Found by the cel_compile fuzz target: `||` used to swallow the
+    // cost-limit error of its left side and answer true.
+    for expr in [
+        "1/0 == 1 || true",
+        "true && (1/0 == 1 || true)",
+        "1/0 == 1 && false",
+    ] {
+        let (r, cost) = eval_with_limit(expr, 0);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit, "{expr}");
+        assert!(cost > 0, "{expr}");
+    }
+    // Within the limit the error is absorbed as cel-go absorbs it.
+    assert_eq!(
+        eval_with_limit("1/0 == 1 || true", 100).0.unwrap(),
+        json!(true)
+    );
+}
+
+#[test]
+fn huge_ranges_stop_before_they_allocate() {
+    // Found by the conversion_review fuzz target: a Pizza quantity of
+    // 5555555555555554 made `lists.range` allocate exabytes.
+    let (r, cost) = eval_with_limit(
+        "lists.range(5555555555555554).size() > 0",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    assert!(cost > PER_EXPRESSION_COST_LIMIT);
+    // The charge is the same whether the call runs or is refused first.
+    let (ok, cost) = eval_with_limit(
+        "lists.range(1000).size() == 1000",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(ok.unwrap(), json!(true));
+    let (r, over) = eval_with_limit("lists.range(1000).size() == 1000", cost - 2);
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    assert!(over > cost - 2);
+}
+
+#[test]
+fn quadratic_list_functions_are_charged_before_they_run() {
+    let (r, _) = eval_with_limit(
+        "lists.range(5000).distinct().size() > 0",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    let (r, _) = eval_with_limit(
+        "sets.contains(lists.range(2000), lists.range(2000))",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+}
+
+#[test]
+fn replace_cannot_build_a_giant_string() {
+    // 200 Ki matches, each replaced by 200 KiB: 40 GiB if it ran.
+    let expr = "cel.bind(a, 'aaaaaaaa'.replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa').replace('a', 'aaaaaaaa'), a.replace('a', a).size())";
+    let (r, _) = eval_with_limit(expr, PER_EXPRESSION_COST_LIMIT);
+    let e = r.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::CostLimit);
+    assert!(
+        e.message.contains("replace() would build a string"),
+        "{}",
+        e.message
+    );
+    // Ordinary replacements are untouched.
+    let (r, _) = eval_with_limit(
+        "'a-b-c'.replace('-', '--') == 'a--b--c'",
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    assert_eq!(r.unwrap(), json!(true));
+}
+
+#[test]
+fn timestamps_with_multibyte_characters_are_refused_not_split() {
+    // Found by the cel_compile fuzz target: a character spanning byte 19
+    // used to panic the parser.
+    for text in [
+        "1000-01-01T00:00:0\u{200a}text",
+        "2025-01-01T00:00:00+\u{e9}:00",
+        "2025-01-01T00:00:00.\u{2028}Z",
+    ] {
+        assert_eq!(value::parse_timestamp(text), None, "{text:?}");
+    }
+    assert!(value::parse_timestamp("2025-01-01T00:00:00+01:00").is_some());
+}
+
+#[test]
+fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
+    // Found while testing resource bounds: 30 nested parentheses overflowed
+    // a 2 MiB thread stack in the parser of a debug build. Deep expressions
+    // are now refused before parsing, and shallower ones that still need a
+    // deep parse run on a thread with a large stack.
+    let s = crontab();
+    for (open, close) in [
+        ("(", ")"),
+        ("[", "]"),
+        ("{1: ", "}"),
+        ("f(", ")"),
+        ("!", ""),
+        ("-", ""),
+    ] {
+        let deep = format!("{}1{}", open.repeat(5000), close.repeat(5000));
+        let err = Program::compile(&deep, &s, Environment::default()).unwrap_err();
+        assert!(
+            err.message.contains("expression recursion limit exceeded"),
+            "{open}: {}",
+            err.message
+        );
+    }
+    let ternaries = format!("{}1", "true ? 1 : ".repeat(5000));
+    let err = Program::compile(&ternaries, &s, Environment::default()).unwrap_err();
+    assert!(err.message.contains("recursion limit"), "{}", err.message);
+    // Within the limit, on this test's own small stack: compiles and runs.
+    let nested = format!("{}1{} == 1", "(".repeat(60), ")".repeat(60));
+    std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(move || {
+            let s = crontab();
+            assert_eq!(run(&nested, &s, &json!({})), Ok(json!(true)));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // Brackets inside string literals do not count.
+    let quoted = format!("'{}' != ''", "(".repeat(5000));
+    assert_eq!(run(&quoted, &s, &json!({})), Ok(json!(true)));
+}
+
+#[test]
+fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
+    // The API server sizes a string of maxLength n as 4n bytes (a code
+    // point takes up to 4), and an enum string by its longest value.
+    let cost = |s: serde_json::Value| {
+        Program::compile("self.contains('x')", &schema(s), Environment::default())
+            .unwrap()
+            .estimated_cost()
+    };
+    let bounded = cost(json!({"type": "string", "maxLength": 1000}));
+    let by_enum = cost(json!({"type": "string", "enum": ["short", "a-longer-value"]}));
+    let unbounded = cost(json!({"type": "string"}));
+    assert!((400.0..1000.0).contains(&bounded), "{bounded}");
+    assert!(by_enum < 10.0, "{by_enum}");
+    assert!(unbounded > 100_000.0, "{unbounded}");
+}
+
+/// The memo pass (`memo`, with its scanned loops) must not change any
+/// result or any charge: each expression runs with and without it, on
+/// objects that have, lack or mistype the fields read, with no limit and
+/// with every limit that stops it part-way.
+#[test]
+fn kept_field_reads_change_no_result_and_no_cost() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "min": {"type": "integer"},
+                "max": {"type": "integer"},
+                "opt": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "ports": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"},
+                    "alias": {"type": "string"}
+                }}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "tags": {"type": "array", "items": {"type": "string"}}
+            }}
+        }
+    }));
+    let exprs = [
+        // Scanned loops (`memo::Scan`): the element side on either side,
+        // each comparison, `in`, and the other side a constant, a field or
+        // a read of an outer loop's variable.
+        "self.spec.ports.exists(p, p.name == self.spec.name)",
+        "self.spec.ports.exists_one(p, self.spec.min < p.port)",
+        "self.spec.ports.all(p, p.port in [80, 9, 1])",
+        "size(self.spec.ports.filter(p, p.port >= self.spec.min)) < 3",
+        "self.spec.tags.all(t, t != self.spec.name)",
+        "self.spec.tags.exists_one(t, t in self.spec.tags)",
+        "self.spec.ports.filter(p, p.name in self.spec.tags).map(p, p.port)",
+        "self.spec.tags.all(t, self.spec.ports.exists(p, p.name == t))",
+        "self.spec.ports.all(p, p.port <= self.spec.max) && self.spec.ports.all(p, p.port > 0)",
+        // Scanned bodies inside another loop: conjunctions, negations and
+        // element-only predicates, with reads shared between comparisons.
+        "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name && q.port == p.port))",
+        "self.spec.tags.all(t, self.spec.ports.exists(p, !(p.name != t) || has(p.alias)))",
+        "self.spec.ports.all(p, self.spec.ports.filter(q, q.port > p.port || q.name.startsWith('w')).size() >= 0)",
+        "self.spec.tags.all(t, self.spec.ports.all(p, size(p.name) < 10 && p.port != 0))",
+        "self.spec.tags.exists(t, self.spec.ports.exists(p, p.name.matches('^w') == (t == 'web')))",
+        "self.spec.tags.map(t, self.spec.ports.exists_one(p, p.alias == t || p.name == t))",
+        "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name))",
+        "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
+        "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
+        "self.spec.ports.exists(p, p.alias == self.spec.name) || self.spec.name == 'x'",
+        "self.spec.ports.map(p, p.name + self.spec.name).size() > 0",
+        "self.spec.ports.filter(p, p.port > self.spec.min).all(p, p.port < self.spec.max)",
+        "cel.bind(n, self.spec.name, self.spec.ports.all(p, p.name != n || n == self.spec.name))",
+        "self.spec.labels.all(k, self.spec.labels[k] != self.spec.name)",
+        "has(self.spec.opt) && self.spec.opt.a == self.spec.opt.a",
+        "self.spec.?opt.a.orValue('') == self.spec.?opt.a.orValue('-')",
+        "self.spec.ports.all(p, p.alias == p.alias)",
+        "self.spec.ports.sortBy(p, p.port).map(p, p.name) == self.spec.ports.map(p, p.name)",
+        "self.spec.ports.all(p, self.spec.ports.exists(q, q.alias == p.alias))",
+        "self.spec.ports.map(p, self.spec.ports.filter(q, q.port > p.port).map(q, q.name)).size() >= 0",
+        "self.spec.ports.exists(p, self.spec.ports.exists_one(q, has(q.alias) && q.alias == p.name))",
+    ];
+    let objects = [
+        json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
+            "labels": {"a": "b", "c": "web"}, "tags": ["web", "m", "web"],
+            "ports": [{"name": "web", "port": 80, "alias": "web"}, {"name": "m", "port": 9}]}}),
+        json!({"spec": {"name": "a", "min": 5, "max": 1, "tags": ["b"],
+            "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 3}]}}),
+        json!({"spec": {"ports": [{"port": 1}, {"name": "x"}]}}),
+        json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "tags": [1, "a"],
+            "ports": [{"name": 1, "port": "x"}]}}),
+        json!({"spec": {}}),
+    ];
+    let opts = Environment::crd_rule(false);
+    let mut planned_any = false;
+    let mut planned_by_element = false;
+    let mut planned_scan = false;
+    for expr in exprs {
+        let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
+        let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
+        planned_any |= with.memos.by_binding > 0;
+        planned_by_element |= with.memos.by_element > 0;
+        planned_scan |= with.memos.by_scan > 0;
+        for obj in &objects {
+            let (_, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
+            // Every limit that stops it, and none.
+            for limit in (0..=full).chain([u64::MAX]) {
+                let run = |p: &Program| {
+                    let (r, cost) = p.eval(Value::from_json(obj, &s), None, limit);
+                    (
+                        r.map(|v| to_json(&v)).map_err(|e| e.message.to_string()),
+                        cost,
+                    )
+                };
+                assert_eq!(
+                    run(&with),
+                    run(&without),
+                    "{expr} on {obj} at limit {limit}"
+                );
+            }
+        }
+    }
+    assert!(planned_any, "the memo pass kept no field read");
+    assert!(
+        planned_by_element,
+        "the memo pass kept no field read per element"
+    );
+    assert!(planned_scan, "the memo pass marked no loop as a scan");
+}
+
+#[test]
+fn an_older_kubernetes_version_lacks_newer_functions_and_macros() {
+    let s = schema(json!({"type": "array", "items": {"type": "integer"}}));
+    let rule = |expr: &str, version| {
+        Program::compile(expr, &s, Environment::crd_rule(false).at(version)).map(|_| ())
+    };
+    // Two-variable comprehensions arrived in 1.32, quantities in 1.28.
+    assert!(rule("self.all(i, v, v > i)", 32).is_ok());
+    let err = rule("self.all(i, v, v > i)", 31).unwrap_err();
+    assert!(
+        err.message.contains("undeclared reference to 'all'"),
+        "{}",
+        err.message
+    );
+    assert!(rule("quantity('1Gi').isInteger()", 28).is_ok());
+    let err = rule("quantity('1Gi').isInteger()", 27).unwrap_err();
+    assert!(
+        err.message.contains("undeclared reference to 'quantity'"),
+        "{}",
+        err.message
+    );
+    // The newest version this build knows is the default.
+    assert_eq!(
+        Environment::crd_rule(false).version,
+        crate::environment::LATEST
+    );
+}
