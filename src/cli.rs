@@ -73,7 +73,8 @@ pub enum EvalArgs {
     Object {
         crd: PathBuf,
         version: Option<String>,
-        object: PathBuf,
+        /// Files, directories and `-` (standard input).
+        object: Vec<PathBuf>,
         old: Option<PathBuf>,
         output: OutputFormat,
     },
@@ -215,15 +216,17 @@ enum CliCommand {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["crd", "expr"])))]
 struct EvalCliArgs {
-    /// CRD manifest whose rules apply (with --object).
-    #[arg(long, value_name = "FILE", requires = "object")]
+    /// CRD manifest whose rules apply (with --object), or a config directory of CRDs.
+    #[arg(long, value_name = "PATH", requires = "object")]
     crd: Option<PathBuf>,
     /// Version of the CRD to validate as (default: the object's apiVersion).
     #[arg(long, value_name = "VERSION", requires = "crd")]
     version: Option<String>,
-    /// The object(s): YAML (one or several documents) or JSON, or a `v1` `List`; each is evaluated and answered.
-    #[arg(long, value_name = "FILE", requires = "crd")]
-    object: Option<PathBuf>,
+    /// The object(s): files (YAML with one or several documents, JSON, a `v1` `List`), directories (their
+    /// *.yaml, *.yml and *.json files) or `-` (standard input); several may follow --object. Each object is
+    /// evaluated and answered; the exit code is 1 when any is denied.
+    #[arg(long, value_name = "PATH", requires = "crd", num_args = 1..)]
+    object: Vec<PathBuf>,
     /// With --object: the old object(s), evaluated as an UPDATE with transition rules (as many documents as --object, paired in order). With --expr: the value of `oldSelf`.
     #[arg(long, value_name = "FILE")]
     old: Option<PathBuf>,
@@ -441,7 +444,7 @@ impl Cli {
                 (None, crd, object) => EvalArgs::Object {
                     crd: crd.unwrap_or_default(),
                     version: args.version,
-                    object: object.unwrap_or_default(),
+                    object,
                     old: args.old,
                     output: args.output.into(),
                 },

@@ -58,10 +58,70 @@ pub struct Objects {
 /// skipped), the items of a `v1` `List` in their place.
 pub fn read_objects(path: &Path) -> Result<Objects, CommandError> {
     let text = std::fs::read_to_string(path).map_err(|e| file_error(path, e.to_string()))?;
+    objects_of(path, &text)
+}
+
+/// The objects of several sources, in order: files, directories (their
+/// `*.yaml`, `*.yml` and `*.json` files, subdirectories included, as a
+/// config directory is read) and `-` (standard input). With more than one
+/// file, each label starts with the file's name.
+pub fn read_all_objects(paths: &[PathBuf]) -> Result<Objects, CommandError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" || path.is_file() {
+            files.push(path.clone());
+            continue;
+        }
+        let found =
+            config::files::config_files(path).map_err(|e| file_error(path, e.to_string()))?;
+        files.extend(
+            found
+                .into_iter()
+                .filter(|f| !config::files::is_kustomization(&f.display().to_string())),
+        );
+    }
+    let named = files.len() > 1;
+    let mut all = Objects {
+        objects: Vec::new(),
+        several: named,
+    };
+    for file in &files {
+        let read = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| file_error(Path::new("<stdin>"), e.to_string()))?;
+            objects_of(Path::new("<stdin>"), &text)?
+        } else {
+            read_objects(file)?
+        };
+        all.several |= read.several;
+        let shown = if file.as_os_str() == "-" {
+            "<stdin>".to_owned()
+        } else {
+            file.display().to_string()
+        };
+        all.objects
+            .extend(read.objects.into_iter().map(|(label, object)| {
+                if named {
+                    (format!("{shown}: {label}"), object)
+                } else {
+                    (label, object)
+                }
+            }));
+    }
+    if all.objects.is_empty() {
+        return Err(CommandError::NoMatch(
+            "no objects in the given files".into(),
+        ));
+    }
+    Ok(all)
+}
+
+fn objects_of(path: &Path, text: &str) -> Result<Objects, CommandError> {
     let mut objects = Vec::new();
     let mut several = false;
     let mut documents = 0;
-    for (i, de) in serde_norway::Deserializer::from_str(&text).enumerate() {
+    for (i, de) in serde_norway::Deserializer::from_str(text).enumerate() {
         let doc: Json = serde::Deserialize::deserialize(de)
             .map_err(|e| file_error(path, format!("document {i}: not YAML or JSON: {e}")))?;
         if doc.is_null() {
@@ -95,9 +155,11 @@ pub fn read_objects(path: &Path) -> Result<Objects, CommandError> {
     })
 }
 
-/// The CRD file `crd_file`, loaded and compiled.
+/// The CRDs of `crd_file` (a file, or a config directory), loaded and compiled.
 pub fn load_crd(crd_file: &Path) -> Result<Catalog, CommandError> {
-    let loaded = config::load_files(&[PathBuf::from(crd_file)]);
+    let files = config::files::config_files(crd_file)
+        .map_err(|e| file_error(crd_file, format!("cannot read file: {e}")))?;
+    let loaded = config::load_files(&files);
     if loaded.report.has_errors() {
         let lines: Vec<String> = crate::config::report::problems(&loaded.report)
             .map(|p| crate::config::report::format_problem(&p))
@@ -113,11 +175,11 @@ pub fn load_crd(crd_file: &Path) -> Result<Catalog, CommandError> {
 pub fn answer_objects(
     crd_file: &Path,
     version: Option<&str>,
-    object_file: &Path,
+    object_files: &[PathBuf],
     old_file: Option<&Path>,
     output: OutputFormat,
 ) -> Result<(String, bool), CommandError> {
-    let Objects { objects, several } = read_objects(object_file)?;
+    let Objects { objects, several } = read_all_objects(object_files)?;
     let olds = match old_file {
         Some(old_file) => {
             let olds = read_objects(old_file)?.objects;
@@ -160,13 +222,18 @@ pub fn answer_objects(
         OutputFormat::Text => answers.iter().map(|(_, r)| render_answer(r)).collect(),
         OutputFormat::Json => {
             // The AdmissionReview the server would send, pretty-printed.
+            // With several objects each review also names its object.
             let reviews: Vec<Json> = answers
                 .iter()
-                .map(|(_, r)| {
+                .map(|(label, r)| {
                     let bytes =
                         crate::review::encode_admission(crate::review::ReviewVersion::V1, r)
                             .unwrap_or_default();
-                    serde_json::from_slice(&bytes).unwrap_or_default()
+                    let mut review: Json = serde_json::from_slice(&bytes).unwrap_or_default();
+                    if several {
+                        review["object"] = Json::String(label.clone());
+                    }
+                    review
                 })
                 .collect();
             let doc = match reviews.as_slice() {

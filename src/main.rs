@@ -324,8 +324,11 @@ fn serve(config: ServeConfig) -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
+        // Before the listener opens: a signal sent as soon as the process
+        // logs "listening" must find its handler, not the default action.
+        let signals = server::Signals::install()?;
         let running = server::spawn(config, loaded.catalog).await?;
-        running.run_until_signal().await
+        running.run_until_signal(signals).await
     });
     match result {
         Ok(()) => {

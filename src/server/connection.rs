@@ -10,10 +10,12 @@
 //! - an HTTP/2 header block has been arriving for `--header-timeout`;
 //! - it has been idle (nothing in flight) for `--keep-alive` (gracefully).
 //!
-//! Stopping follows [`Phase`]: while draining, HTTP/2 connections get a
-//! GOAWAY (at once when they were open before; after their first answer
-//! when they open during the drain) and HTTP/1.1 answers carry
-//! `Connection: close` (`routes`); when stopping, every connection is shut
+//! Stopping follows [`Phase`]. While draining (the shutdown delay, with
+//! `/readyz` at 503), clients pinned to this pod are moved elsewhere:
+//! HTTP/2 connections get a GOAWAY (at once, idle or not, when they were
+//! open before; after their first answer when they open during the delay)
+//! and HTTP/1.1 answers carry `Connection: close` (`routes`), after which
+//! hyper closes the connection. When stopping, every connection is shut
 //! down gracefully, so no request already sent is lost.
 
 use std::collections::HashMap;
@@ -258,8 +260,15 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut phase = shared.phase.clone();
-    // Open before the drain began: a GOAWAY as soon as it begins.
-    let mut goaway_when_answered = *phase.borrow() != Phase::Serving;
+    // A clone has seen no more than the shared receiver (the first phase):
+    // mark the current phase seen, so that `changed` reports only what
+    // comes after this connection opened. Otherwise an HTTP/2 connection
+    // opened during the delay would get its GOAWAY before its first
+    // request, and a client that honours it would never be served.
+    let opened_in = *phase.borrow_and_update();
+    // Opened during the delay: a GOAWAY after its first answer (open
+    // before: at once, when the phase changes below).
+    let mut goaway_when_answered = http2 && opened_in == Phase::Draining;
     let mut closing = false;
     let mut close = |conn: Pin<&mut C>, reason: &str| {
         if !closing {
@@ -268,6 +277,10 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
             graceful(conn);
         }
     };
+    if opened_in == Phase::Stopping {
+        // Its handshake ended after the listener closed.
+        close(conn.as_mut(), "shutdown");
+    }
     loop {
         tokio::select! {
             res = conn.as_mut() => {
@@ -312,7 +325,7 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 if activity.is_idle() && activity.idle_ms() > settings.keep_alive.as_millis() as u64 {
                     close(conn.as_mut(), "idle");
                 }
-                if http2 && goaway_when_answered && activity.answered() > 0 {
+                if goaway_when_answered && activity.answered() > 0 {
                     goaway_when_answered = false;
                     close(conn.as_mut(), "shutdown");
                 }

@@ -365,8 +365,10 @@ impl RunningServer {
     /// accepting; then stops accepting, lets every connection finish what
     /// it has (up to the shutdown timeout) and ends the runtime.
     pub async fn stop(mut self) -> anyhow::Result<()> {
-        self.state.set_ready(false);
+        // Draining first: once `/readyz` says 503, every HTTP/1.1 answer
+        // carries `Connection: close`.
         self.state.draining.store(true, Ordering::Release);
+        self.state.set_ready(false);
         self.phase.send_replace(Phase::Draining);
         if !self.shutdown_delay.is_zero() {
             tracing::info!(delay = ?self.shutdown_delay, "not ready; still serving until the shutdown delay ends");
@@ -406,8 +408,8 @@ impl RunningServer {
     /// graceful stop. SIGHUP reloads the certificate and config files at
     /// once; SIGUSR1 and SIGUSR2 are logged and ignored (their default
     /// would kill the process without a drain).
-    pub async fn run_until_signal(self) -> anyhow::Result<()> {
-        let signal = signals::wait(|| self.reload_now()).await?;
+    pub async fn run_until_signal(self, mut signals: Signals) -> anyhow::Result<()> {
+        let signal = signals.wait(|| self.reload_now()).await?;
         if signal == signals::INTERRUPT {
             tracing::info!(signal, "stopping at once");
             // Dropping the server stops its runtime without a drain.
@@ -433,47 +435,80 @@ impl Drop for RunningServer {
     }
 }
 
+pub use signals::Signals;
+
 mod signals {
     use anyhow::Context;
 
-    /// The name [`wait`] gives an interrupt (Ctrl-C).
+    /// The name [`Signals::wait`] gives an interrupt (Ctrl-C).
     pub const INTERRUPT: &str = "SIGINT";
+
+    /// The process's signal handlers, installed by [`Signals::install`]
+    /// before the server listens (until then a signal takes its default
+    /// action: SIGTERM and SIGHUP would kill the process).
+    #[cfg(unix)]
+    pub struct Signals {
+        term: tokio::signal::unix::Signal,
+        int: tokio::signal::unix::Signal,
+        hup: tokio::signal::unix::Signal,
+        usr1: tokio::signal::unix::Signal,
+        usr2: tokio::signal::unix::Signal,
+    }
+
+    /// Ctrl-C only, where there are no Unix signals.
+    #[cfg(not(unix))]
+    pub struct Signals;
 
     /// Waits for an interrupt (SIGINT, Ctrl-C).
     pub async fn interrupt() -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await.context("waiting for SIGINT")
     }
 
-    /// Waits for SIGTERM (what Kubernetes sends) or SIGINT and returns its
-    /// name; calls `reload` on each SIGHUP.
     #[cfg(unix)]
-    pub async fn wait(reload: impl Fn()) -> anyhow::Result<&'static str> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-        let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
-        let mut usr1 =
-            signal(SignalKind::user_defined1()).context("installing the SIGUSR1 handler")?;
-        let mut usr2 =
-            signal(SignalKind::user_defined2()).context("installing the SIGUSR2 handler")?;
-        loop {
-            tokio::select! {
-                _ = term.recv() => return Ok("SIGTERM"),
-                _ = int.recv() => return Ok(INTERRUPT),
-                _ = hup.recv() => {
-                    tracing::info!(signal = "SIGHUP", "reloading the certificate and config files now");
-                    reload();
+    impl Signals {
+        /// Installs the handlers (inside the runtime).
+        pub fn install() -> anyhow::Result<Signals> {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+                int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+                hup: signal(SignalKind::hangup()).context("installing the SIGHUP handler")?,
+                usr1: signal(SignalKind::user_defined1())
+                    .context("installing the SIGUSR1 handler")?,
+                usr2: signal(SignalKind::user_defined2())
+                    .context("installing the SIGUSR2 handler")?,
+            })
+        }
+
+        /// Waits for SIGTERM (what Kubernetes sends) or SIGINT and returns
+        /// its name; calls `reload` on each SIGHUP.
+        pub async fn wait(&mut self, reload: impl Fn()) -> anyhow::Result<&'static str> {
+            loop {
+                tokio::select! {
+                    _ = self.term.recv() => return Ok("SIGTERM"),
+                    _ = self.int.recv() => return Ok(INTERRUPT),
+                    _ = self.hup.recv() => {
+                        tracing::info!(signal = "SIGHUP", "reloading the certificate and config files now");
+                        reload();
+                    }
+                    _ = self.usr1.recv() => tracing::info!(signal = "SIGUSR1", "ignored"),
+                    _ = self.usr2.recv() => tracing::info!(signal = "SIGUSR2", "ignored"),
                 }
-                _ = usr1.recv() => tracing::info!(signal = "SIGUSR1", "ignored"),
-                _ = usr2.recv() => tracing::info!(signal = "SIGUSR2", "ignored"),
             }
         }
     }
 
-    /// Waits for Ctrl-C.
     #[cfg(not(unix))]
-    pub async fn wait(_reload: impl Fn()) -> anyhow::Result<&'static str> {
-        interrupt().await?;
-        Ok(INTERRUPT)
+    impl Signals {
+        /// Nothing to install: Ctrl-C is awaited directly.
+        pub fn install() -> anyhow::Result<Signals> {
+            Ok(Signals)
+        }
+
+        /// Waits for Ctrl-C.
+        pub async fn wait(&mut self, _reload: impl Fn()) -> anyhow::Result<&'static str> {
+            interrupt().await?;
+            Ok(INTERRUPT)
+        }
     }
 }

@@ -9,6 +9,7 @@ mod common;
 mod abuse;
 mod convert;
 mod convert_subresources;
+mod handover;
 mod http;
 mod logs;
 mod migration;

@@ -273,3 +273,81 @@ fn expressions_see_old_self_only_with_old() {
         "{stderr}"
     );
 }
+
+/// For CI: several files, a directory and standard input in one run, each
+/// object named by its file in the answer and the JSON report; `--crd`
+/// may be a config directory.
+#[test]
+fn files_directories_and_standard_input_are_answered_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    std::fs::create_dir_all(objects.join("team")).unwrap();
+    let spec = |replicas: i64| json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10});
+    write_json(&objects, "good.json", &crontab("good", spec(1)));
+    write_json(&objects.join("team"), "bad.json", &crontab("bad", spec(20)));
+    let crds = dir.path().join("crds");
+    std::fs::create_dir_all(&crds).unwrap();
+    std::fs::copy(crontab_crd(), crds.join("crontab.yaml")).unwrap();
+    let stdin_object = serde_json::to_vec(&crontab("piped", spec(2))).unwrap();
+    let run = |output: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_celhook"))
+            .args(["eval", "--crd"])
+            .arg(&crds)
+            .arg("--object")
+            .arg(&objects)
+            .arg("-")
+            .args(["--output", output])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &stdin_object).unwrap();
+        let out = child.wait_with_output().expect("wait");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run("text");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].ends_with("good.json: document 0 (default/good): allowed"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].contains("bad.json: document 0 (default/bad): denied: CronTab.stable.example.com \"bad\" is invalid"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[2], "<stdin>: document 0 (default/piped): allowed",
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run("json");
+    assert_eq!(code, Some(1));
+    let reviews: Value = serde_json::from_str(&stdout).expect("a JSON report");
+    let labels = [
+        "good.json: document 0 (default/good)",
+        "bad.json: document 0 (default/bad)",
+        "<stdin>: document 0 (default/piped)",
+    ];
+    let report: Vec<(bool, bool)> = labels
+        .iter()
+        .zip(reviews.as_array().expect("an array"))
+        .map(|(label, r)| {
+            (
+                r["object"].as_str().is_some_and(|o| o.ends_with(label)),
+                r["response"]["allowed"].as_bool().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        report,
+        [(true, true), (true, false), (true, true)],
+        "{stdout}"
+    );
+}
