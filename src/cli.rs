@@ -324,7 +324,7 @@ struct CheckCliArgs {
     #[arg(long, env = "CELHOOK_OUTPUT", value_enum, default_value_t = CheckOutput::Text)]
     output: CheckOutput,
 
-    /// Fail on skipped files and documents too (kustomization files, objects that are not CRDs).
+    /// Fail on warnings too: skipped files and documents (kustomization files, objects that are not CRDs), and conversion fields kept only in the stash that the document does not acknowledge in spec.lossy.
     #[arg(long)]
     strict: bool,
 }
