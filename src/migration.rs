@@ -123,30 +123,10 @@ pub struct Document {
 /// examples), as `webhook-config` reads them; a file or document that
 /// cannot be read is an error naming it.
 pub fn read_documents(source: &ConfigSource) -> Result<Vec<Document>, MigrationError> {
-    let mut texts: Vec<(String, String)> = Vec::new();
-    match source {
-        ConfigSource::Embedded => {
-            for (name, text) in config::embedded::FILES {
-                texts.push((format!("embedded:{name}"), (*text).to_owned()));
-            }
-        }
-        ConfigSource::Dir(path) => {
-            let paths = files::config_files(path)
-                .map_err(|e| MigrationError::Config(vec![format!("{}: {e}", path.display())]))?;
-            for path in paths {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    MigrationError::Config(vec![format!("{}: cannot read: {e}", path.display())])
-                })?;
-                texts.push((path.display().to_string(), text));
-            }
-        }
-    }
+    let texts = files::texts(source).map_err(|e| MigrationError::Config(vec![e]))?;
     let mut docs = Vec::new();
     let mut problems = Vec::new();
     for (file, text) in &texts {
-        if files::is_kustomization(file) {
-            continue;
-        }
         for parsed in config::parse_documents(file, text) {
             match parsed {
                 Ok(doc) => docs.push(Document {

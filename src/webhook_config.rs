@@ -101,28 +101,8 @@ struct ServedCrd {
 
 /// The config's CRD documents that the catalog serves, by name.
 fn served_crds(source: &ConfigSource, catalog: &Catalog) -> Result<Vec<ServedCrd>, String> {
-    let mut texts: Vec<(String, String)> = Vec::new();
-    match source {
-        ConfigSource::Embedded => {
-            for (name, text) in config::embedded::FILES {
-                texts.push(((*name).to_owned(), (*text).to_owned()));
-            }
-        }
-        ConfigSource::Dir(path) => {
-            let shown = path.display();
-            let paths = files::config_files(path).map_err(|e| format!("{shown}: {e}"))?;
-            for path in paths {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                texts.push((path.display().to_string(), text));
-            }
-        }
-    }
     let mut crds = Vec::new();
-    for (file, text) in &texts {
-        if files::is_kustomization(file) {
-            continue;
-        }
+    for (file, text) in &files::texts(source)? {
         // The load above succeeded, so every document parses.
         for doc in config::parse_documents(file, text).into_iter().flatten() {
             collect(doc, catalog, &mut crds);

@@ -64,6 +64,34 @@ pub fn is_kustomization(path: &str) -> bool {
     )
 }
 
+/// The text of every config file of `source` (kustomization files left
+/// out), each with the name the loader reports it under: for the offline
+/// commands that read the config's documents themselves
+/// (`webhook-config`, `storage-migration`).
+pub fn texts(source: &super::ConfigSource) -> Result<Vec<(String, String)>, String> {
+    let path = match source {
+        super::ConfigSource::Embedded => {
+            return Ok(super::embedded::FILES
+                .iter()
+                .map(|(name, text)| (format!("embedded:{name}"), (*text).to_owned()))
+                .collect())
+        }
+        super::ConfigSource::Dir(path) => path,
+    };
+    let paths = config_files(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let name = path.display().to_string();
+        if is_kustomization(&name) {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+        out.push((name, text));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

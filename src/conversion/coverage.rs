@@ -150,14 +150,9 @@ pub fn findings(conversion: &Conversion) -> Findings {
         });
     }
     let acknowledged = |from: &str, field: &str| {
-        lossy.get(from).is_some_and(|paths| {
-            paths.iter().any(|p| {
-                field == p
-                    || field
-                        .strip_prefix(p.as_str())
-                        .is_some_and(|r| r.starts_with(['.', '[']))
-            })
-        })
+        lossy
+            .get(from)
+            .is_some_and(|paths| paths.iter().any(|p| within(field, p)))
     };
     let mut used: Vec<(&str, &str)> = Vec::new();
     for pair in &coverage.pairs {
@@ -212,12 +207,7 @@ pub fn findings(conversion: &Conversion) -> Findings {
     }
     for (version, paths) in lossy {
         for p in paths {
-            let lost = used.iter().any(|(v, f)| {
-                v == version
-                    && (f == p
-                        || f.strip_prefix(p.as_str())
-                            .is_some_and(|r| r.starts_with(['.', '['])))
-            });
+            let lost = used.iter().any(|(v, f)| v == version && within(f, p));
             if !lost {
                 out.warnings.push(DocumentProblem {
                     crd: crd.clone(),
@@ -230,6 +220,13 @@ pub fn findings(conversion: &Conversion) -> Findings {
         }
     }
     out
+}
+
+/// True when the report path `field` is `listed` or lies below it.
+fn within(field: &str, listed: &str) -> bool {
+    field
+        .strip_prefix(listed)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 /// One hop of a conversion: the source's leaves and how each fares.
