@@ -1,9 +1,9 @@
-//! The command line: `celhook serve` (its flags in `cli/serve.rs`), `check`, `eval`, `convert`,
-//! `certs`, `webhook-config` and `storage-migration`. Every flag can also be set by an environment
+//! The command line: `celhook serve` (its flags in `cli/serve.rs`), `check`, `eval`, `test`,
+//! `convert`, `certs`, `webhook-config` and `storage-migration`. Every flag can also be set by an environment
 //! variable `CELHOOK_<FLAG>`.
 //!
 //! clap stays in this file: the rest of the crate sees a plain
-//! [`ServeConfig`] or [`CheckArgs`].
+//! [`ServeConfig`], [`CheckArgs`] or [`TestArgs`].
 
 use std::path::PathBuf;
 
@@ -43,6 +43,8 @@ pub enum Command {
     },
     /// Evaluate offline: an object against a CRD, or one expression.
     Eval(EvalArgs),
+    /// Run the cases of `ValidationTest` files against their config.
+    Test(TestArgs),
     /// Write a development CA and serving certificate, print the caBundle.
     Certs(crate::certs::CertsArgs),
     /// Print the webhook configuration (and conversion CRDs) for a config.
@@ -113,6 +115,17 @@ pub struct CheckArgs {
     pub strict: bool,
 }
 
+/// `celhook test` settings.
+#[derive(Debug, Clone)]
+pub struct TestArgs {
+    /// The config of every test, instead of each test's `spec.config`.
+    pub config: Option<PathBuf>,
+    /// Test files and directories.
+    pub paths: Vec<PathBuf>,
+    /// How to print the results.
+    pub output: crate::testing::ReportFormat,
+}
+
 /// How `check` prints its report or `eval` its answers: for people or
 /// for tools (each command's own `--output` help says what it prints).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +152,27 @@ enum EvalOutput {
     Text,
     /// The AdmissionReview the webhook would send (`.response.allowed`, `.response.status`); with several documents, a JSON array of them in document order.
     Json,
+}
+
+/// `test --output`: the help of each value describes the results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TestOutput {
+    /// `ERROR` lines for what did not load, one `PASS|FAIL FILE: TEST/CASE` line per case (a failure followed by what differed and the answer), then `N passed, M failed`.
+    Text,
+    /// `{"passed","failed","errors":[{"file","document","case","reason"}],"cases":[{"file","test","case","passed","failures","response"}]}`, `response` as the webhook sends it.
+    Json,
+    /// JUnit XML: a `testsuite` per test, a `testcase` per case (`classname` its file) with a `failure` when it failed; what did not load as `error`s in a last suite.
+    Junit,
+}
+
+impl From<TestOutput> for crate::testing::ReportFormat {
+    fn from(output: TestOutput) -> Self {
+        match output {
+            TestOutput::Text => crate::testing::ReportFormat::Text,
+            TestOutput::Json => crate::testing::ReportFormat::Json,
+            TestOutput::Junit => crate::testing::ReportFormat::Junit,
+        }
+    }
 }
 
 impl From<CheckOutput> for OutputFormat {
@@ -202,6 +236,41 @@ enum CliCommand {
     /// Evaluate offline what the webhook answers for an object (exit 1 when
     /// denied), or the value of one expression in the Kubernetes CEL environment.
     Eval(EvalCliArgs),
+    /// Run the cases of ValidationTest files offline, each answered as the webhook answers it; exit 1 when one fails, 2 when a test file or config does not load.
+    ///
+    /// Each case's answer is compared with what the case expects; exit 0 when every case passes.
+    ///
+    /// A test file (YAML, one or several documents; other kinds are skipped):
+    ///
+    ///   apiVersion: celhook.dev/v1alpha1
+    ///   kind: ValidationTest
+    ///   metadata:
+    ///     name: deployment-hygiene
+    ///   spec:
+    ///     config: ../rules          # relative to this file; --config replaces it
+    ///     cases:
+    ///       - name: the latest tag is denied
+    ///         object:               # or objectFile: PATH (relative to this file)
+    ///           apiVersion: apps/v1
+    ///           kind: Deployment
+    ///           ...
+    ///         # oldObject / oldObjectFile: an UPDATE (operation: CREATE or UPDATE, optional)
+    ///         # userInfo: {username: alice, groups: [dev]}
+    ///         # namespace: shop     # default: the object's metadata.namespace
+    ///         expect:
+    ///           allowed: false      # required
+    ///           code: 422
+    ///           messages: ["must not use the latest tag"]
+    ///           causes: [{field: spec.template.spec.containers[0].image, reason: FieldValueInvalid}]
+    ///           # warnings: ["set a memory limit"]
+    ///           # auditAnnotations: {validation_failure: "set a memory limit"}
+    ///
+    /// Only what `expect` lists is checked. `allowed`, `code`, a cause's `field` and `reason`, and
+    /// annotation keys must be equal; each of `messages` must appear in the status message, a cause's
+    /// `message` in that cause's, each of `warnings` in some warning, an annotation's value in its value.
+    /// An empty list or map means none at all. See docs/testing.md.
+    #[command(verbatim_doc_comment)]
+    Test(TestCliArgs),
     /// Write a development CA and a serving certificate for celhook.<namespace>.svc; print the caBundle.
     Certs(CertsCliArgs),
     /// Print the ValidatingWebhookConfiguration that sends the config's CRDs to celhook
@@ -239,6 +308,23 @@ struct EvalCliArgs {
     /// How to print the webhook's answer for each object of --object (--expr prints its value as JSON).
     #[arg(long, value_enum, default_value_t = EvalOutput::Text)]
     output: EvalOutput,
+}
+
+#[derive(Debug, Args)]
+struct TestCliArgs {
+    /// The config every test runs against (a file, or a directory read with its subdirectories), instead of
+    /// each test's spec.config.
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// How to print the results.
+    #[arg(long, value_enum, default_value_t = TestOutput::Text)]
+    output: TestOutput,
+
+    /// Test files, and directories whose *.yaml, *.yml and *.json files (subdirectories included) are
+    /// searched for ValidationTest documents.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -448,6 +534,11 @@ impl Cli {
                     old: args.old,
                     output: args.output.into(),
                 },
+            }),
+            CliCommand::Test(args) => Command::Test(TestArgs {
+                config: args.config,
+                paths: args.paths,
+                output: args.output.into(),
             }),
             CliCommand::Certs(args) => Command::Certs(crate::certs::CertsArgs {
                 out_dir: args.out_dir,

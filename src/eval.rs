@@ -297,6 +297,7 @@ pub fn eval_object(
             Operation::Create
         },
         user: String::new(),
+        groups: Vec::new(),
         object: Some(object.clone()),
         old_object: old.cloned(),
         dry_run: true,
@@ -324,19 +325,29 @@ fn pick_kind(
         .and_then(Json::as_str)
         .unwrap_or_default();
     let version = version.unwrap_or(obj_version);
-    if catalog.lookup(group, version, kind).is_some() {
+    let target = catalog.target(group, version, kind);
+    if target.crd.is_some() || !target.rules.is_empty() {
         return Ok(GroupVersionKind {
             group: group.to_owned(),
             version: version.to_owned(),
             kind: kind.to_owned(),
         });
     }
-    let served: Vec<String> = catalog
+    let mut served: Vec<String> = catalog
         .versions()
         .map(|v| format!("{}/{} {}", v.group, v.version, v.kind))
+        .chain(catalog.rule_sets().map(|s| {
+            let gv = if s.info.group.is_empty() {
+                s.version.clone()
+            } else {
+                format!("{}/{}", s.info.group, s.version)
+            };
+            format!("{gv} {} (rules document {})", s.info.kind, s.info.name)
+        }))
         .collect();
+    served.sort();
     Err(CommandError::NoMatch(format!(
-        "the object is {api_version:?} kind {kind:?} (version {version:?}), which the CRD does not define; it defines: {}",
+        "the object is {api_version:?} kind {kind:?} (version {version:?}), which neither a CRD nor a rules document of the config covers; they cover: {}",
         served.join(", ")
     )))
 }

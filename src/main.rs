@@ -1,10 +1,11 @@
 //! The `celhook` binary: start-up only. Exit codes: 0 success, 1 `check`
 //! found problems or the server failed at run time, 64 (EX_USAGE) for a bad
-//! command line or a config `serve` refuses to start with.
+//! command line or a config `serve` refuses to start with; `test` exits 1
+//! when a case fails and 2 when a test file or config does not load.
 
 use std::process::ExitCode;
 
-use celhook::cli::{self, CheckArgs, Command, ConvertArgs, EvalArgs, OutputFormat};
+use celhook::cli::{self, CheckArgs, Command, ConvertArgs, EvalArgs, OutputFormat, TestArgs};
 use celhook::config;
 use celhook::eval;
 use celhook::server::{self, ServeConfig, TlsError};
@@ -75,6 +76,10 @@ fn main() -> ExitCode {
             serve(config)
         }
         Command::Eval(args) => eval(&args),
+        Command::Test(args) => {
+            telemetry::init(LogFormat::Text);
+            test(&args)
+        }
         Command::WebhookConfig {
             source,
             options,
@@ -162,6 +167,20 @@ fn eval(args: &EvalArgs) -> ExitCode {
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// `celhook test`: the results on stdout; what did not load also on
+/// stderr when the results are JSON or JUnit (the text has `ERROR` lines).
+fn test(args: &TestArgs) -> ExitCode {
+    use celhook::testing::{self, ReportFormat};
+    let run = testing::run(&args.paths, args.config.as_deref());
+    if args.output != ReportFormat::Text {
+        for problem in &run.problems {
+            eprintln!("celhook test: {problem}");
+        }
+    }
+    out(&run.render(args.output));
+    ExitCode::from(run.exit_code())
 }
 
 fn check(args: &CheckArgs) -> ExitCode {

@@ -55,8 +55,11 @@ pub struct AdmissionRequest {
     pub name: String,
     pub namespace: Option<String>,
     pub operation: Operation,
-    /// `request.userInfo.username`, empty when absent: for the denial log.
+    /// `request.userInfo.username`, empty when absent: for the denial log
+    /// and the exemptions of rules documents.
     pub user: String,
+    /// `request.userInfo.groups`: for the exemptions of rules documents.
+    pub groups: Vec<String>,
     /// `request.object`; `None` when absent or JSON null.
     pub object: Option<serde_json::Value>,
     /// `request.oldObject`; `None` when absent or JSON null.
@@ -72,6 +75,9 @@ pub struct AdmissionResponse {
     /// Set on denial: the API-server-shaped Status (code 422, reason Invalid, ...).
     pub status: Option<Status>,
     pub warnings: Vec<String>,
+    /// `auditAnnotations` of the answer (the API server stores each as
+    /// `<webhook name>/<key>` in the audit event).
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 impl AdmissionResponse {
@@ -82,6 +88,7 @@ impl AdmissionResponse {
             allowed: true,
             status: None,
             warnings: Vec::new(),
+            audit_annotations: Vec::new(),
         }
     }
 
@@ -92,6 +99,7 @@ impl AdmissionResponse {
             allowed: false,
             status: Some(status),
             warnings: Vec::new(),
+            audit_annotations: Vec::new(),
         }
     }
 }
@@ -152,10 +160,13 @@ struct WireRequest {
     dry_run: Option<bool>,
 }
 
-/// Of `userInfo`, only the name is read (for the denial log).
+/// Of `userInfo`, the name and groups are read (for the denial log and
+/// exemptions).
 #[derive(Deserialize)]
 struct WireUser {
     username: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 /// Decodes an AdmissionReview body, parsing it once.
@@ -183,7 +194,7 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
         ReviewVersion::V1Beta1,
     )?;
 
-    let req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
+    let mut req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
     let uid = match req.uid {
         Some(uid) if !uid.is_empty() => uid,
         _ => return Err(ReviewError::MissingUid(review)),
@@ -211,6 +222,11 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
             name: req.name.unwrap_or_default(),
             namespace: req.namespace.filter(|ns| !ns.is_empty()),
             operation,
+            groups: req
+                .user_info
+                .as_mut()
+                .map(|u| std::mem::take(&mut u.groups))
+                .unwrap_or_default(),
             user: req.user_info.and_then(|u| u.username).unwrap_or_default(),
             object: req.object,
             old_object: req.old_object,
@@ -250,6 +266,26 @@ struct WireResponse<'a> {
     status: Option<&'a Status>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     warnings: &'a [String],
+    #[serde(
+        rename = "auditAnnotations",
+        skip_serializing_if = "AuditAnnotations::is_empty"
+    )]
+    audit_annotations: AuditAnnotations<'a>,
+}
+
+/// The answer's audit annotations as a JSON object, in their order.
+struct AuditAnnotations<'a>(&'a [(String, String)]);
+
+impl AuditAnnotations<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for AuditAnnotations<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
 }
 
 /// Encodes the answer as an AdmissionReview in `version`.
@@ -274,6 +310,7 @@ pub fn encode_admission(
                 response.status.as_ref()
             },
             warnings: &response.warnings,
+            audit_annotations: AuditAnnotations(&response.audit_annotations),
         },
     };
     let mut out = Vec::with_capacity(256);
@@ -282,328 +319,4 @@ pub fn encode_admission(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::{json, Value};
-
-    fn review(api_version: &str, request: Value) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "apiVersion": api_version,
-            "kind": "AdmissionReview",
-            "request": request,
-        }))
-        .expect("test JSON serializes")
-    }
-
-    fn request() -> Value {
-        json!({
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "stable.example.com", "version": "v1", "kind": "CronTab"},
-            "resource": {"group": "stable.example.com", "version": "v1", "resource": "crontabs"},
-            "name": "my-new-cron-object",
-            "namespace": "default",
-            "operation": "CREATE",
-            "userInfo": {"username": "admin", "groups": ["system:masters"]},
-            "object": {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "spec": {"replicas": 1}},
-            "oldObject": null,
-            "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-        })
-    }
-
-    fn with(field: &str, value: Value) -> Value {
-        let mut req = request();
-        req[field] = value;
-        req
-    }
-
-    fn without(field: &str) -> Value {
-        let mut req = request();
-        if let Some(map) = req.as_object_mut() {
-            map.remove(field);
-        }
-        req
-    }
-
-    fn decode_err(body: &[u8]) -> ReviewError {
-        match decode_admission(body) {
-            Ok(_) => panic!("expected an error for {}", String::from_utf8_lossy(body)),
-            Err(err) => err,
-        }
-    }
-
-    #[test]
-    fn decodes_a_v1_review() {
-        let (version, req) = decode_admission(&review(ADMISSION_V1, request())).expect("valid");
-        assert_eq!(version, ReviewVersion::V1);
-        assert_eq!(req.uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
-        assert_eq!(req.kind.group, "stable.example.com");
-        assert_eq!(req.kind.version, "v1");
-        assert_eq!(req.kind.kind, "CronTab");
-        assert_eq!(req.name, "my-new-cron-object");
-        assert_eq!(req.namespace.as_deref(), Some("default"));
-        assert_eq!(req.operation, Operation::Create);
-        assert_eq!(
-            req.object.as_ref().map(|o| &o["spec"]["replicas"]),
-            Some(&json!(1))
-        );
-        assert!(req.old_object.is_none(), "null oldObject is None");
-        assert!(!req.dry_run);
-    }
-
-    #[test]
-    fn decodes_a_v1beta1_review() {
-        let (version, _) = decode_admission(&review(ADMISSION_V1BETA1, request())).expect("valid");
-        assert_eq!(version, ReviewVersion::V1Beta1);
-    }
-
-    #[test]
-    fn accepts_every_operation_and_absent_objects() {
-        for op in ["CREATE", "UPDATE", "DELETE", "CONNECT"] {
-            let mut req = with("operation", json!(op));
-            if let Some(map) = req.as_object_mut() {
-                map.remove("object");
-                map.remove("oldObject");
-            }
-            let (_, req) = decode_admission(&review(ADMISSION_V1, req)).expect("valid");
-            assert_eq!(req.operation.as_str(), op);
-            assert!(req.object.is_none());
-        }
-    }
-
-    #[test]
-    fn core_group_and_missing_name_are_fine() {
-        let mut req = with("kind", json!({"group": "", "version": "v1", "kind": "Pod"}));
-        if let Some(map) = req.as_object_mut() {
-            map.remove("name");
-            map.remove("namespace");
-        }
-        let (_, req) = decode_admission(&review(ADMISSION_V1, req)).expect("valid");
-        assert_eq!(req.kind.group, "");
-        assert_eq!(req.name, "");
-        assert_eq!(req.namespace, None);
-    }
-
-    #[test]
-    fn rejects_an_empty_body() {
-        assert!(matches!(decode_err(b""), ReviewError::Empty(_)));
-        assert!(matches!(decode_err(b" \n\t"), ReviewError::Empty(_)));
-    }
-
-    #[test]
-    fn rejects_malformed_json_with_its_position() {
-        let err = decode_err(b"{\"apiVersion\": \"admission.k8s.io/v1\",\n \"kind\": }");
-        assert!(matches!(err, ReviewError::Syntax(_)), "{err:?}");
-        let text = err.to_string();
-        assert!(text.starts_with("malformed JSON"), "{text}");
-        assert!(text.contains("line 2 column"), "{text}");
-
-        assert!(matches!(
-            decode_err(b"{\"apiVersion\""),
-            ReviewError::Syntax(_)
-        ));
-        assert!(matches!(decode_err(b"[1, 2"), ReviewError::Syntax(_)));
-        let trailing = [review(ADMISSION_V1, request()), b"}".to_vec()].concat();
-        assert!(matches!(decode_err(&trailing), ReviewError::Syntax(_)));
-    }
-
-    #[test]
-    fn rejects_a_body_that_is_not_utf8_with_its_position() {
-        let mut body = review(ADMISSION_V1, request());
-        let at = body
-            .windows(b"my-new-cron-object".len())
-            .position(|w| w == b"my-new-cron-object")
-            .expect("the name is in the body");
-        body[at] = 0xff;
-        let err = decode_err(&body);
-        assert!(matches!(err, ReviewError::Syntax(_)), "{err:?}");
-        assert!(err.to_string().contains("column"), "{err}");
-    }
-
-    #[test]
-    fn rejects_a_body_that_is_not_an_object() {
-        for body in [&b"[]"[..], b"\"AdmissionReview\"", b"42", b"null"] {
-            assert!(
-                matches!(decode_err(body), ReviewError::NotAnObject(_)),
-                "{body:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn rejects_missing_or_unknown_api_version_and_kind() {
-        let body = serde_json::to_vec(&json!({"kind": "AdmissionReview", "request": request()}))
-            .expect("json");
-        assert!(matches!(
-            decode_err(&body),
-            ReviewError::MissingApiVersion(_)
-        ));
-
-        let err = decode_err(&review("admission.k8s.io/v2", request()));
-        assert!(
-            matches!(err, ReviewError::UnsupportedApiVersion(_, ref v) if v == "admission.k8s.io/v2")
-        );
-        assert!(err.to_string().contains("\"admission.k8s.io/v2\""), "{err}");
-
-        let body = serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "request": request()}))
-            .expect("json");
-        assert!(matches!(decode_err(&body), ReviewError::WrongKind(_, None)));
-
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": ADMISSION_V1, "kind": "ConversionReview", "request": request()
-        }))
-        .expect("json");
-        let err = decode_err(&body);
-        assert!(matches!(err, ReviewError::WrongKind(_, Some(ref k)) if k == "ConversionReview"));
-    }
-
-    #[test]
-    fn rejects_a_missing_or_null_request() {
-        let body =
-            serde_json::to_vec(&json!({"apiVersion": ADMISSION_V1, "kind": "AdmissionReview"}))
-                .expect("json");
-        assert!(matches!(decode_err(&body), ReviewError::MissingRequest(_)));
-        assert!(matches!(
-            decode_err(&review(ADMISSION_V1, Value::Null)),
-            ReviewError::MissingRequest(_)
-        ));
-    }
-
-    #[test]
-    fn rejects_a_missing_null_or_empty_uid() {
-        for req in [
-            without("uid"),
-            with("uid", Value::Null),
-            with("uid", json!("")),
-        ] {
-            assert!(matches!(
-                decode_err(&review(ADMISSION_V1, req)),
-                ReviewError::MissingUid(_)
-            ));
-        }
-    }
-
-    #[test]
-    fn rejects_a_uid_of_the_wrong_type_naming_the_type() {
-        let err = decode_err(&review(ADMISSION_V1, with("uid", json!(42))));
-        assert!(matches!(err, ReviewError::Data(..)), "{err:?}");
-        assert!(
-            err.to_string().contains("invalid type: integer `42`"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn rejects_a_missing_or_incomplete_request_kind() {
-        for req in [
-            without("kind"),
-            with(
-                "kind",
-                json!({"group": "stable.example.com", "version": "v1"}),
-            ),
-            with(
-                "kind",
-                json!({"group": "stable.example.com", "kind": "CronTab"}),
-            ),
-        ] {
-            assert!(matches!(
-                decode_err(&review(ADMISSION_V1, req)),
-                ReviewError::MissingRequestKind
-            ));
-        }
-    }
-
-    #[test]
-    fn rejects_a_missing_or_unknown_operation() {
-        assert!(matches!(
-            decode_err(&review(ADMISSION_V1, without("operation"))),
-            ReviewError::MissingOperation
-        ));
-        let err = decode_err(&review(ADMISSION_V1, with("operation", json!("PATCH"))));
-        assert!(matches!(err, ReviewError::UnsupportedOperation(ref op) if op == "PATCH"));
-        assert!(err.to_string().contains("\"PATCH\""), "{err}");
-    }
-
-    #[test]
-    fn rejects_objects_that_are_not_json_objects() {
-        for (field, value, found) in [
-            ("object", json!("a string"), "a string"),
-            ("object", json!([1]), "an array"),
-            ("object", json!(3), "a number"),
-            ("oldObject", json!(true), "a boolean"),
-        ] {
-            let err = decode_err(&review(ADMISSION_V1, with(field, value)));
-            match err {
-                ReviewError::NotAJsonObject { field: f, found: t } => {
-                    assert_eq!((f, t), (field, found));
-                }
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn rejects_duplicate_fields() {
-        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","kind":"AdmissionReview","request":{}}"#;
-        let err = decode_err(body);
-        assert!(matches!(err, ReviewError::Data(..)), "{err:?}");
-        assert!(err.to_string().contains("duplicate field `kind`"), "{err}");
-    }
-
-    #[test]
-    fn deep_nesting_is_an_error_not_a_crash() {
-        let depth = 10_000;
-        let mut body = String::from(
-            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"X"},"operation":"CREATE","object":{"a":"#,
-        );
-        body.push_str(&"[".repeat(depth));
-        body.push_str(&"]".repeat(depth));
-        body.push_str("}}}");
-        let err = decode_err(body.as_bytes());
-        assert!(err.to_string().contains("recursion limit"), "{err}");
-    }
-
-    #[test]
-    fn encodes_an_allowed_answer_without_status_or_warnings() {
-        let out =
-            encode_admission(ReviewVersion::V1, &AdmissionResponse::allow("abc")).expect("encodes");
-        let value: Value = serde_json::from_slice(&out).expect("json");
-        assert_eq!(
-            value,
-            json!({
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {"uid": "abc", "allowed": true}
-            })
-        );
-    }
-
-    #[test]
-    fn encodes_a_denial_with_status_and_warnings_in_the_request_version() {
-        let status = Status::failure("CronTab.stable.example.com \"x\" is invalid", "Invalid")
-            .with_code(422);
-        let mut res = AdmissionResponse::deny("abc", status);
-        res.warnings.push("spec.replicas is deprecated".to_owned());
-        let out = encode_admission(ReviewVersion::V1Beta1, &res).expect("encodes");
-        let value: Value = serde_json::from_slice(&out).expect("json");
-        assert_eq!(value["apiVersion"], "admission.k8s.io/v1beta1");
-        assert_eq!(value["kind"], "AdmissionReview");
-        let response = &value["response"];
-        assert_eq!(response["uid"], "abc");
-        assert_eq!(response["allowed"], false);
-        assert_eq!(response["status"]["code"], 422);
-        assert_eq!(response["status"]["reason"], "Invalid");
-        assert_eq!(response["status"]["status"], "Failure");
-        assert_eq!(response["warnings"], json!(["spec.replicas is deprecated"]));
-        assert!(response.get("patch").is_none() && response.get("patchType").is_none());
-    }
-
-    #[test]
-    fn an_allowed_answer_never_carries_a_status() {
-        let mut res = AdmissionResponse::allow("abc");
-        res.status = Some(Status::failure("ignored", "Invalid"));
-        let out = encode_admission(ReviewVersion::V1, &res).expect("encodes");
-        let value: Value = serde_json::from_slice(&out).expect("json");
-        assert!(value["response"].get("status").is_none(), "{value}");
-    }
-}
+mod tests;

@@ -1,8 +1,10 @@
 //! `celhook webhook-config`: the cluster objects that send the config's
 //! kinds to celhook, written from the config itself so that they never
-//! drift from what is served. A ValidatingWebhookConfiguration with a rule
-//! per served CRD (its `/status` subresource included, so that rules under
-//! `status` hold on status updates too), and each CRD that has a conversion
+//! drift from what is served. A ValidatingWebhookConfiguration with a
+//! webhook for the served CRDs (a rule per CRD, its `/status` subresource
+//! included, so that rules under `status` hold on status updates too) and
+//! one per built-in kind that rules documents target (carrying what all
+//! of that kind's documents exempt), and each CRD that has a conversion
 //! document with its `spec.conversion` pointing at `/convert`.
 
 use serde_json::{json, Value as Json};
@@ -70,10 +72,11 @@ pub fn render(source: &ConfigSource, opts: &WebhookOptions) -> Result<String, St
         return Err(format!("the config does not load:\n{}", lines.join("\n")));
     }
     let crds = served_crds(source, &loaded.catalog)?;
-    if crds.is_empty() {
-        return Err("the config serves no CustomResourceDefinition".into());
+    let built_in = built_in_targets(&loaded.catalog);
+    if crds.is_empty() && built_in.is_empty() {
+        return Err("the config serves no CustomResourceDefinition and no rules document".into());
     }
-    let mut docs = vec![validating(&crds, opts)];
+    let mut docs = vec![validating(&crds, &built_in, opts)];
     for crd in crds.into_iter().filter(|c| c.converted) {
         docs.push(with_conversion(crd.doc, opts));
     }
@@ -157,6 +160,166 @@ fn collect(doc: Json, catalog: &Catalog, out: &mut Vec<ServedCrd>) {
     }
 }
 
+/// A built-in kind that rules documents target (CRD targets are served
+/// CRDs already): its group, resource, versions, whether a rule reads
+/// `status` (a rule at the root or below `status`), and the exemptions
+/// every document on it shares.
+#[derive(Debug, PartialEq)]
+struct BuiltInTarget {
+    group: String,
+    resource: String,
+    versions: Vec<String>,
+    status: bool,
+    shared: Shared,
+}
+
+/// What every document on a kind exempts, and the matchConditions they all
+/// have: the API server can then skip the call itself, so a break-glass
+/// exemption holds even while celhook is unreachable.
+#[derive(Debug, Default, PartialEq)]
+struct Shared {
+    users: Vec<String>,
+    groups: Vec<String>,
+    service_accounts: Vec<(String, String)>,
+    namespaces: Vec<String>,
+    /// (name, expression).
+    conditions: Vec<(String, String)>,
+}
+
+impl Shared {
+    fn of(info: &crate::rules::Info) -> Shared {
+        let e = &info.exempt;
+        Shared {
+            users: e.users().to_vec(),
+            groups: e.groups().to_vec(),
+            service_accounts: e.service_accounts().to_vec(),
+            namespaces: e.namespaces().to_vec(),
+            conditions: info
+                .match_conditions
+                .iter()
+                .map(|c| (c.name.clone(), c.expression.clone()))
+                .collect(),
+        }
+    }
+
+    /// Keeps what `other` has too.
+    fn intersect(&mut self, other: &Shared) {
+        self.users.retain(|u| other.users.contains(u));
+        self.groups.retain(|g| other.groups.contains(g));
+        self.service_accounts
+            .retain(|a| other.service_accounts.contains(a));
+        self.namespaces.retain(|n| other.namespaces.contains(n));
+        self.conditions.retain(|c| other.conditions.contains(c));
+    }
+
+    /// The webhook's matchConditions: the documents' shared ones, then one
+    /// that is false for an exempt user, group or service account.
+    fn match_conditions(&self) -> Vec<Json> {
+        let mut out: Vec<Json> = self
+            .conditions
+            .iter()
+            .map(|(name, expression)| json!({"name": name, "expression": expression}))
+            .collect();
+        let quote = |s: &str| crate::cel::go_quote(s);
+        let list = |items: &[String]| {
+            items
+                .iter()
+                .map(|s| quote(s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut exempt = Vec::new();
+        if !self.users.is_empty() {
+            exempt.push(format!(
+                "request.userInfo.username in [{}]",
+                list(&self.users)
+            ));
+        }
+        if !self.groups.is_empty() {
+            exempt.push(format!(
+                "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [{}]))",
+                list(&self.groups)
+            ));
+        }
+        for (ns, name) in &self.service_accounts {
+            exempt.push(if name == "*" {
+                format!(
+                    "request.userInfo.username.startsWith({})",
+                    quote(&format!("system:serviceaccount:{ns}:"))
+                )
+            } else {
+                format!(
+                    "request.userInfo.username == {}",
+                    quote(&format!("system:serviceaccount:{ns}:{name}"))
+                )
+            });
+        }
+        if !exempt.is_empty() {
+            out.push(json!({
+                "name": "celhook-exemptions",
+                "expression": format!("!({})", exempt.join(" || ")),
+            }));
+        }
+        out
+    }
+}
+
+fn built_in_targets(catalog: &Catalog) -> Vec<BuiltInTarget> {
+    let mut out: Vec<BuiltInTarget> = Vec::new();
+    for set in catalog.rule_sets() {
+        let info = &set.info;
+        if catalog.crd_of(&info.group, &info.kind).is_some() {
+            continue;
+        }
+        let root = &set.validator.root;
+        let status =
+            !root.rules.is_empty() || root.properties.iter().any(|(name, _)| name == "status");
+        let resource = resource_of(&info.kind);
+        let shared = Shared::of(info);
+        match out
+            .iter_mut()
+            .find(|t| t.group == info.group && t.resource == resource)
+        {
+            Some(t) => {
+                t.status |= status;
+                if !t.versions.contains(&set.version) {
+                    t.versions.push(set.version.clone());
+                }
+                t.shared.intersect(&shared);
+            }
+            None => out.push(BuiltInTarget {
+                group: info.group.clone(),
+                resource,
+                versions: vec![set.version.clone()],
+                status,
+                shared,
+            }),
+        }
+    }
+    for t in &mut out {
+        t.versions.sort();
+    }
+    out.sort_by(|a, b| (&a.group, &a.resource).cmp(&(&b.group, &b.resource)));
+    out
+}
+
+/// The resource (plural, lowercase) of a built-in kind, by the rule the
+/// Kubernetes API follows for its own kinds (`Ingress` is `ingresses`,
+/// `NetworkPolicy` `networkpolicies`, `Endpoints` stays `endpoints`).
+/// Hand-written: the embedded schemas carry kinds, not resource names.
+fn resource_of(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower == "endpoints" {
+        lower
+    } else if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with("ch") {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
+    }
+}
+
 fn client_config(opts: &WebhookOptions, path: &str) -> Json {
     let mut config = json!({
         "service": {
@@ -173,45 +336,96 @@ fn client_config(opts: &WebhookOptions, path: &str) -> Json {
     config
 }
 
-fn validating(crds: &[ServedCrd], opts: &WebhookOptions) -> Json {
-    let rules: Vec<Json> = crds
-        .iter()
-        .map(|crd| {
-            let mut resources = vec![crd.plural.clone()];
-            if crd.status {
-                resources.push(format!("{}/status", crd.plural));
-            }
-            json!({
-                "apiGroups": [crd.group],
-                "apiVersions": ["*"],
-                "resources": resources,
-                "operations": ["CREATE", "UPDATE"],
-                "scope": crd.scope,
+/// The ValidatingWebhookConfiguration: one webhook for the CRDs, and one
+/// per built-in kind that rules documents target, so that what all the
+/// documents of a kind exempt can be left out by the API server itself
+/// (a namespaceSelector, matchConditions).
+fn validating(crds: &[ServedCrd], built_in: &[BuiltInTarget], opts: &WebhookOptions) -> Json {
+    let mut webhooks = Vec::new();
+    if !crds.is_empty() {
+        let rules: Vec<Json> = crds
+            .iter()
+            .map(|crd| {
+                let mut resources = vec![crd.plural.clone()];
+                if crd.status {
+                    resources.push(format!("{}/status", crd.plural));
+                }
+                json!({
+                    "apiGroups": [crd.group],
+                    "apiVersions": ["*"],
+                    "resources": resources,
+                    "operations": ["CREATE", "UPDATE"],
+                    "scope": crd.scope,
+                })
             })
-        })
-        .collect();
+            .collect();
+        webhooks.push(webhook("validate.celhook.io", rules, &[], Vec::new(), opts));
+    }
+    for t in built_in {
+        let mut resources = vec![t.resource.clone()];
+        if t.status {
+            resources.push(format!("{}/status", t.resource));
+        }
+        let rule = json!({
+            "apiGroups": [t.group],
+            "apiVersions": t.versions,
+            "resources": resources,
+            "operations": ["CREATE", "UPDATE"],
+            "scope": "*",
+        });
+        let group = if t.group.is_empty() { "core" } else { &t.group };
+        webhooks.push(webhook(
+            &format!("{}.{group}.validate.celhook.io", t.resource),
+            vec![rule],
+            &t.shared.namespaces,
+            t.shared.match_conditions(),
+            opts,
+        ));
+    }
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": opts.name, "labels": {"app.kubernetes.io/name": "celhook"}},
-        "webhooks": [{
-            "name": "validate.celhook.io",
-            "admissionReviewVersions": ["v1", "v1beta1"],
-            "sideEffects": "None",
-            "failurePolicy": opts.failure_policy,
-            "timeoutSeconds": opts.timeout_seconds,
-            // A request for any version of a resource is sent in a
-            // version celhook serves (the API server converts it).
-            "matchPolicy": "Equivalent",
-            "namespaceSelector": {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name",
-                "operator": "NotIn",
-                "values": ["kube-system", opts.namespace],
-            }]},
-            "rules": rules,
-            "clientConfig": client_config(opts, "/validate"),
-        }],
+        "webhooks": webhooks,
     })
+}
+
+fn webhook(
+    name: &str,
+    rules: Vec<Json>,
+    exempt_namespaces: &[String],
+    match_conditions: Vec<Json>,
+    opts: &WebhookOptions,
+) -> Json {
+    // celhook's own namespace and kube-system stay out, so that celhook can
+    // always be repaired.
+    let mut skipped = vec!["kube-system".to_owned(), opts.namespace.clone()];
+    for ns in exempt_namespaces {
+        if !skipped.contains(ns) {
+            skipped.push(ns.clone());
+        }
+    }
+    let mut hook = json!({
+        "name": name,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+        "sideEffects": "None",
+        "failurePolicy": opts.failure_policy,
+        "timeoutSeconds": opts.timeout_seconds,
+        // A request for any version of a resource is sent in a version
+        // celhook serves (the API server converts it).
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": skipped,
+        }]},
+        "rules": rules,
+        "clientConfig": client_config(opts, "/validate"),
+    });
+    if !match_conditions.is_empty() {
+        hook["matchConditions"] = Json::Array(match_conditions);
+    }
+    hook
 }
 
 fn with_conversion(mut crd: Json, opts: &WebhookOptions) -> Json {
@@ -232,133 +446,4 @@ fn with_conversion(mut crd: Json, opts: &WebhookOptions) -> Json {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn docs(text: &str) -> Vec<Json> {
-        text.split("\n---\n")
-            .skip(1)
-            .map(|d| serde_norway::from_str(d).expect("YAML"))
-            .collect()
-    }
-
-    #[test]
-    fn the_embedded_config_gets_a_rule_per_crd_and_conversion_for_the_converted() {
-        let out = render(&ConfigSource::Embedded, &WebhookOptions::default()).expect("renders");
-        let docs = docs(&format!("\n{out}"));
-        let vwc = &docs[0];
-        assert_eq!(vwc["kind"], "ValidatingWebhookConfiguration");
-        let rules = vwc["webhooks"][0]["rules"].as_array().expect("rules");
-        let groups: Vec<&str> = rules
-            .iter()
-            .map(|r| r["apiGroups"][0].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(
-            groups,
-            // By CRD name.
-            [
-                "example.com",
-                "stable.example.com",
-                "restaurant.programming-kubernetes.info"
-            ]
-        );
-        assert_eq!(rules[1]["resources"], json!(["crontabs"]));
-        assert_eq!(rules[1]["scope"], "Namespaced");
-        assert_eq!(
-            vwc["webhooks"][0]["clientConfig"]["service"]["path"],
-            "/validate"
-        );
-        assert!(vwc["webhooks"][0]["clientConfig"].get("caBundle").is_none());
-        // The two CRDs with conversion documents, with their conversion set.
-        let converted: Vec<&str> = docs[1..]
-            .iter()
-            .map(|d| d["metadata"]["name"].as_str().unwrap_or_default())
-            .collect();
-        assert_eq!(
-            converted,
-            [
-                "crontabs.example.com",
-                "pizzas.restaurant.programming-kubernetes.info"
-            ]
-        );
-        for crd in &docs[1..] {
-            assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
-            assert_eq!(
-                crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"],
-                "/convert"
-            );
-            assert_eq!(crd["metadata"]["labels"][CONVERSION_LABEL], "true");
-            assert!(crd["spec"]["versions"]
-                .as_array()
-                .is_some_and(|v| v.len() > 1));
-        }
-    }
-
-    #[test]
-    fn status_subresources_options_and_ca_bundle_are_written() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let crd = config::embedded::FILES[0].1.replace(
-            "      served: true\n",
-            "      served: true\n      subresources:\n        status: {}\n",
-        );
-        assert_ne!(
-            crd,
-            config::embedded::FILES[0].1,
-            "the fixture has `served: true`"
-        );
-        std::fs::write(dir.path().join("crd.yaml"), crd).expect("write");
-        let opts = WebhookOptions {
-            namespace: "policy".into(),
-            failure_policy: "Ignore".into(),
-            timeout_seconds: 10,
-            ca_bundle: Some("-----BEGIN CERTIFICATE-----\n".into()),
-            ..WebhookOptions::default()
-        };
-        let out = render(&ConfigSource::Dir(dir.path().into()), &opts).expect("renders");
-        let vwc = &docs(&format!("\n{out}"))[0];
-        let hook = &vwc["webhooks"][0];
-        assert_eq!(
-            hook["rules"][0]["resources"],
-            json!(["crontabs", "crontabs/status"])
-        );
-        assert_eq!(hook["failurePolicy"], "Ignore");
-        assert_eq!(hook["timeoutSeconds"], 10);
-        assert_eq!(
-            hook["namespaceSelector"]["matchExpressions"][0]["values"],
-            json!(["kube-system", "policy"])
-        );
-        assert_eq!(hook["clientConfig"]["service"]["namespace"], "policy");
-        assert_eq!(
-            hook["clientConfig"]["caBundle"],
-            "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-        );
-    }
-
-    #[test]
-    fn bad_options_and_bad_configs_are_refused() {
-        let opts = WebhookOptions {
-            timeout_seconds: 31,
-            ..WebhookOptions::default()
-        };
-        let err = render(&ConfigSource::Embedded, &opts).expect_err("31 s");
-        assert!(err.contains("1 to 30"), "{err}");
-        let opts = WebhookOptions {
-            failure_policy: "fail".into(),
-            ..WebhookOptions::default()
-        };
-        assert!(render(&ConfigSource::Embedded, &opts)
-            .expect_err("case")
-            .contains("Fail or Ignore"));
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("bad.yaml"), "kind: [").expect("write");
-        let err = render(
-            &ConfigSource::Dir(dir.path().into()),
-            &WebhookOptions::default(),
-        )
-        .expect_err("bad");
-        assert!(
-            err.contains("does not load") && err.contains("bad.yaml"),
-            "{err}"
-        );
-    }
-}
+mod tests;

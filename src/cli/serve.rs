@@ -200,6 +200,15 @@ pub(super) struct ServeArgs {
     /// Time a client has for the TLS handshake and for a request head (HTTP/1.1) or header block (HTTP/2).
     #[arg(long, env = "CELHOOK_HEADER_TIMEOUT", value_name = "DURATION", default_value = "5s", value_parser = duration)]
     header_timeout: std::time::Duration,
+
+    /// What to answer for an object of a kind the config knows (a CRD, a rules document's target) in a version it has no schema of: deny, warn (allowed, with a warning) or allow. Each is logged and counted.
+    #[arg(
+        long,
+        env = "CELHOOK_UNKNOWN_VERSIONS",
+        value_name = "ACTION",
+        default_value = "warn"
+    )]
+    unknown_versions: crate::admission::UnknownVersions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -247,6 +256,9 @@ impl ServeArgs {
             header_timeout: args.header_timeout,
             max_convert_request_bytes: args.max_convert_request_bytes,
             workers: args.workers,
+            policy: crate::admission::Policy {
+                unknown_versions: args.unknown_versions,
+            },
         };
         let log_format = match args.log_format {
             CliLogFormat::Text => LogFormat::Text,

@@ -4,19 +4,22 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::conversion::{self, Conversion};
+use crate::conversion;
 use crate::schema::Schema;
 use crate::validation::Validator;
 
+mod catalog;
 pub mod embedded;
 pub mod files;
 pub mod report;
+mod rule_documents;
 
 /// Where the CRDs come from.
 #[derive(Debug, Clone)]
@@ -30,106 +33,19 @@ pub enum ConfigSource {
 
 pub use crate::validation::CrdVersion;
 
-/// Every loaded CRD version, by (group, version, kind).
-#[derive(Debug, Default)]
-pub struct Catalog {
-    // group -> kind -> version: nested maps so that a lookup borrows the
-    // request's strings instead of building an owned key per request.
-    versions: HashMap<String, HashMap<String, HashMap<String, Arc<CrdVersion>>>>,
-    count: usize,
-    /// group -> kind -> compiled conversion document.
-    conversions: HashMap<String, HashMap<String, Arc<Conversion>>>,
-}
-
-impl Catalog {
-    /// The compiled version for a group/version/kind, if a loaded CRD serves it.
-    pub fn lookup(&self, group: &str, version: &str, kind: &str) -> Option<&CrdVersion> {
-        self.versions
-            .get(group)?
-            .get(kind)?
-            .get(version)
-            .map(|v| v.as_ref())
-    }
-
-    /// Answers an admission request with the CRD version of its kind.
-    pub fn review(
-        &self,
-        req: &crate::review::AdmissionRequest,
-    ) -> crate::review::AdmissionResponse {
-        let version = self.lookup(&req.kind.group, &req.kind.version, &req.kind.kind);
-        crate::validation::review(version, req)
-    }
-
-    /// The conversion document of a CRD, by group and kind.
-    pub fn conversion(&self, group: &str, kind: &str) -> Option<&Conversion> {
-        self.conversions.get(group)?.get(kind).map(|c| c.as_ref())
-    }
-
-    /// True when a loaded CRD has this group.
-    pub fn has_group(&self, group: &str) -> bool {
-        self.versions.contains_key(group)
-    }
-
-    /// `metadata.name` of the CRD serving a group and kind.
-    pub fn crd_of(&self, group: &str, kind: &str) -> Option<&str> {
-        let versions = self.versions.get(group)?.get(kind)?;
-        versions.values().next().map(|v| v.crd_name.as_str())
-    }
-
-    /// Number of conversion documents loaded.
-    pub fn conversion_count(&self) -> usize {
-        self.conversions.values().map(HashMap::len).sum()
-    }
-
-    /// Every loaded CRD version, in no particular order.
-    pub fn versions(&self) -> impl Iterator<Item = &CrdVersion> {
-        self.versions
-            .values()
-            .flat_map(|kinds| kinds.values())
-            .flat_map(|versions| versions.values())
-            .map(|v| v.as_ref())
-    }
-
-    /// Number of CRD versions loaded.
-    pub fn len(&self) -> usize {
-        self.count
-    }
-
-    /// True when no CRD is loaded.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
-    /// Attaches metric handles to every rule (`validation::bind_metrics`).
-    /// (See also the [`conversion::Conversions`] view of the catalog.)
-    pub fn bind_metrics(&self, metrics: &crate::metrics::Metrics) {
-        crate::validation::bind_metrics(self.versions(), metrics);
-    }
-
-    fn insert(&mut self, v: CrdVersion) {
-        self.count += 1;
-        self.versions
-            .entry(v.group.clone())
-            .or_default()
-            .entry(v.kind.clone())
-            .or_default()
-            .insert(v.version.clone(), Arc::new(v));
-    }
-}
-
-impl Catalog {
-    fn insert_conversion(&mut self, c: Conversion) {
-        self.conversions
-            .entry(c.group.clone())
-            .or_default()
-            .insert(c.kind.clone(), Arc::new(c));
-    }
-}
+/// `kind` of celhook's test documents (`celhook test`): they live beside
+/// the config they test, so loading a config passes over them quietly.
+pub const TEST_KIND: &str = "ValidationTest";
+pub use catalog::{Catalog, Target};
 
 /// One problem found while loading: where it is and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Problem {
     pub file: String,
+    /// The document of the file, for rules documents: `ValidationRules NAME
+    /// (document I)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crd: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,10 +68,25 @@ pub struct CrdReport {
     pub errors: Vec<Problem>,
 }
 
+/// A rules document that compiled.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocumentReport {
+    pub name: String,
+    pub file: String,
+    /// `Kind.group` of its target.
+    pub target: String,
+    pub versions: Vec<String>,
+    /// Rules per version.
+    pub rules: usize,
+}
+
 /// What loading found: every CRD and every problem.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub crds: Vec<CrdReport>,
+    /// Rules documents that compiled (those with problems are in `errors`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<DocumentReport>,
     /// Problems not tied to one CRD (unreadable file, bad YAML, a v1beta1 CRD).
     pub errors: Vec<Problem>,
     /// What was skipped and why (kustomization files, documents that are
@@ -202,8 +133,9 @@ pub fn load(source: &ConfigSource) -> Loaded {
             }
         }
     }
-    // After every file: a conversion document may come before its CRD.
+    // After every file: a conversion or rules document may come before its CRD.
     loader.conversions();
+    loader.rule_documents();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -219,6 +151,7 @@ pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
         loader.text(name.as_ref(), text);
     }
     loader.conversions();
+    loader.rule_documents();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -235,6 +168,7 @@ pub fn load_files(files: &[PathBuf]) -> Loaded {
             Err(e) => loader.file_error(&name, format!("cannot read file: {e}")),
         }
     }
+    loader.rule_documents();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -249,7 +183,16 @@ struct Loader {
     conversion_docs: Vec<(String, Json)>,
     /// Compiled CRDs by name: group, kind, and each version's schema.
     crd_schemas: HashMap<String, CrdSchemas>,
+    /// Rules documents seen, compiled once every CRD is loaded: (file,
+    /// index in the file, document).
+    rule_docs: Vec<(String, usize, Json)>,
+    /// Each compiled CRD's `openAPIV3Schema` by version, by (group, kind),
+    /// with its name: the schemas rules documents on it attach to.
+    crd_openapi: HashMap<(String, String), CrdOpenApi>,
 }
+
+/// A compiled CRD's name and (version, `openAPIV3Schema`) list.
+type CrdOpenApi = (String, Vec<(String, JSONSchemaProps)>);
 
 /// A compiled CRD's group, kind and (version, schema) list.
 type CrdSchemas = (String, String, Vec<(String, Schema)>);
@@ -263,6 +206,7 @@ impl Loader {
             path: None,
             rule: None,
             reason: reason.into(),
+            document: None,
         });
     }
 
@@ -274,6 +218,7 @@ impl Loader {
             path: None,
             rule: None,
             reason: reason.into(),
+            document: None,
         });
     }
 
@@ -331,6 +276,10 @@ impl Loader {
             (conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND) => {
                 self.conversion_docs.push((file.to_owned(), doc));
             }
+            (crate::rules::API_VERSION, crate::rules::KIND) => {
+                self.rule_docs.push((file.to_owned(), index, doc));
+            }
+            (crate::rules::API_VERSION, TEST_KIND) => {}
             ("v1", "List") => {
                 let items = doc
                     .get("items")
@@ -345,7 +294,7 @@ impl Loader {
             // repositories: skipped, and said so.
             _ => self.file_warning(
                 file,
-                format!("document {index}: skipped: apiVersion {api_version:?} kind {kind:?} is neither an apiextensions.k8s.io/v1 CustomResourceDefinition nor a {} {}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND),
+                format!("document {index}: skipped: apiVersion {api_version:?} kind {kind:?} is not an apiextensions.k8s.io/v1 CustomResourceDefinition, a {} {} or a {} {}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND, crate::rules::API_VERSION, crate::rules::KIND),
             ),
         }
     }
@@ -372,6 +321,7 @@ impl Loader {
             path,
             rule,
             reason,
+            document: None,
         };
         if let Some(other) = self.report.crds.iter().find(|c| c.name == name) {
             let reason = format!(
@@ -427,6 +377,7 @@ impl Loader {
             })
             .collect();
         let shared = schemas.windows(2).all(|w| w[0] == w[1]);
+        let schemas_of_versions = schemas.clone();
         let mut compiled = Vec::new();
         for (i, v) in spec.versions.iter().enumerate() {
             report.versions.push(v.name.clone());
@@ -464,6 +415,16 @@ impl Loader {
             self.crd_schemas.insert(
                 name.clone(),
                 (spec.group.clone(), spec.names.kind.clone(), schemas),
+            );
+            let openapi = spec
+                .versions
+                .iter()
+                .zip(&schemas_of_versions)
+                .map(|(v, s)| (v.name.clone(), s.cloned().unwrap_or_default()))
+                .collect();
+            self.crd_openapi.insert(
+                (spec.group.clone(), spec.names.kind.clone()),
+                (name.clone(), openapi),
             );
             for (version, validator) in compiled {
                 if let Some(validator) = validator {
@@ -503,6 +464,7 @@ impl Loader {
                 path: Some(p.path),
                 rule: p.rule,
                 reason: p.reason,
+                document: None,
             };
             let mut problems = Vec::new();
             if let Some(other) = seen.get(&crd) {
@@ -585,17 +547,3 @@ pub fn parse_documents(file: &str, text: &str) -> Vec<Result<Json, String>> {
 
 #[cfg(test)]
 mod tests;
-
-impl conversion::Conversions for Catalog {
-    fn has_group(&self, group: &str) -> bool {
-        Catalog::has_group(self, group)
-    }
-
-    fn conversion(&self, group: &str, kind: &str) -> Option<&Conversion> {
-        Catalog::conversion(self, group, kind)
-    }
-
-    fn crd_of(&self, group: &str, kind: &str) -> Option<&str> {
-        Catalog::crd_of(self, group, kind)
-    }
-}

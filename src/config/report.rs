@@ -12,6 +12,9 @@ use super::{Problem, Report};
 /// continues on indented lines.
 pub fn format_problem(problem: &Problem) -> String {
     let mut line = problem.file.clone();
+    if let Some(document) = &problem.document {
+        let _ = write!(line, ": {document}");
+    }
     if let Some(crd) = &problem.crd {
         let _ = write!(line, ": crd {crd}");
         if let Some(version) = &problem.version {
@@ -80,10 +83,21 @@ pub fn render_text(report: &Report) -> String {
     let crds = report.crds.len();
     let _ = write!(
         out,
-        "checked {crds} CRD{} ({versions} version{}): ",
+        "checked {crds} CRD{} ({versions} version{})",
         plural(crds),
         plural(versions)
     );
+    let documents = report.documents.len();
+    if documents > 0 {
+        let rules: usize = report.documents.iter().map(|d| d.rules).sum();
+        let _ = write!(
+            out,
+            " and {documents} rules document{} ({rules} rule{})",
+            plural(documents),
+            plural(rules)
+        );
+    }
+    out.push_str(": ");
     if count == 0 {
         out.push_str("no problems");
     } else {
@@ -128,6 +142,7 @@ mod tests {
             ),
             rule: Some("self.replicas <= self.\"max\"".into()),
             reason: "compilation failed: undefined field 'max'".into(),
+            document: None,
         }
     }
 
@@ -146,6 +161,7 @@ mod tests {
             path: None,
             rule: None,
             reason: "not YAML".into(),
+            document: None,
         };
         assert_eq!(format_problem(&bare), "crds/bad.yaml: not YAML");
         let multi = Problem {
@@ -196,6 +212,7 @@ mod tests {
             errors: vec![],
             warnings: vec![],
             notes: vec![],
+            documents: vec![],
         };
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&report).expect("renders")).expect("json");

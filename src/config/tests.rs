@@ -223,3 +223,18 @@ fn one_bad_document_costs_only_itself() {
         .as_ref()
         .is_err_and(|e| e.starts_with("invalid YAML in document 2")));
 }
+
+#[test]
+fn test_documents_beside_a_config_are_passed_over_quietly() {
+    let loaded = load_texts(&[(
+        "tests/crontab.yaml",
+        "apiVersion: celhook.dev/v1alpha1\nkind: ValidationTest\nmetadata: {name: t}\nspec: {cases: []}\n",
+    )]);
+    assert!(!loaded.report.fails(true), "{:?}", loaded.report);
+    // Another kind of that group is not: a typo is named.
+    let typo = load_texts(&[(
+        "rules.yaml",
+        "apiVersion: celhook.dev/v1alpha1\nkind: ValidationRule\n",
+    )]);
+    assert!(typo.report.fails(true), "{:?}", typo.report);
+}

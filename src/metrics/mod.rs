@@ -113,6 +113,8 @@ pub struct Metrics {
     connections_closed: IntCounterVec,
     tls_handshake_failures: IntCounterVec,
     config_reload_deferred: IntCounter,
+    document_failures: IntCounterVec,
+    unknown_versions: IntCounterVec,
 }
 
 const RULE_LABELS: &[&str] = &["crd", "version", "path", "index"];
@@ -322,8 +324,34 @@ impl Metrics {
                 "celhook_config_reload_deferred_total",
                 "Config changes seen but not loaded yet: still being written, or dropping rules and CRDs and not yet settled.",
             ),
+            document_failures: counter_vec(
+                &registry,
+                "celhook_rules_document_failures_total",
+                "Admission requests on which a rules document's rules failed, by document and its validationActions (deny, warn, audit, deny+audit, warn+audit).",
+                &["document", "actions"],
+            ),
+            unknown_versions: counter_vec(
+                &registry,
+                "celhook_unknown_version_requests_total",
+                "Admission requests of a kind the config knows in a version it has no schema of, by CRD (or kind.group) and the --unknown-versions action taken.",
+                &["crd", "action"],
+            ),
             registry,
         }
+    }
+
+    /// Counts a request on which `document`'s rules failed.
+    pub fn observe_document_failure(&self, document: &str, actions: &str) {
+        self.document_failures
+            .with_label_values(&[document, actions])
+            .inc();
+    }
+
+    /// Counts a request of a known kind in a version without a schema.
+    pub fn observe_unknown_version(&self, crd: &str, action: &str) {
+        self.unknown_versions
+            .with_label_values(&[crd, action])
+            .inc();
     }
 
     /// The gauge of open connections.

@@ -47,6 +47,8 @@ pub struct AppState {
     pub limits: Limits,
     /// The `--max-convert-request-bytes` limit of `/convert`.
     pub max_convert_request_bytes: usize,
+    /// How requests are answered beyond the rules.
+    pub policy: crate::admission::Policy,
     ready: AtomicBool,
     draining: AtomicBool,
 }
@@ -63,6 +65,7 @@ impl AppState {
             metrics,
             limits: Limits::of(config),
             max_convert_request_bytes: config.max_convert_request_bytes,
+            policy: config.policy,
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
         }

@@ -31,7 +31,7 @@ use super::AppState;
 use crate::error::WebhookError;
 use crate::metrics::{AdmissionOutcome, Endpoint};
 use crate::review::ReviewVersion;
-use crate::{review, telemetry, validation};
+use crate::{admission, review, telemetry};
 
 /// Which routes a listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,11 +318,11 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     record_request(&span, &req);
 
     let catalog = state.catalog.load();
-    // The one lookup of the request: validation gets the CRD version.
-    let crd_version = catalog.lookup(&req.kind.group, &req.kind.version, &req.kind.kind);
-    // Only CRDs the config serves become label values: the set stays
-    // bounded whatever a caller sends.
-    let crd_label = crd_version.map_or("unknown", |v| v.crd_name.as_str());
+    let verdict = admission::review(&catalog, &req, &state.policy);
+    let res = &verdict.response;
+    // Only CRDs and kinds the config serves become label values: the set
+    // stays bounded whatever a caller sends.
+    let crd_label = verdict.label;
     let observe = |outcome: AdmissionOutcome| {
         span.record("outcome", outcome.as_str());
         state.metrics.observe_admission(
@@ -332,7 +332,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
             outcome,
         );
     };
-    let res = validation::review(crd_version, &req);
+    observe_rules(state, &req, &verdict);
     if crate::cel::interrupt::expired() {
         // Not counted here: an inline attempt runs again on the pool, and
         // a late answer is counted where the 504 is made.
@@ -340,7 +340,7 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
             budget: state.limits.request_timeout,
         });
     }
-    let out = match review::encode_admission(version, &res) {
+    let out = match review::encode_admission(version, res) {
         Ok(out) => out,
         Err(err) => {
             // Counted by `review` with the other unanswered requests.
@@ -355,11 +355,40 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     } else {
         AdmissionOutcome::Denied
     });
-    log_verdict(&req, &res);
+    log_verdict(&req, res);
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(&out), "admission response body");
     }
     Ok(json(Body::full(out)))
+}
+
+/// Counts and logs what the rules documents and the unknown-version
+/// policy did: a failed document at info (at warn for Audit, whose whole
+/// point is the record), an unknown version at warn.
+fn observe_rules(
+    state: &AppState,
+    req: &review::AdmissionRequest,
+    verdict: &admission::Verdict<'_>,
+) {
+    if verdict.unknown_version {
+        let action = state.policy.unknown_versions.as_str();
+        state.metrics.observe_unknown_version(verdict.label, action);
+        tracing::warn!(
+            group = %req.kind.group,
+            version = %req.kind.version,
+            action,
+            "no schema of this version of a known kind: its rules were not checked"
+        );
+    }
+    for doc in &verdict.documents {
+        let actions = doc.actions.label();
+        state.metrics.observe_document_failure(&doc.name, actions);
+        if doc.actions.audit {
+            tracing::warn!(document = %doc.name, actions, "rules document failed (audit)");
+        } else {
+            tracing::info!(document = %doc.name, actions, "rules document failed");
+        }
+    }
 }
 
 /// The request's identity on its span (and so on every log line of it).

@@ -97,6 +97,8 @@ pub struct ServeConfig {
     /// request head (HTTP/1.1) or header block (HTTP/2); slower clients
     /// are disconnected.
     pub header_timeout: Duration,
+    /// How requests are answered beyond the rules (unknown versions).
+    pub policy: crate::admission::Policy,
 }
 
 impl ServeConfig {
@@ -135,6 +137,7 @@ impl ServeConfig {
             // racing the close would fail, and POSTs are not retried.
             keep_alive: Duration::from_secs(120),
             header_timeout: Duration::from_secs(5),
+            policy: crate::admission::Policy::default(),
         }
     }
 

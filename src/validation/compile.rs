@@ -13,6 +13,9 @@ pub(super) struct Compilation {
     pub(super) problems: Vec<RuleProblem>,
     /// (path, rule, estimated cost) of every rule and messageExpression.
     costs: Vec<(String, String, f64)>,
+    /// Estimate each rule per evaluation, not times how often it can run
+    /// per object (see [`Validator::compile_per_evaluation`]).
+    pub(super) per_evaluation: bool,
 }
 
 const COST_HINT: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
@@ -58,7 +61,11 @@ pub(super) fn compile_node(
     cx: &mut Compilation,
 ) -> Node {
     let mut node = Node::default();
-    let runs = cardinality.unwrap_or_else(|| cel::max_cardinality(schema));
+    let runs = if cx.per_evaluation {
+        1.0
+    } else {
+        cardinality.unwrap_or_else(|| cel::max_cardinality(schema))
+    };
     let problems = &mut cx.problems;
     let costs = &mut cx.costs;
     // Data of unknown type has no CEL type: rules there cannot compile.

@@ -11,7 +11,6 @@ use serde_json::Value as Json;
 
 use crate::cel::Program;
 use crate::metrics::Metrics;
-use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
 use crate::schema::Schema;
 use compile::{compile_node, Compilation};
 use walk::{Unchanged, Walk};
@@ -101,7 +100,23 @@ impl Validator {
 
     /// Compiles every rule of `schema`, reporting every problem (not just the first).
     pub fn compile(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
+        Self::compile_with(schema, Compilation::default())
+    }
+
+    /// [`Validator::compile`] for the schema of a built-in kind: the API
+    /// server bounds the lists and strings of those in code, not in their
+    /// OpenAPI schema, so the CRD estimate (each rule's cost times how many
+    /// times an unbounded schema lets it run) would refuse nearly every
+    /// rule. Each rule's estimate is checked as one evaluation (as a
+    /// ValidatingAdmissionPolicy expression's is) against the same limits;
+    /// the runtime budget per object is unchanged.
+    pub fn compile_per_evaluation(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
         let mut cx = Compilation::default();
+        cx.per_evaluation = true;
+        Self::compile_with(schema, cx)
+    }
+
+    fn compile_with(schema: Schema, mut cx: Compilation) -> Result<Validator, Vec<RuleProblem>> {
         let root = compile_node(&schema, "openAPIV3Schema", None, Some(1.0), &mut cx);
         cx.check_total();
         let problems = cx.problems;
@@ -298,40 +313,6 @@ pub struct CrdVersion {
     pub version: String,
     /// The compiled schema and rules of this version.
     pub validator: Validator,
-}
-
-/// Answers one admission request for the CRD version of its kind (`None`:
-/// a kind no loaded CRD serves, allowed): allowed, or denied with the API
-/// server's `Invalid` status. Never panics; runtime errors of rules become
-/// denials.
-pub fn review(version: Option<&CrdVersion>, req: &AdmissionRequest) -> AdmissionResponse {
-    let Some(version) = version else {
-        return AdmissionResponse::allow(&req.uid);
-    };
-    let old = match req.operation {
-        Operation::Create => None,
-        Operation::Update => req.old_object.as_ref(),
-        Operation::Delete | Operation::Connect => return AdmissionResponse::allow(&req.uid),
-    };
-    let Some(object) = req.object.as_ref() else {
-        return AdmissionResponse::allow(&req.uid);
-    };
-    let outcome = version.validator.validate(object, old);
-    let mut response = if outcome.errors.is_empty() {
-        AdmissionResponse::allow(&req.uid)
-    } else {
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Json::as_str)
-            .filter(|n| !n.is_empty())
-            .unwrap_or(&req.name);
-        AdmissionResponse::deny(
-            &req.uid,
-            invalid_status(&version.group, &version.kind, name, &outcome.errors),
-        )
-    };
-    response.warnings = outcome.warnings;
-    response
 }
 
 /// Creates the metric handles of every rule of `versions` and attaches them

@@ -16,3 +16,4 @@ mod migration;
 mod operation;
 mod review;
 mod robustness;
+mod rules;

@@ -1,4 +1,4 @@
-//! The `celhook` binary's offline commands (`check`, `convert`, `eval`) and
+//! The `celhook` binary's offline commands (`check`, `convert`, `eval`, `test`) and
 //! its start-up and exit codes, run as a user runs them.
 
 #[path = "../common/mod.rs"]
@@ -10,6 +10,7 @@ mod convert_documents;
 mod eval;
 mod migration;
 mod round_trip;
+mod test_command;
 mod webhook_config;
 
 /// Runs the binary with `args` (no `RUST_LOG`): exit code, stdout, stderr.

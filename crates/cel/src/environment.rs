@@ -17,10 +17,16 @@ pub const LATEST: Version = 34;
 /// The API server's per-expression runtime cost limit.
 pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;
 
-/// What an expression may refer to and call. `self` is always declared,
-/// typed by the schema node the expression is compiled for.
+/// What an expression may refer to and call. `self` is declared, typed by
+/// the schema node the expression is compiled for, unless the environment
+/// lists `variables` of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Environment {
+    /// Named variables of dynamic type, in the order their values are
+    /// given to `Program::eval_variables`; when there are any, `self` and
+    /// `oldSelf` are not declared (admission expressions such as a
+    /// webhook's matchConditions see `object`, `oldObject` and `request`).
+    pub variables: &'static [&'static str],
     /// `oldSelf` is declared (a rule that uses it is a transition rule).
     pub old_self: bool,
     /// `oldSelf` is an optional value (`optionalOldSelf: true`).
@@ -62,6 +68,7 @@ impl Environment {
     /// An `x-kubernetes-validations` rule: `self` and `oldSelf`.
     pub const fn crd_rule(optional_old_self: bool) -> Environment {
         Environment {
+            variables: &[],
             old_self: true,
             optional_old_self,
             version: LATEST,
@@ -80,6 +87,19 @@ impl Environment {
         Environment {
             old_self: false,
             ..Environment::crd_rule(false)
+        }
+    }
+
+    /// A webhook's `matchConditions` expression: `object`, `oldObject` and
+    /// `request` (JSON null when absent), the Kubernetes libraries, no
+    /// celhook extensions.
+    pub const fn match_condition() -> Environment {
+        Environment {
+            variables: &["object", "oldObject", "request"],
+            old_self: false,
+            optional_old_self: false,
+            version: LATEST,
+            extensions: false,
         }
     }
 

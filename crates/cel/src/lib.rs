@@ -142,6 +142,22 @@ impl Program {
         let result = runtime::eval(&self.ir, &mut frame);
         (result, frame.cost)
     }
+
+    /// Evaluates a program of an environment with named `variables`, given
+    /// their values in the environment's order (missing ones are null).
+    pub fn eval_variables<'a>(
+        &'a self,
+        values: impl IntoIterator<Item = Value<'a>>,
+        limit: u64,
+    ) -> (Result<Value<'a>, EvalError>, u64) {
+        let mut vars: runtime::Vars<'a> = vec![Value::Null; self.slots.max(2)];
+        for (slot, value) in (check::FIRST_VARIABLE_SLOT..self.slots).zip(values) {
+            vars[slot] = value;
+        }
+        let mut frame = runtime::Frame::new(vars, self.memos, limit);
+        let result = runtime::eval(&self.ir, &mut frame);
+        (result, frame.cost)
+    }
 }
 
 #[cfg(test)]

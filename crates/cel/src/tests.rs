@@ -551,3 +551,44 @@ fn values_print_and_fail_as_cel_go_does() {
 
 // Cost limits, budgets and resource bounds.
 mod limits;
+
+#[test]
+fn named_variables_replace_self_in_admission_environments() {
+    let env = Environment::match_condition();
+    let any = Schema::untyped(true);
+    let p = Program::compile(
+        "request.userInfo.username != 'admin' && object.metadata.name.startsWith('web') && oldObject == null",
+        &any,
+        env,
+    )
+    .expect("compiles");
+    let request = json!({"userInfo": {"username": "dev"}});
+    let object = json!({"metadata": {"name": "web-1"}});
+    let values = [
+        Value::from_json(&object, &any),
+        Value::Null,
+        Value::from_json(&request, &any),
+    ];
+    let (result, cost) = p.eval_variables(values, PER_EXPRESSION_COST_LIMIT);
+    assert_eq!(result.map(|v| to_json(&v)), Ok(json!(true)));
+    assert!(cost > 0);
+    // Values left out are null.
+    let (result, _) = p.eval_variables([Value::from_json(&object, &any)], 1_000);
+    assert!(result.is_err(), "request is null: no field userInfo");
+    for undeclared in ["self.x == 1", "oldSelf == null"] {
+        let err = Program::compile(undeclared, &any, env).expect_err(undeclared);
+        assert!(
+            err.message.contains("undeclared reference"),
+            "{undeclared}: {}",
+            err.message
+        );
+    }
+    // Loop variables still get their own slots after the named ones.
+    let p = Program::compile("request.groups.exists(g, g == 'ops')", &any, env).expect("loop");
+    let request = json!({"groups": ["dev", "ops"]});
+    let (result, _) = p.eval_variables(
+        [Value::Null, Value::Null, Value::from_json(&request, &any)],
+        1_000,
+    );
+    assert_eq!(result.map(|v| to_json(&v)), Ok(json!(true)));
+}

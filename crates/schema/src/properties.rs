@@ -36,6 +36,16 @@ impl Properties {
         }
     }
 
+    /// The schema of `name`, to change it (rules attached after loading).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Schema> {
+        self.position(name).map(|i| &mut self.0[i].1)
+    }
+
+    /// Every property's schema, to change them.
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut Schema> {
+        self.0.iter_mut().map(|(_, s)| s)
+    }
+
     pub fn contains_key(&self, name: &str) -> bool {
         self.position(name).is_some()
     }

@@ -286,9 +286,11 @@ impl<'s> Compiler<'_, 's> {
     }
 
     pub(super) fn is_variable(&self, name: &str) -> bool {
+        let named = self.decls.env.variables;
         self.scopes.iter().any(|(n, _, _)| n == name)
-            || name == "self"
-            || (name == "oldSelf" && self.decls.env.old_self)
+            || named.contains(&name)
+            || (named.is_empty() && name == "self")
+            || (named.is_empty() && name == "oldSelf" && self.decls.env.old_self)
     }
 
     fn loop_macro(

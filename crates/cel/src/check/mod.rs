@@ -30,6 +30,8 @@ pub(crate) struct Decls<'s> {
 
 pub(crate) const SELF_SLOT: usize = 0;
 pub(crate) const OLD_SELF_SLOT: usize = 1;
+/// The slot of an environment's first named variable (the next ones follow).
+pub(crate) const FIRST_VARIABLE_SLOT: usize = 2;
 
 /// The output of compilation.
 pub(crate) struct Compiled {
@@ -86,7 +88,7 @@ fn compile_here(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileErro
         source,
         info: &info,
         scopes: Vec::new(),
-        slots: 2,
+        slots: FIRST_VARIABLE_SLOT + decls.env.variables.len(),
         uses_old_self: false,
         format_depth: 0,
         last_list_tys: Vec::new(),
@@ -279,9 +281,15 @@ impl<'s> Compiler<'_, 's> {
         if let Some((_, slot, ty)) = self.scopes.iter().rev().find(|(n, _, _)| n == name) {
             return Ok((Ir::Var(*slot), ty.clone()));
         }
+        let named = self.decls.env.variables;
+        if let Some(i) = named.iter().position(|v| *v == name) {
+            return Ok((Ir::Var(FIRST_VARIABLE_SLOT + i), Ty::Dyn));
+        }
         match name {
-            "self" => Ok((Ir::Var(SELF_SLOT), Ty::of_schema(self.decls.self_schema))),
-            "oldSelf" if self.decls.env.old_self => {
+            "self" if named.is_empty() => {
+                Ok((Ir::Var(SELF_SLOT), Ty::of_schema(self.decls.self_schema)))
+            }
+            "oldSelf" if self.decls.env.old_self && named.is_empty() => {
                 self.uses_old_self = true;
                 let ty = Ty::of_schema(self.decls.self_schema);
                 let ty = if self.decls.env.optional_old_self {

@@ -1,0 +1,207 @@
+//! One admission request answered from the config: the CRD version of its
+//! kind (its `x-kubernetes-validations`), the rules documents on its kind,
+//! and the policy for a kind the config knows in a version it has no
+//! schema of. Everything the request path evaluates goes through here.
+
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
+use crate::config::Catalog;
+use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
+use crate::rules::{self, Requester};
+use crate::validation::invalid_status;
+
+/// What to do with an object of a group and kind the config knows (a CRD,
+/// or the target of a rules document) in a version it has no schema of:
+/// such an object's rules cannot run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnknownVersions {
+    /// Refuse it (403 Forbidden), naming kind and version.
+    Deny,
+    /// Allow it with a warning to the client.
+    #[default]
+    Warn,
+    /// Allow it (still logged and counted).
+    Allow,
+}
+
+impl UnknownVersions {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnknownVersions::Deny => "deny",
+            UnknownVersions::Warn => "warn",
+            UnknownVersions::Allow => "allow",
+        }
+    }
+}
+
+/// The service's policies for requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Policy {
+    pub unknown_versions: UnknownVersions,
+}
+
+/// The answer, with what the caller logs and counts.
+#[derive(Debug)]
+pub struct Verdict<'a> {
+    pub response: AdmissionResponse,
+    /// The `crd` metrics label of the request's kind.
+    pub label: &'a str,
+    /// The kind is known but this version is not: `Policy::unknown_versions` answered.
+    pub unknown_version: bool,
+    /// Rules documents whose rules failed, with the actions they took.
+    pub documents: Vec<Arc<rules::Info>>,
+}
+
+/// The audit annotation key of failures of Audit documents (stored by the
+/// API server as `<webhook name>/validation_failure`).
+pub const AUDIT_KEY: &str = "validation_failure";
+
+/// Answers one admission request. Never panics; runtime errors of rules
+/// become denials.
+pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy) -> Verdict<'a> {
+    let gvk = &req.kind;
+    let target = catalog.target(&gvk.group, &gvk.version, &gvk.kind);
+    let mut verdict = Verdict {
+        response: AdmissionResponse::allow(&req.uid),
+        label: target.label,
+        unknown_version: false,
+        documents: Vec::new(),
+    };
+    let old = match req.operation {
+        Operation::Create => None,
+        Operation::Update => req.old_object.as_ref(),
+        Operation::Delete | Operation::Connect => return verdict,
+    };
+    let Some(object) = req.object.as_ref() else {
+        return verdict;
+    };
+    if target.unknown_version {
+        verdict.unknown_version = true;
+        verdict.response = unknown_version(req, policy.unknown_versions);
+        return verdict;
+    }
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(crd) = target.crd {
+        let found = crd.validator.validate(object, old);
+        errors = found.errors;
+        warnings = found.warnings;
+    }
+    if !target.rules.is_empty() {
+        // Built only when a document asks for it.
+        let request = target
+            .rules
+            .iter()
+            .any(|s| !s.info.match_conditions.is_empty())
+            .then(|| request_json(req));
+        let who = Requester {
+            user: &req.user,
+            groups: &req.groups,
+            namespace: req.namespace.as_deref(),
+            object: Some(object),
+            request: request.as_ref(),
+        };
+        let mut out = rules::Outcome::default();
+        rules::evaluate(target.rules, &who, object, old, &mut out);
+        if !out.condition_errors.is_empty() {
+            verdict.response = condition_failure(req, &out.condition_errors);
+            return verdict;
+        }
+        errors.append(&mut out.deny);
+        warnings.append(&mut out.warnings);
+        verdict.documents = out.failed;
+        if !out.audit.is_empty() {
+            verdict
+                .response
+                .audit_annotations
+                .push((AUDIT_KEY.to_owned(), audit_value(&out.audit)));
+        }
+    }
+    if !errors.is_empty() {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Json::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&req.name);
+        verdict.response.allowed = false;
+        verdict.response.status = Some(invalid_status(&gvk.group, &gvk.kind, name, &errors));
+    }
+    verdict.response.warnings = warnings;
+    verdict
+}
+
+/// The answer for a known kind in an unknown version.
+fn unknown_version(req: &AdmissionRequest, policy: UnknownVersions) -> AdmissionResponse {
+    let gvk = &req.kind;
+    let what = format!(
+        "celhook has no schema of {} version {:?}, so its rules were not checked",
+        rules::qualified(&gvk.group, &gvk.kind),
+        gvk.version
+    );
+    match policy {
+        UnknownVersions::Allow => AdmissionResponse::allow(&req.uid),
+        UnknownVersions::Warn => {
+            let mut res = AdmissionResponse::allow(&req.uid);
+            res.warnings.push(what);
+            res
+        }
+        UnknownVersions::Deny => AdmissionResponse::deny(
+            &req.uid,
+            kube_core::response::Status {
+                status: Some(kube_core::response::StatusSummary::Failure),
+                code: 403,
+                message: format!("{what}; the webhook refuses versions it cannot check (--unknown-versions=deny)"),
+                metadata: None,
+                reason: "Forbidden".into(),
+                details: None,
+            },
+        ),
+    }
+}
+
+/// `request` as matchConditions see it: the fields of the AdmissionRequest
+/// celhook reads.
+fn request_json(req: &AdmissionRequest) -> Json {
+    serde_json::json!({
+        "uid": req.uid,
+        "kind": {"group": req.kind.group, "version": req.kind.version, "kind": req.kind.kind},
+        "name": req.name,
+        "namespace": req.namespace.as_deref().unwrap_or(""),
+        "operation": req.operation.as_str(),
+        "userInfo": {"username": req.user, "groups": req.groups},
+        "dryRun": req.dry_run,
+    })
+}
+
+/// The answer when a document's matchCondition cannot be evaluated: a
+/// refusal naming it, as the API server refuses when a webhook's
+/// matchCondition fails and its failurePolicy is Fail.
+fn condition_failure(req: &AdmissionRequest, errors: &[String]) -> AdmissionResponse {
+    AdmissionResponse::deny(
+        &req.uid,
+        kube_core::response::Status {
+            status: Some(kube_core::response::StatusSummary::Failure),
+            code: 403,
+            message: errors.join("; "),
+            metadata: None,
+            reason: "Forbidden".into(),
+            details: None,
+        },
+    )
+}
+
+/// The annotation's value: a JSON list of `{"document", "failure"}`.
+fn audit_value(audit: &[(Arc<rules::Info>, String)]) -> String {
+    let entries: Vec<Json> = audit
+        .iter()
+        .map(|(info, failure)| {
+            serde_json::json!({
+                "document": info.name,
+                "failure": failure,
+            })
+        })
+        .collect();
+    Json::Array(entries).to_string()
+}
