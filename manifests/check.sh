@@ -46,7 +46,7 @@ fi
 diff -u manifests/webhook/webhook.yaml "${out}/webhook.yaml" \
     || { echo "manifests/webhook/webhook.yaml is stale: write it again with celhook webhook-config (see its kustomization.yaml)" >&2; exit 1; }
 
-overlays=(base overlays/dev overlays/cert-manager overlays/monitoring)
+overlays=(base overlays/dev overlays/cert-manager overlays/monitoring overlays/production)
 for overlay in "${overlays[@]}"; do
     name="${overlay//\//-}"
     echo "kubectl kustomize manifests/${overlay}"

@@ -153,6 +153,15 @@ impl Catalog {
     /// (See also the [`conversion::Conversions`] view of the catalog.)
     pub fn bind_metrics(&self, metrics: &crate::metrics::Metrics) {
         crate::validation::bind_metrics(self.versions(), metrics);
+        for set in self.rule_sets() {
+            let label = format!("{}/{}", crate::rules::KIND, set.info.name);
+            crate::validation::bind_tree_metrics(
+                &set.validator.root,
+                &label,
+                &set.version,
+                metrics,
+            );
+        }
     }
 
     pub(super) fn insert(&mut self, v: CrdVersion) {

@@ -235,7 +235,7 @@ impl Metrics {
             rule_evaluations: counter_vec(
                 &registry,
                 "celhook_rule_evaluations_total",
-                "Evaluations of x-kubernetes-validations rules, by CRD, version, schema path and rule index.",
+                "Evaluations of x-kubernetes-validations rules, by CRD (ValidationRules/<name> for a rules document), version, schema path and rule index.",
                 RULE_LABELS,
             ),
             rule_failures: counter_vec(

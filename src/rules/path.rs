@@ -105,24 +105,31 @@ pub fn attach(
                     shown.push('.');
                 }
                 shown.push_str(name);
-                node = node.properties.get_mut(name).expect("checked above");
+                let Some(child) = node.properties.get_mut(name) else {
+                    return Err(format!("no field {name:?}"));
+                };
+                node = child;
             }
             Step::Each => {
                 let place = if shown.is_empty() { "the root" } else { &shown };
                 if node.items.is_some() {
                     at.push_str(".items");
-                    node = node.items.as_deref_mut().expect("checked above");
                 } else if node.additional_properties.is_some() {
                     at.push_str(".additionalProperties");
-                    node = node
-                        .additional_properties
-                        .as_deref_mut()
-                        .expect("checked above");
                 } else {
                     return Err(format!(
                         "[*] after {place}, which is neither a list nor a map"
                     ));
                 }
+                let element = match (
+                    node.items.as_deref_mut(),
+                    node.additional_properties.as_deref_mut(),
+                ) {
+                    (Some(items), _) => items,
+                    (None, Some(values)) => values,
+                    (None, None) => return Err("neither a list nor a map".into()),
+                };
+                node = element;
                 shown.push_str("[*]");
             }
         }

@@ -320,6 +320,20 @@ pub struct CrdVersion {
 /// versions serve; rules already bound (to this or another registry) keep
 /// their handles.
 pub fn bind_metrics<'a>(versions: impl Iterator<Item = &'a CrdVersion>, metrics: &Metrics) {
+    for version in versions {
+        bind_tree_metrics(
+            &version.validator.root,
+            &version.crd_name,
+            &version.version,
+            metrics,
+        );
+    }
+}
+
+/// [`bind_metrics`] for one compiled tree, its rules labelled `crd`
+/// (a CRD's name, or `ValidationRules/<name>` for a rules document) and
+/// `version`.
+pub fn bind_tree_metrics(root: &Node, crd: &str, version: &str, metrics: &Metrics) {
     fn bind(node: &Node, crd: &str, version: &str, path: &mut String, metrics: &Metrics) {
         let shown = if path.is_empty() { "." } else { path.as_str() };
         for rule in &node.rules {
@@ -341,16 +355,8 @@ pub fn bind_metrics<'a>(versions: impl Iterator<Item = &'a CrdVersion>, metrics:
             path.truncate(len);
         }
     }
-    for version in versions {
-        let mut path = String::new();
-        bind(
-            &version.validator.root,
-            &version.crd_name,
-            &version.version,
-            &mut path,
-            metrics,
-        );
-    }
+    let mut path = String::new();
+    bind(root, crd, version, &mut path, metrics);
 }
 
 #[cfg(test)]

@@ -16,4 +16,5 @@ mod migration;
 mod operation;
 mod review;
 mod robustness;
+mod rollout;
 mod rules;

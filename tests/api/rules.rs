@@ -185,5 +185,21 @@ async fn a_deployment_is_denied_warned_and_audited_as_configured() {
         ),
         Some(2.0)
     );
+    // Each rule of a document has its own series, as a CRD's rules do: the
+    // replicas rule returned false on both CREATEs and on both UPDATEs of
+    // 20 replicas (ratcheted there, but evaluated).
+    assert_eq!(
+        count(
+            "celhook_rule_failures_total",
+            &[
+                ("crd", "ValidationRules/deployment-hygiene"),
+                ("version", "v1"),
+                ("path", ".spec.replicas"),
+                ("index", "0")
+            ]
+        ),
+        Some(4.0),
+        "{text}"
+    );
     server.stop().await.expect("stops");
 }
