@@ -13,8 +13,15 @@
 # Env: PEER_BENCH (source of the peer harness, default ../shared/peer-bench),
 # BENCH_WORK (writable work dir, default $TMPDIR/celhook-bench), ENGINES (peer
 # engines, default "json-floor js-marcbachmann-cel-js"), REPS (peer repetitions, 3),
-# DURATION (each server run, 5s), PAIRS (rules/no-rules alternations, 3), TAIL_DURATION (10s),
-# CONNECTIONS (4), CONCURRENCY (32), CARGO_TARGET_DIR.
+# DURATION (each server run, 5s), PAIRS (rules/no-rules alternations per HTTP
+# version, 3), TAIL_DURATION (10s), CONNECTIONS (4), CONCURRENCY (32),
+# TAIL_IN_FLIGHT (the open loop's cap on requests in flight, 64), CARGO_TARGET_DIR.
+#
+# The servers listen on ports the kernel picks (port 0, read back from their
+# logs), so another server on a fixed port cannot break the run. Throughput
+# is measured over HTTP/1.1 keep-alive, the load generator's default and how
+# the API server calls webhooks (a pool of connections, one request at a time
+# on each), and over HTTP/2; the tail runs use HTTP/1.1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEER_BENCH=${PEER_BENCH:-$ROOT/../shared/peer-bench}
@@ -27,6 +34,7 @@ PAIRS=${PAIRS:-3}
 TAIL_DURATION=${TAIL_DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-4}
 CONCURRENCY=${CONCURRENCY:-32}
+TAIL_IN_FLIGHT=${TAIL_IN_FLIGHT:-64}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 export CARGO_TARGET_DIR=$TARGET
 mkdir -p "$WORK/server"
@@ -56,7 +64,7 @@ if [[ -z ${SKIP_BENCH:-} ]]; then
   load "conversion memory end"
 fi
 
-# --- 3. the server over HTTPS/HTTP2 -------------------------------------------
+# --- 3. the server over HTTPS: HTTP/1.1 keep-alive and HTTP/2 ---------------
 if [[ -z ${SKIP_SERVER:-} ]]; then
   (cd "$ROOT" && cargo build --release --quiet -p celhook -p celhook-loadtest)
   BIN=$TARGET/release
@@ -64,38 +72,80 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   pids=()
   cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
   trap cleanup EXIT
-  "$BIN/celhook" serve --config "$FIX/core" --listen 127.0.0.1:18443 --log-format json > "$WORK/server/core.log" 2>&1 &
-  pids+=($!)
-  "$BIN/celhook" serve --config "$FIX/norules" --listen 127.0.0.1:18444 --log-format json > "$WORK/server/norules.log" 2>&1 &
-  pids+=($!)
-  sleep 1
+  # Starts celhook on a port the kernel picks and prints that port, read
+  # from the server's "listening" log line.
+  serve() {
+    local name=$1 config=$2 log=$WORK/server/$1.log port=""
+    "$BIN/celhook" serve --config "$config" --listen 127.0.0.1:0 --log-format json > "$log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 100); do
+      port=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        addr = json.loads(line).get("local_addr")
+    except ValueError:
+        continue
+    if addr:
+        print(addr.rsplit(":", 1)[1])
+        break
+' "$log")
+      [[ -n $port ]] && break
+      kill -0 "${pids[-1]}" 2>/dev/null || break
+      sleep 0.2
+    done
+    if [[ -z $port ]]; then
+      echo "celhook ($name) did not start listening; its log:" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    echo "$port"
+  }
+  # Not in $(...): the server's pid must reach this shell's pids.
+  serve core "$FIX/core" > "$WORK/server/core.port"
+  serve norules "$FIX/norules" > "$WORK/server/norules.port"
+  RULES_PORT=$(cat "$WORK/server/core.port")
+  NORULES_PORT=$(cat "$WORK/server/norules.port")
+  echo "servers: 17 rules on 127.0.0.1:$RULES_PORT, no rules on 127.0.0.1:$NORULES_PORT" >&2
   lt() { "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q "$@"; }
   body=$FIX/review-create.json
   rm -f "$WORK"/server/*.json
+  # Alternating runs, both servers and both HTTP versions within each pair,
+  # so that a drift of the machine's load falls on all four alike.
   load "server throughput start"
   for i in $(seq 1 "$PAIRS"); do
-    lt --url https://127.0.0.1:18443/validate -c "$CONCURRENCY" -d "$DURATION" admission --review "$body" > "$WORK/server/rules-$i.json"
-    lt --url https://127.0.0.1:18444/validate -c "$CONCURRENCY" -d "$DURATION" admission --review "$body" > "$WORK/server/norules-$i.json"
+    for http in 1.1 2; do
+      tag=h${http%%.*}
+      lt --http "$http" --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
+        admission --review "$body" > "$WORK/server/rules-$tag-$i.json"
+      lt --http "$http" --url "https://127.0.0.1:$NORULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
+        admission --review "$body" > "$WORK/server/norules-$tag-$i.json"
+    done
   done
   load "server throughput end"
-  max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/rules-*.json)
+  # The tail runs are over HTTP/1.1, at fractions of its closed-loop maximum.
+  max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/rules-h1-*.json)
   half=$(python3 -c "print(round($max/2, 1))")
   eighth=$(python3 -c "print(round($max/8, 1))")
   # Each tail run also records where the CPU went (server and generator,
   # from /proc and rusage), the CPU pressure (/proc/pressure/cpu) and the
   # server's own request histogram over the run: on a machine the
-  # generator shares, they tell a slow server from a busy machine.
+  # generator shares, they tell a slow server from a busy machine. Over
+  # HTTP/1.1 each request in flight holds a connection: TAIL_IN_FLIGHT caps
+  # both (celhook refuses more than 64 handshakes at once from one address;
+  # requests due beyond the cap wait, and the wait counts as latency).
   tail_run() {
-    python3 - "$1" "$2" "${pids[0]}" "$WORK/server" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" \
-      --format json -q --url https://127.0.0.1:18443/validate --rate "$2" -d "$TAIL_DURATION" admission --review "$body" <<'PY'
+    python3 - "$1" "$2" "${pids[0]}" "$WORK/server" "$RULES_PORT" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" \
+      --format json -q --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" --rate "$2" -c "$TAIL_IN_FLIGHT" \
+      -d "$TAIL_DURATION" admission --review "$body" <<'PY'
 import json, os, resource, ssl, subprocess, sys, time, urllib.request
-name, rate, server, out, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+name, rate, server, out, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 def ticks(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 def histogram():
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-    text = urllib.request.urlopen("https://127.0.0.1:18443/metrics", context=ctx).read().decode()
+    text = urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx).read().decode()
     return {l.split('le="')[1].split('"')[0]: float(l.split()[-1]) for l in text.splitlines()
             if l.startswith("celhook_request_duration_seconds_bucket") and 'handler="validate"' in l}
 h0, s0, p0 = histogram(), ticks(server), None
@@ -199,18 +249,23 @@ def runs(pattern):
             pass
     return out
 
-print("\n## 2. Server over HTTPS/HTTP2, keep-alive (closed loop, alternating runs)\n")
-rules, norule = runs("rules-*.json"), runs("norules-*.json")
-if rules and norule:
+print("\n## 2. Server over HTTPS, keep-alive (closed loop, alternating runs)\n")
+for tag, label in (("h1", "HTTP/1.1, as the API server calls webhooks (a pool of connections, one request at a time on each)"),
+                   ("h2", "HTTP/2 (requests multiplexed on the connections)")):
+    print(f"### {label}\n")
+    rules, norule = runs(f"rules-{tag}-*.json"), runs(f"norules-{tag}-*.json")
+    if not (rules and norule):
+        print("- no server results\n")
+        continue
     for a, b in zip(rules, norule):
         print(f"- pair: 17 rules {a['throughput_rps']:.0f}/s (p50 {a['latency']['p50_ms']:.3f} ms, failed {a['failed']}), "
               f"no rules {b['throughput_rps']:.0f}/s (p50 {b['latency']['p50_ms']:.3f} ms, failed {b['failed']}); "
               f"ratio {a['throughput_rps']/b['throughput_rps']:.2f}")
     r = [a["throughput_rps"] / b["throughput_rps"] for a, b in zip(rules, norule)]
+    versions = sorted({x.get("http_version", "?") for x in rules + norule})
     print(f"- **throughput ratio rules / no rules: median {statistics.median(r):.2f}** (min {min(r):.2f}; target >= 0.7); "
-          f"HTTP/2 answers: {sum(x['http2_answers'] for x in rules + norule)} of {sum(x['requests'] for x in rules + norule)}")
-else:
-    print("- no server results")
+          f"negotiated: {', '.join(versions)} (HTTP/2 answers {sum(x['http2_answers'] for x in rules + norule)}, "
+          f"HTTP/1.1 answers {sum(x['http1_answers'] for x in rules + norule)} of {sum(x['requests'] for x in rules + norule)})\n")
 
 def quantile(hist, q):
     """The upper bound of the bucket where the server's histogram passes q."""
@@ -221,7 +276,7 @@ def quantile(hist, q):
             return f"<= {le * 1000:g} ms"
     return "n/a"
 
-print("\n## 3. Tail at 50% of max throughput, open loop\n")
+print("\n## 3. Tail at 50% of max throughput (HTTP/1.1), open loop\n")
 for name, label in (("tail.json", "**at 50% of the max**"), ("tail-eighth.json", "at 1/8 of the max, for comparison")):
     tail = runs(name)
     if not tail:

@@ -40,12 +40,22 @@ pub struct Target {
     /// PEM private key of --client-cert.
     #[arg(long, global = true, value_name = "FILE", requires = "client_cert")]
     pub client_key: Option<PathBuf>,
-    /// HTTP version: `auto` offers h2 and http/1.1 by ALPN as the API server
-    /// does; `1.1` and `2` insist on one.
-    #[arg(long, global = true, value_enum, default_value_t = HttpVersion::Auto)]
+    /// HTTP version: `1.1` (default, as the API server), `2` or `auto`.
+    ///
+    /// `1.1` is how the API server calls a webhook: it offers only http/1.1
+    /// by ALPN and keeps a pool of kept-alive connections, each carrying one
+    /// request at a time (no pipelining). `2` insists on h2; `auto` offers
+    /// h2 and http/1.1 and lets the server choose (h2, with celhook).
+    #[arg(long, global = true, value_enum, default_value_t = HttpVersion::Http1)]
     pub http: HttpVersion,
-    /// Separate connections (HTTP/2 multiplexes every request in flight over
-    /// each; HTTP/1.1 opens up to --concurrency per client anyway).
+    /// Client pools: HTTP/2 connections, or pools of HTTP/1.1 connections.
+    ///
+    /// Over HTTP/2, each pool is one connection that multiplexes every
+    /// request in flight on it. Over HTTP/1.1, a request that finds no idle
+    /// connection in its pool opens a new one (reqwest's pool has no
+    /// per-host cap), so the pools together hold one kept-alive connection
+    /// per request in flight: up to --concurrency, whatever this number is;
+    /// their handshakes fall in the warm-up.
     #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub connections: u16,
     /// Per-request timeout, e.g. `10s`, `500ms`.
@@ -66,6 +76,11 @@ pub struct Load {
     /// Closed loop: workers. Open loop: the cap on requests in flight
     /// (requests due beyond it wait, and the wait counts as latency).
     /// Default 16 closed, 1024 open.
+    ///
+    /// Over HTTP/1.1 each request in flight holds a connection of its own,
+    /// so this also caps the connections: an open loop that falls behind
+    /// opens new ones in a burst, as the API server would (celhook refuses
+    /// more than 64 handshakes at once from one address by default).
     #[arg(short = 'c', long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: Option<u16>,
     /// Number of measured requests (default 1000 when --duration is not given).
@@ -85,6 +100,15 @@ pub struct Load {
     /// Report format on stdout.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Also write the report as a self-contained HTML page: throughput over
+    /// time, the latency percentile plot and a summary table.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        visible_alias = "report-html"
+    )]
+    pub html: Option<PathBuf>,
     /// No progress line on stderr.
     #[arg(short = 'q', long, global = true)]
     pub quiet: bool,
@@ -142,14 +166,26 @@ pub struct ConversionArgs {
 /// `--http`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HttpVersion {
-    /// ALPN offers h2 and http/1.1.
-    Auto,
-    /// HTTP/1.1 only.
+    /// HTTP/1.1 only (ALPN offers http/1.1): a pool of kept-alive
+    /// connections, one request at a time on each, as the API server does.
     #[value(name = "1.1")]
     Http1,
-    /// HTTP/2 only.
+    /// HTTP/2 only (ALPN offers h2): requests multiplexed on --connections.
     #[value(name = "2")]
     Http2,
+    /// ALPN offers h2 and http/1.1; the server chooses.
+    Auto,
+}
+
+impl HttpVersion {
+    /// The value as written on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "1.1",
+            HttpVersion::Http2 => "2",
+            HttpVersion::Auto => "auto",
+        }
+    }
 }
 
 /// `--format`.
@@ -252,6 +288,12 @@ mod tests {
         .expect("parses");
         assert_eq!(args.load.rate, Some(500.0));
         assert_eq!(args.load.threads, Some(1));
+        assert_eq!(
+            args.target.http,
+            HttpVersion::Http1,
+            "HTTP/1.1 as the API server calls webhooks"
+        );
+        assert_eq!(args.load.html, None);
         assert_eq!(args.load.concurrency(), 1024);
         let Workload::Admission(a) = args.workload else {
             panic!("admission expected")
@@ -271,9 +313,12 @@ mod tests {
             "10000",
             "--http",
             "2",
+            "--report-html",
+            "r.html",
         ])
         .expect("parses");
         assert_eq!(args.target.http, HttpVersion::Http2);
+        assert_eq!(args.load.html, Some(PathBuf::from("r.html")));
         assert_eq!(args.load.concurrency(), 16);
         assert_eq!(args.load.threads, None);
         let Workload::Conversion(c) = args.workload else {

@@ -1,12 +1,16 @@
 //! Tallies and the report: HDR histograms of latency, counts, errors by
-//! kind with one example each, printed as text or JSON.
+//! kind with one example each, answers over time, printed as text or JSON
+//! (and drawn by `html`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::args::HttpVersion;
+use crate::timeline::Timeline;
 
 /// What one request produced.
 #[derive(Debug, Clone)]
@@ -15,6 +19,8 @@ pub struct Outcome {
     pub times: Option<(Duration, Duration)>,
     /// Whether the answer came over HTTP/2 (None: no answer).
     pub http2: Option<bool>,
+    /// When the exchange ended (answer read, or failed).
+    pub at: Instant,
     /// The admission verdict (None for conversion), or the error kind and detail.
     pub result: Result<Option<bool>, (&'static str, String)>,
 }
@@ -34,6 +40,8 @@ pub struct Tally {
     pub http1: u64,
     pub errors: BTreeMap<&'static str, u64>,
     pub error_examples: BTreeMap<&'static str, String>,
+    /// Completions over time, from the start of the phase.
+    pub timeline: Timeline,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -52,8 +60,14 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// An empty tally.
+    /// An empty tally whose timeline starts now.
     pub fn new() -> Self {
+        Self::since(Instant::now())
+    }
+
+    /// An empty tally whose timeline starts at `origin` (the tallies of one
+    /// phase share it, so that they can be merged).
+    pub fn since(origin: Instant) -> Self {
         Self {
             latency_us: histogram(),
             service_us: histogram(),
@@ -64,6 +78,7 @@ impl Tally {
             http1: 0,
             errors: BTreeMap::new(),
             error_examples: BTreeMap::new(),
+            timeline: Timeline::new(origin),
         }
     }
 
@@ -94,6 +109,7 @@ impl Tally {
             Some(false) => self.http1 += 1,
             None => {}
         }
+        self.timeline.record(o.at, o.result.is_err());
         match o.result {
             Ok(allowed) => {
                 self.ok += 1;
@@ -129,6 +145,7 @@ impl Tally {
         for (k, e) in &other.error_examples {
             self.error_examples.entry(k).or_insert_with(|| e.clone());
         }
+        self.timeline.merge(&other.timeline);
     }
 }
 
@@ -160,6 +177,44 @@ impl Percentiles {
     }
 }
 
+/// Points of a percentile plot: (x, latency in ms), where x = 1 / (1 - q)
+/// for the quantile q, from 1 (q = 0) to 10,000 (q = 0.9999): on a log
+/// scale, each further nine (90%, 99%, 99.9%) is one step.
+fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    const STEPS_PER_DECADE: u32 = 40;
+    (0..=4 * STEPS_PER_DECADE)
+        .map(|k| {
+            let x = 10f64.powf(f64::from(k) / f64::from(STEPS_PER_DECADE));
+            let q = (1.0 - 1.0 / x).clamp(0.0, 1.0);
+            (x, h.value_at_quantile(q) as f64 / 1000.0)
+        })
+        .collect()
+}
+
+/// What the HTML page draws (not part of the JSON report).
+#[derive(Debug, Clone)]
+pub struct Charts {
+    /// Completions over the measured phase.
+    pub timeline: Timeline,
+    /// Response time per percentile; see [`percentile_curve`].
+    pub latency: Vec<(f64, f64)>,
+    /// Service time per percentile (open loop only; the same in closed loop).
+    pub service: Vec<(f64, f64)>,
+}
+
+/// The HTTP version that answered: `HTTP/1.1`, `HTTP/2`, `mixed` or `none`.
+fn negotiated(http1: u64, http2: u64) -> &'static str {
+    match (http1 > 0, http2 > 0) {
+        (true, false) => "HTTP/1.1",
+        (false, true) => "HTTP/2",
+        (true, true) => "mixed",
+        (false, false) => "none",
+    }
+}
+
 /// The report of a run (the JSON output's schema).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -172,6 +227,11 @@ pub struct Report {
     pub target_rate: Option<f64>,
     pub concurrency: u16,
     pub connections: u16,
+    /// `--http`: `1.1`, `2` or `auto`.
+    pub http_requested: &'static str,
+    /// The version that answered the measured requests: `HTTP/1.1`,
+    /// `HTTP/2`, `mixed` (some of each) or `none` (no answer).
+    pub http_version: &'static str,
     pub body_bytes: usize,
     pub warmup_s: f64,
     pub duration_s: f64,
@@ -195,6 +255,9 @@ pub struct Report {
     pub service_time: Option<Percentiles>,
     pub errors: BTreeMap<&'static str, u64>,
     pub error_examples: BTreeMap<&'static str, String>,
+    /// The data of the HTML page's charts.
+    #[serde(skip)]
+    pub charts: Charts,
 }
 
 /// The inputs of a report besides the tally.
@@ -205,6 +268,7 @@ pub struct RunInfo {
     pub target_rate: Option<f64>,
     pub concurrency: u16,
     pub connections: u16,
+    pub http: HttpVersion,
     pub body_bytes: usize,
     pub warmup: Duration,
     pub elapsed: Duration,
@@ -227,6 +291,8 @@ impl Report {
             target_rate: info.target_rate,
             concurrency: info.concurrency,
             connections: info.connections,
+            http_requested: info.http.as_str(),
+            http_version: negotiated(tally.http1, tally.http2),
             body_bytes: info.body_bytes,
             warmup_s: info.warmup.as_secs_f64(),
             duration_s: info.elapsed.as_secs_f64(),
@@ -243,6 +309,30 @@ impl Report {
             service_time: Percentiles::of(&tally.service_us),
             errors: tally.errors.clone(),
             error_examples: tally.error_examples.clone(),
+            charts: Charts {
+                timeline: tally.timeline.clone(),
+                latency: percentile_curve(&tally.latency_us),
+                service: if info.target_rate.is_some() {
+                    percentile_curve(&tally.service_us)
+                } else {
+                    Vec::new()
+                },
+            },
+        }
+    }
+
+    /// How the connections were used, in words.
+    pub fn connections_text(&self) -> String {
+        match self.http_version {
+            "HTTP/1.1" => format!(
+                "up to {} kept-alive HTTP/1.1 connections (one request at a time on each) in {} pool(s)",
+                self.concurrency, self.connections
+            ),
+            "HTTP/2" => format!(
+                "{} HTTP/2 connection(s), requests multiplexed",
+                self.connections
+            ),
+            _ => format!("{} pool(s)", self.connections),
         }
     }
 
@@ -264,8 +354,15 @@ impl Report {
         };
         let _ = writeln!(
             out,
-            "load:        {mode}, {} connection(s), {:.1} s warm-up, {:.3} s measured",
-            self.connections, self.warmup_s, self.duration_s
+            "load:        {mode}, {:.1} s warm-up, {:.3} s measured",
+            self.warmup_s, self.duration_s
+        );
+        let _ = writeln!(
+            out,
+            "http:        {} (--http {}); {}",
+            self.http_version,
+            self.http_requested,
+            self.connections_text()
         );
         let _ = writeln!(
             out,
@@ -321,11 +418,13 @@ mod tests {
         recorded.record(Outcome {
             times: Some((Duration::from_millis(3), Duration::from_millis(2))),
             http2: Some(true),
+            at: Instant::now(),
             result: Ok(Some(false)),
         });
         recorded.record(Outcome {
             times: None,
             http2: None,
+            at: Instant::now(),
             result: Err(("connect", "refused".into())),
         });
         assert_eq!(
@@ -338,6 +437,8 @@ mod tests {
             (1, 1, 1, 1)
         );
         assert_eq!(recorded.latency_us.len(), 1, "only answers have latencies");
+        assert_eq!(recorded.timeline.answered().iter().sum::<u64>(), 2);
+        assert_eq!(recorded.timeline.failed().iter().sum::<u64>(), 1);
         let mut other = Tally::new();
         other.fail("timeout", || "first".into());
         other.fail("timeout", || "second".into());
@@ -349,6 +450,7 @@ mod tests {
                 target_rate: Some(50.0),
                 concurrency: 4,
                 connections: 1,
+                http: HttpVersion::Http1,
                 body_bytes: 10,
                 warmup: Duration::ZERO,
                 elapsed: Duration::from_secs(2),
@@ -367,11 +469,31 @@ mod tests {
             r.error_examples.get("timeout").map(String::as_str),
             Some("first")
         );
+        // The tally's answers came without a version (none recorded).
+        assert_eq!((r.http_requested, r.http_version), ("1.1", "none"));
+        assert_eq!(r.charts.latency.len(), 161);
+        assert_eq!(r.charts.latency[0].0, 1.0);
+        assert!((r.charts.latency[160].0 - 10_000.0).abs() < 1e-6);
+        assert!(
+            (r.charts.latency[80].1 - 99.0).abs() < 0.1,
+            "x = 100 is p99"
+        );
+        assert_eq!(r.charts.service.len(), 161, "open loop: service time too");
         let text = r.text();
         assert!(text.contains("open loop at 50.0 requests/s"), "{text}");
+        assert!(text.contains("http:        none (--http 1.1)"), "{text}");
         assert!(text.contains("timeout x2, e.g. first"), "{text}");
         let json = serde_json::to_value(&r).expect("json");
         assert_eq!(json["mode"], "open");
         assert_eq!(json["errors"]["timeout"], 2);
+        assert_eq!(json["http_version"], "none");
+        assert!(
+            json.get("charts").is_none(),
+            "the chart data stays out of the JSON"
+        );
+        assert_eq!(
+            (negotiated(3, 0), negotiated(0, 3), negotiated(1, 2)),
+            ("HTTP/1.1", "HTTP/2", "mixed")
+        );
     }
 }

@@ -1,6 +1,7 @@
-//! Sending: HTTPS clients, the closed loop (maximum throughput) and the
-//! open loop (constant arrival rate, latency from the intended send time),
-//! warm-up, and the progress line.
+//! Sending: HTTPS clients (HTTP/1.1 keep-alive pools by default, as the API
+//! server calls webhooks, or HTTP/2), the closed loop (maximum throughput)
+//! and the open loop (constant arrival rate, latency from the intended send
+//! time), warm-up, and the progress line.
 
 use std::io::{IsTerminal, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,7 +39,17 @@ enum Stop {
     After(Duration),
 }
 
-/// Builds the HTTPS clients of `args` (one per connection).
+/// Builds the HTTPS clients of `args`, one per `--connections`.
+///
+/// Each client is a reqwest pool. Over HTTP/2 it holds one connection that
+/// carries every request in flight on it. Over HTTP/1.1 (`http1_only`: ALPN
+/// offers only http/1.1), hyper's pool gives a request an idle connection
+/// or, when there is none, races opening a new one against waiting for one
+/// to come back; there is no cap per host, so a client holds one connection
+/// per request in flight on it, each kept alive for the next. Requests are
+/// spread over the clients round robin, so with `--concurrency C` the
+/// clients together use up to C connections at once, as the API server's
+/// pool does.
 pub fn clients(args: &Args) -> anyhow::Result<Vec<reqwest::Client>> {
     let t = &args.target;
     let identity = match (&t.client_cert, &t.client_key) {
@@ -68,12 +79,15 @@ pub fn clients(args: &Args) -> anyhow::Result<Vec<reqwest::Client>> {
         }
         None => None,
     };
-    let concurrency = usize::from(args.load.concurrency());
+    // Requests in flight per client, at most: the idle connections worth
+    // keeping for the next ones (a connection opened in a race that an
+    // idle one won also joins the pool, up to this).
+    let per_client = usize::from(args.load.concurrency()).div_ceil(usize::from(t.connections));
     (0..t.connections)
         .map(|_| {
             let mut b = reqwest::Client::builder()
                 .timeout(t.timeout)
-                .pool_max_idle_per_host(concurrency)
+                .pool_max_idle_per_host(per_client)
                 .tcp_nodelay(true)
                 // Conversion batches reach tens of MiB: let HTTP/2 grow its
                 // windows instead of trickling at the 64 KiB default.
@@ -88,9 +102,9 @@ pub fn clients(args: &Args) -> anyhow::Result<Vec<reqwest::Client>> {
                 b = b.identity(id.clone());
             }
             b = match t.http {
-                HttpVersion::Auto => b,
                 HttpVersion::Http1 => b.http1_only(),
                 HttpVersion::Http2 => b.http2_prior_knowledge(),
+                HttpVersion::Auto => b,
             };
             b.build().context("building the HTTPS client")
         })
@@ -162,6 +176,7 @@ impl Shared {
         let mut outcome = Outcome {
             times: None,
             http2: None,
+            at: sent,
             result: Ok(None),
         };
         match result {
@@ -193,6 +208,7 @@ impl Shared {
                 }
             }
         }
+        outcome.at = Instant::now();
         self.progress.done.fetch_add(1, Ordering::Relaxed);
         if outcome.result.is_err() {
             self.progress.failed.fetch_add(1, Ordering::Relaxed);
@@ -202,16 +218,20 @@ impl Shared {
 }
 
 /// Closed loop: `concurrency` workers, each sending its next request when
-/// the last is answered.
-async fn closed_loop(shared: &Arc<Shared>, concurrency: u16, stop: Stop) -> anyhow::Result<Tally> {
-    let started = Instant::now();
+/// the last is answered, from `started` on.
+async fn closed_loop(
+    shared: &Arc<Shared>,
+    concurrency: u16,
+    stop: Stop,
+    started: Instant,
+) -> anyhow::Result<Tally> {
     let issued = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..concurrency)
         .map(|w| {
             let shared = shared.clone();
             let issued = issued.clone();
             tokio::spawn(async move {
-                let mut tally = Tally::new();
+                let mut tally = Tally::since(started);
                 loop {
                     let go = match stop {
                         Stop::Count(n) => issued.fetch_add(1, Ordering::Relaxed) < n,
@@ -226,7 +246,7 @@ async fn closed_loop(shared: &Arc<Shared>, concurrency: u16, stop: Stop) -> anyh
             })
         })
         .collect();
-    let mut tally = Tally::new();
+    let mut tally = Tally::since(started);
     for w in workers {
         tally.merge(&w.await.context("a worker panicked")?);
     }
@@ -246,10 +266,10 @@ async fn open_loop(
     rate: f64,
     max_in_flight: u16,
     stop: Stop,
+    start: Instant,
 ) -> anyhow::Result<Tally> {
-    let tally = Arc::new(Mutex::new(Tally::new()));
+    let tally = Arc::new(Mutex::new(Tally::since(start)));
     let slots = Arc::new(Semaphore::new(usize::from(max_in_flight)));
-    let start = Instant::now();
     // Bounded: when the requests cannot leave as fast as they fall due
     // (every slot in flight), the pacer waits instead of queueing the whole
     // schedule; the late ones keep their due times.
@@ -366,8 +386,8 @@ async fn phase(
     let progress = show.then(|| spawn_progress(shared.clone(), flag.clone(), label));
     let started = Instant::now();
     let tally = match args.load.rate {
-        Some(rate) => open_loop(shared, rate, args.load.concurrency(), stop).await?,
-        None => closed_loop(shared, args.load.concurrency(), stop).await?,
+        Some(rate) => open_loop(shared, rate, args.load.concurrency(), stop, started).await?,
+        None => closed_loop(shared, args.load.concurrency(), stop, started).await?,
     };
     let elapsed = started.elapsed();
     flag.store(true, Ordering::Relaxed);
@@ -425,6 +445,7 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
             target_rate: args.load.rate,
             concurrency: args.load.concurrency(),
             connections: args.target.connections,
+            http: args.target.http,
             body_bytes,
             warmup: args.load.warmup,
             elapsed,

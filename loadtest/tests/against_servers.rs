@@ -1,8 +1,9 @@
 //! The load generator against real servers on 127.0.0.1: celhook itself
 //! (the peer workload of tests/fixtures/perf/), and a small conversion
 //! endpoint that demands a client certificate and can answer wrongly on
-//! purpose (what the load generator must catch). Counts and durations are
-//! small: these tests check behaviour, not speed.
+//! purpose (what the load generator must catch) and counts the connections
+//! and requests in flight it sees. Counts and durations are small: these
+//! tests check behaviour, not speed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +12,8 @@ use std::sync::Arc;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use celhook::config::{self, ConfigSource};
 use celhook::server::{self, RunningServer, ServeConfig};
@@ -67,7 +70,7 @@ fn path(name: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closed_loop_over_http2_checks_every_answer() {
+async fn closed_loop_over_http1_by_default_checks_every_answer() {
     let (server, dir) = celhook_server().await;
     let review = path("review-create.json");
     let a = args(
@@ -84,8 +87,22 @@ async fn closed_loop_over_http2_checks_every_answer() {
     );
     assert_eq!(report.allowed, 300);
     assert_eq!(
-        report.http2_answers, 300,
-        "ALPN picks h2 as for the API server"
+        (report.http1_answers, report.http2_answers),
+        (300, 0),
+        "HTTP/1.1 by default, as the API server calls webhooks"
+    );
+    assert_eq!(
+        (report.http_requested, report.http_version),
+        ("1.1", "HTTP/1.1")
+    );
+    let text = report.text();
+    assert!(
+        text.contains("http:        HTTP/1.1 (--http 1.1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("up to 8 kept-alive HTTP/1.1 connections"),
+        "{text}"
     );
     assert!(report.throughput_rps > 0.0);
     let lat = report.latency.as_ref().expect("latencies");
@@ -100,19 +117,59 @@ async fn closed_loop_over_http2_checks_every_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_is_negotiated_when_asked_for_or_offered() {
+    let (server, dir) = celhook_server().await;
+    let review = path("review-create.json");
+    for http in ["2", "auto"] {
+        let a = args(
+            &server,
+            &dir,
+            &[
+                "-n",
+                "100",
+                "-c",
+                "8",
+                "--http",
+                http,
+                "admission",
+                "--review",
+                &review,
+            ],
+        );
+        let report = run(&a).await.expect("the run completes");
+        assert_eq!((report.ok, report.failed), (100, 0), "{report:?}");
+        assert_eq!((report.http2_answers, report.http1_answers), (100, 0));
+        assert_eq!(
+            (report.http_requested, report.http_version),
+            (http, "HTTP/2")
+        );
+        let text = report.text();
+        assert!(
+            text.contains(&format!("http:        HTTP/2 (--http {http})")),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).expect("JSON");
+        assert_eq!(json["http_version"], "HTTP/2");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_keeps_the_rate_and_runs_updates_over_http1() {
     let (server, dir) = celhook_server().await;
     let review = path("review-update.json");
     let a = args(
         &server,
         &dir,
+        // At most 16 in flight: over HTTP/1.1 that is also at most 16
+        // connections, should a busy machine make the requests pile up
+        // (celhook refuses more than 64 handshakes at once from one address).
         &[
             "--rate",
             "200",
+            "-c",
+            "16",
             "-d",
             "1s",
-            "--http",
-            "1.1",
             "admission",
             "--review",
             &review,
@@ -124,6 +181,16 @@ async fn open_loop_keeps_the_rate_and_runs_updates_over_http1() {
     // 200/s for 1 s: the schedule fixes the count, whatever the server does.
     assert_eq!(report.requests, 200);
     assert_eq!(report.http1_answers, 200);
+    assert_eq!(report.http_version, "HTTP/1.1");
+    // Every answer is on the timeline, within the measured phase.
+    let timeline = &report.charts.timeline;
+    assert_eq!(timeline.answered().iter().sum::<u64>(), 200);
+    let rates = timeline.rates(Duration::from_secs_f64(report.duration_s));
+    let counted: f64 = rates
+        .iter()
+        .map(|r| r.answered_per_s * (r.end_s - r.start_s))
+        .sum();
+    assert!((counted - 200.0).abs() < 1e-6, "{rates:?}");
     assert!(report.workload.contains("UPDATE"), "{}", report.workload);
     let (lat, service) = (
         report.latency.as_ref().expect("latency"),
@@ -274,8 +341,10 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
     let ca = dir.path().join("ca.pem").display().to_string();
     let url = format!("{}/validate", server.base_url());
     let exe = env!("CARGO_BIN_EXE_celhook-loadtest");
+    let html = dir.path().join("report.html");
     let run_bin = |review: String| {
         let (url, ca, exe) = (url.clone(), ca.clone(), exe.to_owned());
+        let html = html.display().to_string();
         tokio::task::spawn_blocking(move || {
             Command::new(exe)
                 .args([
@@ -287,6 +356,8 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
                     "30",
                     "--warmup",
                     "0s",
+                    "--html",
+                    &html,
                 ])
                 .args(["--format", "json", "admission", "--review", &review])
                 .output()
@@ -302,22 +373,92 @@ async fn the_binary_prints_json_and_exits_by_outcome() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["ok"], 30);
     assert_eq!(report["mode"], "closed");
+    assert_eq!(report["http_version"], "HTTP/1.1");
     assert!(report["latency"]["p99_ms"].as_f64().is_some(), "{report}");
+    let page = std::fs::read_to_string(&html).expect("the HTML page is written");
+    assert_html_matches(&page, &report);
 
+    std::fs::remove_file(&html).expect("remove");
     let out = run_bin(path("review-create-invalid.json"))
         .await
         .expect("joins");
     assert_eq!(out.status.code(), Some(1), "failures exit 1");
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["errors"]["unexpected_denial"], 30);
+    let page = std::fs::read_to_string(&html).expect("written when requests failed too");
+    assert_html_matches(&page, &report);
+    assert!(
+        page.contains("<td id=\"error-unexpected_denial\">30<"),
+        "errors by kind"
+    );
+    assert!(page.contains("replicas-in-range"), "with an example");
+}
+
+/// The page is self-contained, has its two charts, and its summary shows
+/// the JSON report's counts.
+fn assert_html_matches(page: &str, report: &Value) {
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page:.200}");
+    assert_eq!(page.matches("<svg").count(), 2, "two inline SVG charts");
+    assert!(page.contains("Throughput (requests/s per 100 ms)"));
+    assert!(page.contains("Latency by percentile"));
+    assert!(page.contains("99.99%"), "the percentile axis reaches 99.99");
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "nothing loaded from elsewhere"
+    );
+    for key in ["requests", "ok", "failed"] {
+        let cell = format!("<td id=\"{key}\">{}</td>", report[key]);
+        assert!(page.contains(&cell), "{cell} missing");
+    }
+    let version = format!(
+        "<td id=\"http-version\">{}</td>",
+        report["http_version"].as_str().expect("a string")
+    );
+    assert!(page.contains(&version), "{version} missing");
+    let latency = &report["latency"];
+    for key in ["p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms"] {
+        let cell = format!(
+            "<td class=\"n\">{:.3}</td>",
+            latency[key].as_f64().expect("a number")
+        );
+        assert!(page.contains(&cell), "{key}: {cell} missing");
+    }
 }
 
 // === a conversion endpoint with client-certificate auth ===
 
+/// What the conversion endpoint saw.
+#[derive(Default)]
+struct Seen {
+    /// TLS connections accepted.
+    connections: AtomicUsize,
+    /// Requests being answered now, and the most at once.
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
 /// Converts by rewriting apiVersion, as a hub-less trivial conversion would;
-/// `?break=order` answers the objects reversed.
-async fn convert(req: Request<Incoming>) -> Result<Response<String>, Infallible> {
-    let broken = req.uri().query().is_some_and(|q| q.contains("break=order"));
+/// `?break=order` answers the objects reversed, `?delay=ms` answers that
+/// much later.
+async fn convert(req: Request<Incoming>, seen: Arc<Seen>) -> Result<Response<String>, Infallible> {
+    let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    seen.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let answer = convert_now(req).await;
+    seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+    answer
+}
+
+async fn convert_now(req: Request<Incoming>) -> Result<Response<String>, Infallible> {
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let broken = query.contains("break=order");
+    let delay = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("delay="))
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis);
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     let mut body = req.into_body();
     let mut bytes = Vec::new();
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
@@ -352,22 +493,26 @@ async fn convert(req: Request<Incoming>) -> Result<Response<String>, Infallible>
 }
 
 /// Serves [`convert`] over TLS with `config` (HTTP/2 or HTTP/1.1 by ALPN).
-async fn conversion_server(config: rustls::ServerConfig) -> SocketAddr {
+async fn conversion_server(config: rustls::ServerConfig) -> (SocketAddr, Arc<Seen>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
     let addr = listener.local_addr().expect("addr");
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let seen = Arc::new(Seen::default());
+    let counters = seen.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
+            let seen = counters.clone();
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
+                seen.connections.fetch_add(1, Ordering::SeqCst);
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(&b"h2"[..]);
                 let io = hyper_util::rt::TokioIo::new(tls);
-                let service = hyper::service::service_fn(convert);
+                let service = hyper::service::service_fn(move |req| convert(req, seen.clone()));
                 let _ = if h2 {
                     hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
                         .serve_connection(io, service)
@@ -380,7 +525,7 @@ async fn conversion_server(config: rustls::ServerConfig) -> SocketAddr {
             });
         }
     });
-    addr
+    (addr, seen)
 }
 
 struct Pki {
@@ -431,6 +576,16 @@ fn pki() -> Pki {
 }
 
 fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> Args {
+    conversion_batch_args(pki, url, objects, "1000", rest)
+}
+
+fn conversion_batch_args(
+    pki: &Pki,
+    url: &str,
+    objects: &[PathBuf],
+    batch: &str,
+    rest: &[&str],
+) -> Args {
     let p = |name: &str| pki.dir.path().join(name).display().to_string();
     let mut argv: Vec<String> = vec![
         "celhook-loadtest".into(),
@@ -456,7 +611,7 @@ fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> 
         "--to".into(),
         "g.example.com/v3".into(),
         "--batch".into(),
-        "1000".into(),
+        batch.into(),
     ]);
     Args::try_parse_from(argv).expect("arguments parse")
 }
@@ -464,7 +619,7 @@ fn conversion_args(pki: &Pki, url: &str, objects: &[PathBuf], rest: &[&str]) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
     let pki = pki();
-    let addr = conversion_server(pki.server_config.clone()).await;
+    let (addr, _) = conversion_server(pki.server_config.clone()).await;
 
     let objects: Vec<PathBuf> = ["v1", "v2"]
         .iter()
@@ -536,4 +691,61 @@ async fn conversion_batches_with_mixed_versions_over_mutual_tls() {
         run(&a).await.is_err(),
         "no client certificate, no conversion"
     );
+}
+
+/// The connections the two modes really use, counted by the server: over
+/// HTTP/1.1 one per request in flight (up to --concurrency, whatever
+/// --connections says), over HTTP/2 exactly --connections, multiplexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_uses_a_connection_per_request_in_flight_and_http2_multiplexes() {
+    let pki = pki();
+    let object = pki.dir.path().join("w.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: g.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+    )
+    .expect("write");
+    let objects = [object];
+    // Each answer takes 50 ms: the 4 workers' requests overlap, and none
+    // finds a connection idle while the others are out.
+    for (http, connections, want) in [("1.1", "1", 4), ("2", "2", 2)] {
+        let (addr, seen) = conversion_server(pki.server_config.clone()).await;
+        let url = format!("https://127.0.0.1:{}/convert?delay=50", addr.port());
+        let a = conversion_batch_args(
+            &pki,
+            &url,
+            &objects,
+            "1",
+            &[
+                "-n",
+                "24",
+                "-c",
+                "4",
+                "--http",
+                http,
+                "--connections",
+                connections,
+            ],
+        );
+        let report = run(&a).await.expect("the run completes");
+        assert_eq!((report.ok, report.failed), (24, 0), "{report:?}");
+        let version = if http == "2" { "HTTP/2" } else { "HTTP/1.1" };
+        assert_eq!(report.http_version, version);
+        assert_eq!(
+            seen.max_in_flight.load(Ordering::SeqCst),
+            4,
+            "--http {http}: 4 requests at once"
+        );
+        let opened = seen.connections.load(Ordering::SeqCst);
+        if http == "2" {
+            assert_eq!(opened, want, "--http 2: one connection per pool");
+        } else {
+            // A connection opened in a race that a returning idle one won
+            // also joins the pool, so a busy machine may see one more.
+            assert!(
+                (want..=want + 2).contains(&opened),
+                "--http 1.1: {opened} connections for 4 requests in flight"
+            );
+        }
+    }
 }

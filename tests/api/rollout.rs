@@ -248,6 +248,10 @@ async fn a_rolling_restart_of_three_replicas_under_load_fails_no_request() {
         w.await.expect("worker");
     }
     watcher.await.expect("watcher");
+    for mut replica in new {
+        replica.signal("TERM");
+        let _ = tokio::time::timeout(Duration::from_secs(15), replica.child.wait()).await;
+    }
 
     let tally = tally.lock().expect("lock");
     let mut report = String::from("requests per phase and replica:\n");
@@ -283,9 +287,5 @@ async fn a_rolling_restart_of_three_replicas_under_load_fails_no_request() {
     }
     for r in ["new-1", "new-2", "new-3"] {
         assert!(served("5 after", r) > 0, "{r} got no requests\n{report}");
-    }
-    for mut replica in new {
-        replica.signal("TERM");
-        let _ = tokio::time::timeout(Duration::from_secs(15), replica.child.wait()).await;
     }
 }
