@@ -6,7 +6,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 
 use super::{Loader, Problem};
-use crate::{kinds, rules};
+use crate::{cel, kinds, rules};
 
 impl Loader {
     pub(super) fn rule_documents(&mut self) {
@@ -65,7 +65,7 @@ impl Loader {
                 let reason = format!(
                     "no CustomResourceDefinition in the config serves {}, and it is not a built-in kind of Kubernetes 1.{}",
                     rules::qualified(&parsed.group, &parsed.kind),
-                    kinds::NEWEST
+                    cel::environment::LATEST
                 );
                 report(self, vec![located("spec.target", reason)]);
                 continue;
@@ -98,7 +98,9 @@ impl Loader {
     /// vendor's CRD wins over nothing), else a built-in kind. Rules see the
     /// full `metadata` of the object (ObjectMeta), on CRDs too.
     fn schemas_of(&self, group: &str, kind: &str) -> Option<KindSchemas> {
-        let newest = kinds::NEWEST;
+        // The version the engine answers as: its libraries and the kinds'
+        // schemas agree.
+        let newest = cel::environment::LATEST;
         if let Some((crd, versions)) = self.crd_openapi.get(&(group.to_owned(), kind.to_owned())) {
             let meta = kinds::object_meta(newest)
                 .and_then(|m| serde_json::from_value::<JSONSchemaProps>(m).ok());

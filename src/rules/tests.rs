@@ -377,7 +377,7 @@ fn bad_documents_are_refused_with_file_document_path_and_reason() {
     let cases = [
         (
             HYGIENE.replace("kind: Deployment", "kind: Deploymnet"),
-            "rules.yaml: ValidationRules \"deployment-hygiene\" (document 0): spec.target: no CustomResourceDefinition in the config serves Deploymnet.apps, and it is not a built-in kind of Kubernetes 1.37",
+            "rules.yaml: ValidationRules \"deployment-hygiene\" (document 0): spec.target: no CustomResourceDefinition in the config serves Deploymnet.apps, and it is not a built-in kind of Kubernetes 1.34",
         ),
         (
             HYGIENE.replace("path: spec\n", "path: spec.replica\n"),
