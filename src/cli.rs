@@ -123,7 +123,7 @@ pub struct TestArgs {
     /// Test files and directories.
     pub paths: Vec<PathBuf>,
     /// How to print the results.
-    pub output: crate::testing::ReportFormat,
+    pub output: TestOutput,
 }
 
 /// How `check` prints its report or `eval` its answers: for people or
@@ -156,23 +156,13 @@ enum EvalOutput {
 
 /// `test --output`: the help of each value describes the results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum TestOutput {
+pub enum TestOutput {
     /// `ERROR` lines for what did not load, one `PASS|FAIL FILE: TEST/CASE` line per case (a failure followed by what differed and the answer), then `N passed, M failed`.
     Text,
     /// `{"passed","failed","errors":[{"file","document","case","reason"}],"cases":[{"file","test","case","passed","failures","response"}]}`, `response` as the webhook sends it.
     Json,
     /// JUnit XML: a `testsuite` per test, a `testcase` per case (`classname` its file) with a `failure` when it failed; what did not load as `error`s in a last suite.
     Junit,
-}
-
-impl From<TestOutput> for crate::testing::ReportFormat {
-    fn from(output: TestOutput) -> Self {
-        match output {
-            TestOutput::Text => crate::testing::ReportFormat::Text,
-            TestOutput::Json => crate::testing::ReportFormat::Json,
-            TestOutput::Junit => crate::testing::ReportFormat::Junit,
-        }
-    }
 }
 
 impl From<CheckOutput> for OutputFormat {
@@ -538,7 +528,7 @@ impl Cli {
             CliCommand::Test(args) => Command::Test(TestArgs {
                 config: args.config,
                 paths: args.paths,
-                output: args.output.into(),
+                output: args.output,
             }),
             CliCommand::Certs(args) => Command::Certs(crate::certs::CertsArgs {
                 out_dir: args.out_dir,

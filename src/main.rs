@@ -172,14 +172,20 @@ fn eval(args: &EvalArgs) -> ExitCode {
 /// `celhook test`: the results on stdout; what did not load also on
 /// stderr when the results are JSON or JUnit (the text has `ERROR` lines).
 fn test(args: &TestArgs) -> ExitCode {
+    use celhook::cli::TestOutput;
     use celhook::testing::{self, ReportFormat};
+    let format = match args.output {
+        TestOutput::Text => ReportFormat::Text,
+        TestOutput::Json => ReportFormat::Json,
+        TestOutput::Junit => ReportFormat::Junit,
+    };
     let run = testing::run(&args.paths, args.config.as_deref());
-    if args.output != ReportFormat::Text {
+    if format != ReportFormat::Text {
         for problem in &run.problems {
             eprintln!("celhook test: {problem}");
         }
     }
-    out(&run.render(args.output));
+    out(&run.render(format));
     ExitCode::from(run.exit_code())
 }
 
