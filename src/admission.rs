@@ -147,16 +147,11 @@ fn unknown_version(req: &AdmissionRequest, policy: UnknownVersions) -> Admission
             res.warnings.push(what);
             res
         }
-        UnknownVersions::Deny => AdmissionResponse::deny(
-            &req.uid,
-            kube_core::response::Status {
-                status: Some(kube_core::response::StatusSummary::Failure),
-                code: 403,
-                message: format!("{what}; the webhook refuses versions it cannot check (--unknown-versions=deny)"),
-                metadata: None,
-                reason: "Forbidden".into(),
-                details: None,
-            },
+        UnknownVersions::Deny => forbidden(
+            req,
+            format!(
+                "{what}; the webhook refuses versions it cannot check (--unknown-versions=deny)"
+            ),
         ),
     }
 }
@@ -179,12 +174,17 @@ fn request_json(req: &AdmissionRequest) -> Json {
 /// refusal naming it, as the API server refuses when a webhook's
 /// matchCondition fails and its failurePolicy is Fail.
 fn condition_failure(req: &AdmissionRequest, errors: &[String]) -> AdmissionResponse {
+    forbidden(req, errors.join("; "))
+}
+
+/// A refusal that is not about the object's fields: 403 Forbidden.
+fn forbidden(req: &AdmissionRequest, message: String) -> AdmissionResponse {
     AdmissionResponse::deny(
         &req.uid,
         kube_core::response::Status {
             status: Some(kube_core::response::StatusSummary::Failure),
             code: 403,
-            message: errors.join("; "),
+            message,
             metadata: None,
             reason: "Forbidden".into(),
             details: None,

@@ -19,8 +19,6 @@ pub struct Catalog {
     conversions: HashMap<String, HashMap<String, Arc<Conversion>>>,
     /// group -> kind -> the rules documents on that kind.
     rules: HashMap<String, HashMap<String, KindRules>>,
-    /// Names of the loaded rules documents, in load order.
-    rule_documents: Vec<String>,
 }
 
 /// The rules documents of one group and kind.
@@ -92,11 +90,6 @@ impl Catalog {
         req: &crate::review::AdmissionRequest,
     ) -> crate::review::AdmissionResponse {
         crate::admission::review(self, req, &crate::admission::Policy::default()).response
-    }
-
-    /// Names of the loaded rules documents.
-    pub fn rule_documents(&self) -> &[String] {
-        &self.rule_documents
     }
 
     /// Every loaded rule set, in no particular order.
@@ -181,12 +174,10 @@ impl Catalog {
     pub(super) fn insert_rules(
         &mut self,
         (group, kind): (&str, &str),
-        name: &str,
         sets: Vec<RuleSet>,
         known: &[String],
         label: &str,
     ) {
-        self.rule_documents.push(name.to_owned());
         let k = self
             .rules
             .entry(group.to_owned())

@@ -70,7 +70,7 @@ impl Loader {
                 report(self, vec![located("spec.target", reason)]);
                 continue;
             };
-            match rules::compile(&parsed, &file, &sources, origin) {
+            match rules::compile(&parsed, &sources, origin) {
                 Ok(sets) => {
                     self.report.documents.push(super::DocumentReport {
                         name: parsed.name.clone(),
@@ -80,13 +80,8 @@ impl Loader {
                         rules: sets.first().map_or(0, |s| s.validator.rule_count()),
                     });
                     let known: Vec<String> = sources.into_iter().map(|(v, _)| v).collect();
-                    self.catalog.insert_rules(
-                        (&parsed.group, &parsed.kind),
-                        &parsed.name,
-                        sets,
-                        &known,
-                        &label,
-                    );
+                    self.catalog
+                        .insert_rules((&parsed.group, &parsed.kind), sets, &known, &label);
                 }
                 Err(found) => report(self, found),
             }

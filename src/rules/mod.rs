@@ -17,6 +17,7 @@ use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
 use crate::schema::Schema;
+pub use crate::validation::qualified;
 use crate::validation::{FieldError, RuleProblem, Validator};
 pub use document::{Actions, Document, API_VERSION, KIND};
 pub use exempt::{Exemptions, Requester};
@@ -25,7 +26,6 @@ pub use exempt::{Exemptions, Requester};
 #[derive(Debug)]
 pub struct Info {
     pub name: String,
-    pub file: String,
     pub group: String,
     pub kind: String,
     pub actions: Actions,
@@ -84,7 +84,6 @@ pub enum Origin {
 /// (`sources`: version and `openAPIV3Schema`, in the kind's order).
 pub fn compile(
     doc: &Document,
-    file: &str,
     sources: &[(String, JSONSchemaProps)],
     origin: Origin,
 ) -> Result<Vec<RuleSet>, Vec<Located>> {
@@ -113,7 +112,6 @@ pub fn compile(
     let match_conditions = match_conditions(doc, &mut problems);
     let info = Arc::new(Info {
         name: doc.name.clone(),
-        file: file.to_owned(),
         group: doc.group.clone(),
         kind: doc.kind.clone(),
         actions: doc.actions,
@@ -256,15 +254,6 @@ fn document_path(landings: &[Landing], p: &RuleProblem) -> String {
         }
     }
     p.path.clone()
-}
-
-/// `Kind.group`, or `Kind` for the core group.
-pub fn qualified(group: &str, kind: &str) -> String {
-    if group.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind}.{group}")
-    }
 }
 
 /// What the rule sets of one request found, by action.

@@ -99,14 +99,20 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-/// The `Invalid` status the API server returns for a custom resource that
-/// fails validation: code 422, reason `Invalid`, one cause per error.
-pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Status {
-    let qualified = if group.is_empty() {
+/// `Kind.group`, or `Kind` for the core group: how the API server names a
+/// kind in its messages.
+pub fn qualified(group: &str, kind: &str) -> String {
+    if group.is_empty() {
         kind.to_owned()
     } else {
         format!("{kind}.{group}")
-    };
+    }
+}
+
+/// The `Invalid` status the API server returns for a custom resource that
+/// fails validation: code 422, reason `Invalid`, one cause per error.
+pub fn invalid_status(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Status {
+    let qualified = qualified(group, kind);
     let message = if errors.is_empty() {
         format!("{qualified} {} is invalid", go_quote(name))
     } else {

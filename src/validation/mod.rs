@@ -15,7 +15,7 @@ use crate::schema::Schema;
 use compile::{compile_node, Compilation};
 use walk::{Unchanged, Walk};
 
-pub use field::{aggregate, invalid_status, ErrorType, FieldError};
+pub use field::{aggregate, invalid_status, qualified, ErrorType, FieldError};
 
 /// One compiled `x-kubernetes-validations` entry.
 #[derive(Debug)]

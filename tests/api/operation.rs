@@ -13,7 +13,8 @@ use celhook::certs::{Ca, Pair};
 use celhook::config::{self, ConfigSource};
 use celhook::server::{ClientAuth, RunningServer, ServeConfig, TlsSource};
 use common::{
-    crontab_review, fixture_path, metric, start_with, tls_connect, wait_for, ServeProcess,
+    crontab_review, fixture_path, metric, metrics_text, start_with, tls_connect, wait_for,
+    ServeProcess,
 };
 use reqwest::{Client, StatusCode};
 use rustls::pki_types::pem::PemObject;
@@ -113,22 +114,6 @@ fn der(pem: &str) -> Vec<u8> {
         .expect("pem")
         .as_ref()
         .to_vec()
-}
-
-// === metrics text ===
-
-async fn metrics_text(client: &Client, url: &str) -> String {
-    let resp = client.get(url).send().await.expect("GET /metrics");
-    assert_eq!(resp.status(), StatusCode::OK);
-    let content_type = resp.headers()["content-type"]
-        .to_str()
-        .expect("ascii")
-        .to_owned();
-    assert!(
-        content_type.starts_with("text/plain; version=0.0.4"),
-        "{content_type}"
-    );
-    resp.text().await.expect("body")
 }
 
 fn crd_dir() -> ConfigSource {

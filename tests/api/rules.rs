@@ -28,17 +28,6 @@ fn container(name: &str, image: &str) -> Value {
     json!({"name": name, "image": image, "resources": {"limits": {"memory": "64Mi"}}})
 }
 
-async fn metrics(client: &reqwest::Client, server: &celhook::server::RunningServer) -> String {
-    client
-        .get(common::url(server, "/metrics"))
-        .send()
-        .await
-        .expect("scrape")
-        .text()
-        .await
-        .expect("text")
-}
-
 #[tokio::test]
 async fn a_deployment_is_denied_warned_and_audited_as_configured() {
     let loaded = config::load(&ConfigSource::Dir(
@@ -149,7 +138,7 @@ async fn a_deployment_is_denied_warned_and_audited_as_configured() {
         "celhook has no schema of Deployment.apps version \"v1beta2\", so its rules were not checked"
     );
 
-    let text = metrics(&client, &server).await;
+    let text = common::metrics_text(&client, &common::url(&server, "/metrics")).await;
     let count = |name: &str, labels: &[(&str, &str)]| common::metric(&text, name, labels);
     assert_eq!(
         count(

@@ -446,3 +446,19 @@ impl ServeProcess {
         self.child.try_wait().expect("try_wait").is_none()
     }
 }
+
+/// `GET url` (a `/metrics` endpoint): the Prometheus text, after checking
+/// the answer is 200 in the text format.
+pub async fn metrics_text(client: &Client, url: &str) -> String {
+    let resp = client.get(url).send().await.expect("GET /metrics");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let content_type = resp.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    resp.text().await.expect("body")
+}

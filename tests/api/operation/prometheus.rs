@@ -3,7 +3,7 @@
 //! of the Grafana dashboard (`manifests/overlays/monitoring`) is checked
 //! against a real scrape (metric and label names) and run by Prometheus.
 
-use super::{files, metrics_text, tls_volume};
+use super::{files, tls_volume};
 use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use celhook::certs::Ca;
 use celhook::config::ConfigSource;
 use celhook::server::ServeConfig;
-use common::{crontab_review, start_with};
+use common::{crontab_review, metrics_text, start_with};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
