@@ -99,6 +99,21 @@ grep -q "image: .*${dev_image}" "${out}/overlays-dev.yaml" || { echo "dev overla
 grep -q 'caBundle' "${out}/overlays-dev.yaml" || { echo "dev overlay: no caBundle" >&2; exit 1; }
 grep -q 'cert-manager.io/inject-ca-from: celhook/celhook-serving' "${out}/overlays-cert-manager.yaml" \
     || { echo "cert-manager overlay: no CA injection" >&2; exit 1; }
+# Scale-out: the base runs at its PriorityClass; production adds the
+# autoscaler and the NetworkPolicy, and leaves the replica count to the
+# autoscaler.
+grep -q 'priorityClassName: celhook-critical' "${out}/base.yaml" \
+    || { echo "base: no priorityClassName" >&2; exit 1; }
+python3 - "${out}/overlays-production.yaml" <<'PY'
+import sys, yaml
+docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+assert ("HorizontalPodAutoscaler", "celhook") in docs, "production: no HorizontalPodAutoscaler"
+assert ("NetworkPolicy", "celhook") in docs, "production: no NetworkPolicy"
+deployment = docs[("Deployment", "celhook")]
+assert "replicas" not in deployment["spec"], "production: the Deployment still sets replicas"
+assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
+print("production overlay: autoscaler, NetworkPolicy, replicas left to the autoscaler")
+PY
 
 if command -v kubernetes-validate >/dev/null 2>&1; then
     for version in 1.30.0 1.37.0; do
