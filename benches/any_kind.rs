@@ -2,10 +2,13 @@
 //! 10 KiB apps/v1 Deployment, beside the same 20 rules written into a CRD
 //! whose schema is the Deployment's (bounded so that the CRD's cost
 //! estimate admits them), each through the whole hot path (decode, look up,
-//! evaluate, encode), and the serde_json parse of the same body.
+//! evaluate, encode), and the serde_json parse of the same body. Then a
+//! ValidatingAdmissionPolicy of 10 validations beside the same 10 checks
+//! as a rules document, on the same Deployment.
 //!
 //! ```text
-//! cargo bench --bench any_kind
+//! cargo bench --bench any_kind            # both groups
+//! cargo bench --bench any_kind -- policy  # the policy beside the rules document
 //! ```
 
 use std::hint::black_box;
@@ -227,12 +230,87 @@ fn any_kind(c: &mut Criterion) {
     g.finish();
 }
 
+/// (validation of a policy, the same check as a rules document's path and rule).
+const CHECKS: &[(&str, &str, &str)] = &[
+    ("has(object.metadata.labels) && 'team' in object.metadata.labels", "metadata", "has(self.labels) && 'team' in self.labels"),
+    ("object.spec.replicas <= 50", "spec.replicas", "self <= 50"),
+    ("!has(object.spec.paused) || !object.spec.paused", "spec", "!has(self.paused) || !self.paused"),
+    ("object.spec.template.spec.containers.size() <= 10", "spec.template.spec", "self.containers.size() <= 10"),
+    ("!has(object.spec.template.spec.hostNetwork) || !object.spec.template.spec.hostNetwork", "spec.template.spec", "!has(self.hostNetwork) || !self.hostNetwork"),
+    ("object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", "spec.template.spec.containers[*]", "!self.image.endsWith(':latest')"),
+    ("object.spec.template.spec.containers.all(c, c.image.contains('/'))", "spec.template.spec.containers[*]", "self.image.contains('/')"),
+    ("object.spec.template.spec.containers.all(c, has(c.resources) && has(c.resources.limits) && 'memory' in c.resources.limits)", "spec.template.spec.containers[*]", "has(self.resources) && has(self.resources.limits) && 'memory' in self.resources.limits"),
+    ("object.spec.template.spec.containers.all(c, c.name.matches('^[a-z][a-z0-9-]*$'))", "spec.template.spec.containers[*]", "self.name.matches('^[a-z][a-z0-9-]*$')"),
+    ("object.spec.template.spec.containers.all(c, !has(c.ports) || c.ports.all(p, p.containerPort > 1024))", "spec.template.spec.containers[*]", "!has(self.ports) || self.ports.all(p, p.containerPort > 1024)"),
+];
+
+/// The policy and its binding, as two documents of one file.
+fn policy() -> String {
+    let validations: Vec<Value> = CHECKS
+        .iter()
+        .map(|(v, _, _)| json!({"expression": v}))
+        .collect();
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "bench"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": validations,
+        }
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "bench"},
+        "spec": {"policyName": "bench", "validationActions": ["Deny"]}
+    });
+    format!("{policy}\n---\n{binding}\n")
+}
+
+fn policy_vs_rules(c: &mut Criterion) {
+    let text = policy();
+    let loaded = config::load_texts(&[("policy.yaml", text.as_str())]);
+    assert!(
+        !loaded.report.has_errors(),
+        "{}",
+        config::report::render_text(&loaded.report)
+    );
+    let as_policy = loaded.catalog;
+    let rules: Vec<Value> = CHECKS
+        .iter()
+        .map(|(_, path, rule)| json!({"path": path, "x-kubernetes-validations": [{"rule": rule}]}))
+        .collect();
+    let mut doc = rules_document();
+    doc["spec"]["rules"] = Value::Array(rules);
+    let as_rules = load("rules.json", &doc);
+    let body = review("apps", deployment("apps/v1"));
+    let mut bad = deployment("apps/v1");
+    bad["spec"]["template"]["spec"]["containers"][2]["image"] = json!("app:latest");
+    let bad = review("apps", bad);
+    for catalog in [&as_policy, &as_rules] {
+        let ok: Value = serde_json::from_slice(&hot_path(catalog, &body)).expect("JSON");
+        assert_eq!(ok["response"]["allowed"], true, "{ok}");
+        let denied: Value = serde_json::from_slice(&hot_path(catalog, &bad)).expect("JSON");
+        assert_eq!(denied["response"]["allowed"], false, "{denied}");
+    }
+    let mut g = c.benchmark_group("policy");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("policy_deployment_10_validations", |b| {
+        b.iter(|| hot_path(&as_policy, black_box(&body)))
+    });
+    g.bench_function("rules_document_deployment_10_rules", |b| {
+        b.iter(|| hot_path(&as_rules, black_box(&body)))
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .sample_size(40);
-    targets = any_kind
+    targets = any_kind, policy_vs_rules
 }
 criterion_main!(benches);

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
-use crate::config::Catalog;
+use crate::config::{Catalog, Target};
+use crate::policy;
 use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
 use crate::rules::{self, Requester};
 use crate::validation::invalid_status;
@@ -40,6 +41,21 @@ impl UnknownVersions {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Policy {
     pub unknown_versions: UnknownVersions,
+    /// What a request is checked against (by the path it came to).
+    pub scope: Scope,
+}
+
+/// What one webhook call checks: everything (`/validate`), or one half,
+/// so that a kind sent by two webhooks (one for its schema's rules, one
+/// for the policies that match it) is never checked twice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    #[default]
+    All,
+    /// CRD rules and rules documents (`/validate/rules`).
+    Rules,
+    /// ValidatingAdmissionPolicies (`/validate/policies`).
+    Policies,
 }
 
 /// The answer, with what the caller logs and counts.
@@ -52,6 +68,10 @@ pub struct Verdict<'a> {
     pub unknown_version: bool,
     /// Rules documents whose rules failed, with the actions they took.
     pub documents: Vec<Arc<rules::Info>>,
+    /// What each ValidatingAdmissionPolicy binding did.
+    pub policies: Vec<policy::Decision>,
+    /// How many policies matched the request.
+    pub policies_matched: usize,
 }
 
 /// The audit annotation key of failures of Audit documents (stored by the
@@ -68,19 +88,50 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
         label: target.label,
         unknown_version: false,
         documents: Vec::new(),
+        policies: Vec::new(),
+        policies_matched: 0,
     };
+    // The schema's rules come first, as the API server validates an object
+    // before its validating admission (policies, webhooks) sees it.
+    if policy.scope != Scope::Policies {
+        schema_rules(&target, req, policy, &mut verdict);
+    }
+    let policies = catalog.policies();
+    if verdict.response.allowed && !policies.is_empty() && policy.scope != Scope::Rules {
+        let outcome = policy::review(policies, req);
+        let response = &mut verdict.response;
+        response.warnings.extend(outcome.warnings);
+        response.audit_annotations.extend(outcome.audit_annotations);
+        if let Some(status) = outcome.denial {
+            response.allowed = false;
+            response.status = Some(status);
+        }
+        verdict.policies = outcome.decisions;
+        verdict.policies_matched = outcome.matched;
+    }
+    verdict
+}
+
+/// The CRD's rules and the rules documents of the request's kind.
+fn schema_rules(
+    target: &Target<'_>,
+    req: &AdmissionRequest,
+    policy: &Policy,
+    verdict: &mut Verdict<'_>,
+) {
+    let gvk = &req.kind;
     let old = match req.operation {
         Operation::Create => None,
         Operation::Update => req.old_object.as_ref(),
-        Operation::Delete | Operation::Connect => return verdict,
+        Operation::Delete | Operation::Connect => return,
     };
     let Some(object) = req.object.as_ref() else {
-        return verdict;
+        return;
     };
     if target.unknown_version {
         verdict.unknown_version = true;
         verdict.response = unknown_version(req, policy.unknown_versions);
-        return verdict;
+        return;
     }
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
@@ -95,7 +146,7 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
             .rules
             .iter()
             .any(|s| !s.info.match_conditions.is_empty())
-            .then(|| request_json(req));
+            .then(|| policy::request_json(req));
         let who = Requester {
             user: &req.user,
             groups: &req.groups,
@@ -107,7 +158,7 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
         rules::evaluate(target.rules, &who, object, old, &mut out);
         if !out.condition_errors.is_empty() {
             verdict.response = condition_failure(req, &out.condition_errors);
-            return verdict;
+            return;
         }
         errors.append(&mut out.deny);
         warnings.append(&mut out.warnings);
@@ -129,7 +180,6 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
         verdict.response.status = Some(invalid_status(&gvk.group, &gvk.kind, name, &errors));
     }
     verdict.response.warnings = warnings;
-    verdict
 }
 
 /// The answer for a known kind in an unknown version.
@@ -154,20 +204,6 @@ fn unknown_version(req: &AdmissionRequest, policy: UnknownVersions) -> Admission
             ),
         ),
     }
-}
-
-/// `request` as matchConditions see it: the fields of the AdmissionRequest
-/// celhook reads.
-fn request_json(req: &AdmissionRequest) -> Json {
-    serde_json::json!({
-        "uid": req.uid,
-        "kind": {"group": req.kind.group, "version": req.kind.version, "kind": req.kind.kind},
-        "name": req.name,
-        "namespace": req.namespace.as_deref().unwrap_or(""),
-        "operation": req.operation.as_str(),
-        "userInfo": {"username": req.user, "groups": req.groups},
-        "dryRun": req.dry_run,
-    })
 }
 
 /// The answer when a document's matchCondition cannot be evaluated: a

@@ -301,6 +301,7 @@ pub fn eval_object(
         object: Some(object.clone()),
         old_object: old.cloned(),
         dry_run: true,
+        details: Default::default(),
     };
     Ok(catalog.review(&request))
 }

@@ -24,10 +24,12 @@ pub mod fuzz;
 pub mod kinds;
 pub mod metrics;
 pub mod migration;
+pub mod policy;
 pub mod review;
 pub mod rules;
 /// The schema model (crate `celhook-schema`, under `crates/schema`).
 pub use celhook_schema as schema;
+pub mod selector;
 pub mod server;
 pub mod telemetry;
 pub mod testing;

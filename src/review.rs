@@ -37,10 +37,42 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
+/// group/version/resource of a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct GroupVersionResource {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub resource: String,
+}
+
+/// The fields of a request only ValidatingAdmissionPolicies read (their
+/// `request` variable and resource rules); decoded because they are small.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestDetails {
+    /// `request.resource`.
+    pub resource: GroupVersionResource,
+    pub sub_resource: String,
+    /// `request.requestKind`, `requestResource` and `requestSubResource`:
+    /// what the client sent, before the API server converted the object to
+    /// the version the webhook asked for.
+    pub request_kind: Option<GroupVersionKind>,
+    pub request_resource: Option<GroupVersionResource>,
+    pub request_sub_resource: Option<String>,
+    /// `request.userInfo.uid` and `extra`.
+    pub user_uid: String,
+    pub user_extra: Option<serde_json::Value>,
+    /// `request.options` (CreateOptions, UpdateOptions, DeleteOptions).
+    pub options: Option<serde_json::Value>,
+}
+
 /// The admission operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Operation {
+    #[default]
     Create,
     Update,
     Delete,
@@ -48,7 +80,7 @@ pub enum Operation {
 }
 
 /// The fields of `request` that celhook reads.
-#[derive(Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct AdmissionRequest {
     pub uid: String,
     pub kind: GroupVersionKind,
@@ -65,6 +97,7 @@ pub struct AdmissionRequest {
     /// `request.oldObject`; `None` when absent or JSON null.
     pub old_object: Option<serde_json::Value>,
     pub dry_run: bool,
+    pub details: RequestDetails,
 }
 
 /// Our answer: `response` of the AdmissionReview.
@@ -134,8 +167,7 @@ impl Operation {
 }
 
 /// The review as it arrives on the wire: only what we read. Unknown fields
-/// (resource, options, userInfo's groups, ...) are skipped by serde without being
-/// built. Everything is optional here so that a missing field becomes a
+/// are skipped by serde without being built. Everything is optional here so that a missing field becomes a
 /// precise [`ReviewError`] instead of serde's generic message.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -158,15 +190,23 @@ struct WireRequest {
     object: Option<serde_json::Value>,
     old_object: Option<serde_json::Value>,
     dry_run: Option<bool>,
+    resource: Option<GroupVersionResource>,
+    sub_resource: Option<String>,
+    request_kind: Option<GroupVersionKind>,
+    request_resource: Option<GroupVersionResource>,
+    request_sub_resource: Option<String>,
+    options: Option<serde_json::Value>,
 }
 
 /// Of `userInfo`, the name and groups are read (for the denial log and
-/// exemptions).
+/// exemptions); uid and extra for the `request` of policies.
 #[derive(Deserialize)]
 struct WireUser {
     username: Option<String>,
     #[serde(default)]
     groups: Vec<String>,
+    uid: Option<String>,
+    extra: Option<serde_json::Value>,
 }
 
 /// Decodes an AdmissionReview body, parsing it once.
@@ -227,6 +267,20 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
                 .as_mut()
                 .map(|u| std::mem::take(&mut u.groups))
                 .unwrap_or_default(),
+            details: RequestDetails {
+                resource: req.resource.unwrap_or_default(),
+                sub_resource: req.sub_resource.unwrap_or_default(),
+                request_kind: req.request_kind,
+                request_resource: req.request_resource,
+                request_sub_resource: req.request_sub_resource,
+                user_uid: req
+                    .user_info
+                    .as_mut()
+                    .and_then(|u| u.uid.take())
+                    .unwrap_or_default(),
+                user_extra: req.user_info.as_mut().and_then(|u| u.extra.take()),
+                options: req.options,
+            },
             user: req.user_info.and_then(|u| u.username).unwrap_or_default(),
             object: req.object,
             old_object: req.old_object,

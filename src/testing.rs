@@ -245,9 +245,13 @@ pub fn run_case(catalog: &Catalog, test: &Test, case: &Case) -> Outcome {
     let mut failures = Vec::new();
     let gvk = &case.request.kind;
     let target = catalog.target(&gvk.group, &gvk.version, &gvk.kind);
-    if target.crd.is_none() && target.rules.is_empty() && !target.unknown_version {
+    if target.crd.is_none()
+        && target.rules.is_empty()
+        && !target.unknown_version
+        && verdict.policies_matched == 0
+    {
         failures.push(format!(
-            "the config has neither a CRD nor a rules document for {} {}: nothing checks this object",
+            "the config has neither a CRD nor a rules document for {} {}, and no ValidatingAdmissionPolicy matches it: nothing checks this object",
             api_version(gvk),
             gvk.kind
         ));

@@ -10,6 +10,7 @@
 use serde_json::{json, Value as Json};
 
 use crate::config::{self, files, Catalog, ConfigSource};
+use crate::kinds::resource_of;
 
 /// The label on each CRD written with a conversion webhook: the CA
 /// injection of the kustomize components selects CRDs by it.
@@ -73,10 +74,11 @@ pub fn render(source: &ConfigSource, opts: &WebhookOptions) -> Result<String, St
     }
     let crds = served_crds(source, &loaded.catalog)?;
     let built_in = built_in_targets(&loaded.catalog);
-    if crds.is_empty() && built_in.is_empty() {
-        return Err("the config serves no CustomResourceDefinition and no rules document".into());
+    let policies = policy_rules(&loaded.catalog);
+    if crds.is_empty() && built_in.is_empty() && policies.is_empty() {
+        return Err("the config serves no CustomResourceDefinition, no rules document and no ValidatingAdmissionPolicy".into());
     }
-    let mut docs = vec![validating(&crds, &built_in, opts)];
+    let mut docs = vec![validating(&crds, &built_in, &policies, opts)];
     for crd in crds.into_iter().filter(|c| c.converted) {
         docs.push(with_conversion(crd.doc, opts));
     }
@@ -303,23 +305,6 @@ fn built_in_targets(catalog: &Catalog) -> Vec<BuiltInTarget> {
     out
 }
 
-/// The resource (plural, lowercase) of a built-in kind, by the rule the
-/// Kubernetes API follows for its own kinds (`Ingress` is `ingresses`,
-/// `NetworkPolicy` `networkpolicies`, `Endpoints` stays `endpoints`).
-/// Hand-written: the embedded schemas carry kinds, not resource names.
-fn resource_of(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    if lower == "endpoints" {
-        lower
-    } else if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with("ch") {
-        format!("{lower}es")
-    } else if let Some(stem) = lower.strip_suffix('y') {
-        format!("{stem}ies")
-    } else {
-        format!("{lower}s")
-    }
-}
-
 fn client_config(opts: &WebhookOptions, path: &str) -> Json {
     let mut config = json!({
         "service": {
@@ -336,11 +321,43 @@ fn client_config(opts: &WebhookOptions, path: &str) -> Json {
     config
 }
 
-/// The ValidatingWebhookConfiguration: one webhook for the CRDs, and one
-/// per built-in kind that rules documents target, so that what all the
+/// The resource rules of every policy (their exclusions, selectors and
+/// matchConditions are applied by celhook), each written once.
+fn policy_rules(catalog: &Catalog) -> Vec<Json> {
+    let mut out: Vec<Json> = Vec::new();
+    for p in catalog.policies().policies() {
+        for rule in p.match_constraints.resource_rules.iter().flatten() {
+            let mut rule = serde_json::to_value(rule).unwrap_or(Json::Null);
+            if let Some(r) = rule.as_object_mut() {
+                // Names are matched by celhook (the webhook rule has none).
+                r.remove("resourceNames");
+            }
+            if !rule.is_null() && !out.contains(&rule) {
+                out.push(rule);
+            }
+        }
+    }
+    out
+}
+
+/// The ValidatingWebhookConfiguration: one webhook for the CRDs, one per
+/// built-in kind that rules documents target, so that what all the
 /// documents of a kind exempt can be left out by the API server itself
-/// (a namespaceSelector, matchConditions).
-fn validating(crds: &[ServedCrd], built_in: &[BuiltInTarget], opts: &WebhookOptions) -> Json {
+/// (a namespaceSelector, matchConditions), and one for the
+/// ValidatingAdmissionPolicies. With policies, each webhook calls the path
+/// that checks only its half (`admission::Scope`), so that a kind sent by
+/// two webhooks is never checked twice.
+fn validating(
+    crds: &[ServedCrd],
+    built_in: &[BuiltInTarget],
+    policy_rules: &[Json],
+    opts: &WebhookOptions,
+) -> Json {
+    let path = if policy_rules.is_empty() {
+        "/validate"
+    } else {
+        "/validate/rules"
+    };
     let mut webhooks = Vec::new();
     if !crds.is_empty() {
         let rules: Vec<Json> = crds
@@ -359,7 +376,14 @@ fn validating(crds: &[ServedCrd], built_in: &[BuiltInTarget], opts: &WebhookOpti
                 })
             })
             .collect();
-        webhooks.push(webhook("validate.celhook.io", rules, &[], Vec::new(), opts));
+        webhooks.push(webhook(
+            "validate.celhook.io",
+            path,
+            rules,
+            &[],
+            Vec::new(),
+            opts,
+        ));
     }
     for t in built_in {
         let mut resources = vec![t.resource.clone()];
@@ -376,9 +400,20 @@ fn validating(crds: &[ServedCrd], built_in: &[BuiltInTarget], opts: &WebhookOpti
         let group = if t.group.is_empty() { "core" } else { &t.group };
         webhooks.push(webhook(
             &format!("{}.{group}.validate.celhook.io", t.resource),
+            path,
             vec![rule],
             &t.shared.namespaces,
             t.shared.match_conditions(),
+            opts,
+        ));
+    }
+    if !policy_rules.is_empty() {
+        webhooks.push(webhook(
+            "policies.validate.celhook.io",
+            "/validate/policies",
+            policy_rules.to_vec(),
+            &[],
+            Vec::new(),
             opts,
         ));
     }
@@ -392,6 +427,7 @@ fn validating(crds: &[ServedCrd], built_in: &[BuiltInTarget], opts: &WebhookOpti
 
 fn webhook(
     name: &str,
+    path: &str,
     rules: Vec<Json>,
     exempt_namespaces: &[String],
     match_conditions: Vec<Json>,
@@ -420,7 +456,7 @@ fn webhook(
             "values": skipped,
         }]},
         "rules": rules,
-        "clientConfig": client_config(opts, "/validate"),
+        "clientConfig": client_config(opts, path),
     });
     if !match_conditions.is_empty() {
         hook["matchConditions"] = Json::Array(match_conditions);

@@ -258,6 +258,7 @@ impl ServeArgs {
             workers: args.workers,
             policy: crate::admission::Policy {
                 unknown_versions: args.unknown_versions,
+                ..Default::default()
             },
         };
         let log_format = match args.log_format {

@@ -19,6 +19,8 @@ pub struct Catalog {
     conversions: HashMap<String, HashMap<String, Arc<Conversion>>>,
     /// group -> kind -> the rules documents on that kind.
     rules: HashMap<String, HashMap<String, KindRules>>,
+    /// The ValidatingAdmissionPolicies and what they look up.
+    pub(super) policies: Arc<crate::policy::Set>,
 }
 
 /// The rules documents of one group and kind.
@@ -90,6 +92,11 @@ impl Catalog {
         req: &crate::review::AdmissionRequest,
     ) -> crate::review::AdmissionResponse {
         crate::admission::review(self, req, &crate::admission::Policy::default()).response
+    }
+
+    /// The ValidatingAdmissionPolicies of the config.
+    pub fn policies(&self) -> &crate::policy::Set {
+        &self.policies
     }
 
     /// Every loaded rule set, in no particular order.

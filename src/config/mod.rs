@@ -12,12 +12,14 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use crate::conversion;
+use crate::policy::load as policy;
 use crate::schema::Schema;
 use crate::validation::Validator;
 
 mod catalog;
 pub mod embedded;
 pub mod files;
+mod policies;
 pub mod report;
 mod rule_documents;
 
@@ -80,6 +82,16 @@ pub struct DocumentReport {
     pub rules: usize,
 }
 
+/// A ValidatingAdmissionPolicy that compiled.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyReport {
+    pub name: String,
+    pub validations: usize,
+    pub variables: usize,
+    /// Its bindings in the config, by name.
+    pub bindings: Vec<String>,
+}
+
 /// What loading found: every CRD and every problem.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -87,6 +99,9 @@ pub struct Report {
     /// Rules documents that compiled (those with problems are in `errors`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub documents: Vec<DocumentReport>,
+    /// ValidatingAdmissionPolicies that compiled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyReport>,
     /// Problems not tied to one CRD (unreadable file, bad YAML, a v1beta1 CRD).
     pub errors: Vec<Problem>,
     /// What was skipped and why (kustomization files, documents that are
@@ -136,6 +151,7 @@ pub fn load(source: &ConfigSource) -> Loaded {
     // After every file: a conversion or rules document may come before its CRD.
     loader.conversions();
     loader.rule_documents();
+    loader.policies();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -152,6 +168,7 @@ pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
     }
     loader.conversions();
     loader.rule_documents();
+    loader.policies();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -169,6 +186,7 @@ pub fn load_files(files: &[PathBuf]) -> Loaded {
         }
     }
     loader.rule_documents();
+    loader.policies();
     Loaded {
         catalog: loader.catalog,
         report: loader.report,
@@ -189,6 +207,9 @@ struct Loader {
     /// Each compiled CRD's `openAPIV3Schema` by version, by (group, kind),
     /// with its name: the schemas rules documents on it attach to.
     crd_openapi: HashMap<(String, String), CrdOpenApi>,
+    /// Policies, bindings, Namespaces and other objects (parameters), and
+    /// the CRD kinds they may refer to, compiled last.
+    policy_sources: crate::policy::load::Sources,
 }
 
 /// A compiled CRD's name and (version, `openAPIV3Schema`) list.
@@ -280,6 +301,22 @@ impl Loader {
                 self.rule_docs.push((file.to_owned(), index, doc));
             }
             (crate::rules::API_VERSION, TEST_KIND) => {}
+            (policy::API_VERSION, policy::POLICY_KIND) => {
+                self.policy_sources.policies.push((file.to_owned(), index, doc));
+            }
+            (policy::API_VERSION, policy::BINDING_KIND) => {
+                self.policy_sources.bindings.push((file.to_owned(), index, doc));
+            }
+            (
+                "admissionregistration.k8s.io/v1beta1" | "admissionregistration.k8s.io/v1alpha1",
+                policy::POLICY_KIND | policy::BINDING_KIND,
+            ) => self.file_error(
+                file,
+                format!("document {index}: {api_version} {kind} is not supported; use {} (GA since Kubernetes 1.30, same fields)", policy::API_VERSION),
+            ),
+            ("v1", "Namespace") => {
+                self.policy_sources.namespaces.push((file.to_owned(), index, doc));
+            }
             ("v1", "List") => {
                 let items = doc
                     .get("items")
@@ -290,12 +327,9 @@ impl Loader {
                     self.document(file, index, item);
                 }
             }
-            // Sample objects and the like, kept next to CRDs in many
-            // repositories: skipped, and said so.
-            _ => self.file_warning(
-                file,
-                format!("document {index}: skipped: apiVersion {api_version:?} kind {kind:?} is not an apiextensions.k8s.io/v1 CustomResourceDefinition, a {} {} or a {} {}", conversion::CONVERSION_API_VERSION, conversion::CONVERSION_KIND, crate::rules::API_VERSION, crate::rules::KIND),
-            ),
+            // Parameters of policies, or sample objects kept next to CRDs
+            // (skipped, and said so, once the policies are known).
+            _ => self.policy_sources.objects.push((file.to_owned(), index, doc)),
         }
     }
 
@@ -425,6 +459,22 @@ impl Loader {
             self.crd_openapi.insert(
                 (spec.group.clone(), spec.names.kind.clone()),
                 (name.clone(), openapi),
+            );
+            // What policies may take as parameters and match equivalently.
+            let namespaced = spec.scope == "Namespaced";
+            let served: Vec<String> = spec.versions.iter().map(|v| v.name.clone()).collect();
+            for v in &served {
+                self.policy_sources.crd_kinds.insert(
+                    (format!("{}/{v}", spec.group), spec.names.kind.clone()),
+                    namespaced,
+                );
+            }
+            self.policy_sources
+                .crd_versions
+                .insert((spec.group.clone(), spec.names.plural.clone()), served);
+            self.policy_sources.crd_resources.insert(
+                (spec.group.clone(), spec.names.plural.clone()),
+                spec.names.kind.clone(),
             );
             for (version, validator) in compiled {
                 if let Some(validator) = validator {

@@ -97,6 +97,16 @@ pub fn render_text(report: &Report) -> String {
             plural(rules)
         );
     }
+    let policies = report.policies.len();
+    if policies > 0 {
+        let bindings: usize = report.policies.iter().map(|p| p.bindings.len()).sum();
+        let _ = write!(
+            out,
+            " and {policies} ValidatingAdmissionPolic{} ({bindings} binding{})",
+            if policies == 1 { "y" } else { "ies" },
+            plural(bindings)
+        );
+    }
     out.push_str(": ");
     if count == 0 {
         out.push_str("no problems");
@@ -213,6 +223,7 @@ mod tests {
             warnings: vec![],
             notes: vec![],
             documents: vec![],
+            policies: vec![],
         };
         let value: serde_json::Value =
             serde_json::from_str(&render_json(&report).expect("renders")).expect("json");

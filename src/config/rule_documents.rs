@@ -92,7 +92,7 @@ impl Loader {
     /// metrics label: a CRD of the config first (the user's copy of a
     /// vendor's CRD wins over nothing), else a built-in kind. Rules see the
     /// full `metadata` of the object (ObjectMeta), on CRDs too.
-    fn schemas_of(&self, group: &str, kind: &str) -> Option<KindSchemas> {
+    pub(super) fn schemas_of(&self, group: &str, kind: &str) -> Option<KindSchemas> {
         // The version the engine answers as: its libraries and the kinds'
         // schemas agree.
         let newest = cel::environment::LATEST;
@@ -133,7 +133,7 @@ impl Loader {
 }
 
 /// A kind's (version, `openAPIV3Schema`) list, metrics label and origin.
-type KindSchemas = (Vec<(String, JSONSchemaProps)>, String, rules::Origin);
+pub(super) type KindSchemas = (Vec<(String, JSONSchemaProps)>, String, rules::Origin);
 
 fn located(path: &str, reason: String) -> rules::Located {
     rules::Located {

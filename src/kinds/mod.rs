@@ -259,3 +259,20 @@ fn as_map_list(node: &mut Map<String, Value>, merge_key: &str) {
         Some(_) => {}
     }
 }
+
+/// The resource (plural, lowercase) of a built-in kind, by the rule the
+/// Kubernetes API follows for its own kinds (`Ingress` is `ingresses`,
+/// `NetworkPolicy` `networkpolicies`, `Endpoints` stays `endpoints`).
+/// Hand-written: the embedded schemas carry kinds, not resource names.
+pub fn resource_of(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower == "endpoints" {
+        lower
+    } else if lower.ends_with('s') || lower.ends_with('x') || lower.ends_with("ch") {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
+    }
+}

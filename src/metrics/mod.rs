@@ -115,6 +115,7 @@ pub struct Metrics {
     config_reload_deferred: IntCounter,
     document_failures: IntCounterVec,
     unknown_versions: IntCounterVec,
+    policy_decisions: IntCounterVec,
 }
 
 const RULE_LABELS: &[&str] = &["crd", "version", "path", "index"];
@@ -336,8 +337,21 @@ impl Metrics {
                 "Admission requests of a kind the config knows in a version it has no schema of, by CRD (or kind.group) and the --unknown-versions action taken.",
                 &["crd", "action"],
             ),
+            policy_decisions: counter_vec(
+                &registry,
+                "celhook_policy_decisions_total",
+                "ValidatingAdmissionPolicy outcomes that did something, by policy, binding and action (deny, warn, audit; error_ignored for an error failurePolicy Ignore dropped).",
+                &["policy", "binding", "action"],
+            ),
             registry,
         }
+    }
+
+    /// Counts what a policy's binding did to a request.
+    pub fn observe_policy_decision(&self, policy: &str, binding: &str, action: &str) {
+        self.policy_decisions
+            .with_label_values(&[policy, binding, action])
+            .inc();
     }
 
     /// Counts a request on which `document`'s rules failed.

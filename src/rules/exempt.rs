@@ -2,30 +2,11 @@
 //! groups or service accounts, in listed namespaces, or on objects whose
 //! labels match a selector are not checked by that document.
 
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
 use serde_json::Value as Json;
 
-/// A Kubernetes label selector (`matchLabels`, `matchExpressions`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LabelSelector {
-    #[serde(default)]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(default)]
-    pub match_expressions: Vec<Requirement>,
-}
-
-/// One `matchExpressions` entry.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Requirement {
-    pub key: String,
-    pub operator: String,
-    #[serde(default)]
-    pub values: Vec<String>,
-}
+use crate::selector::Selector;
+/// The written selector; its home is [`crate::selector`].
+pub use crate::selector::{LabelSelector, Requirement};
 
 /// Who and what a document does not apply to.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +16,7 @@ pub struct Exemptions {
     /// (namespace, name); name `*` is every account of the namespace.
     service_accounts: Vec<(String, String)>,
     namespaces: Vec<String>,
-    selector: Option<LabelSelector>,
+    selector: Option<Selector>,
 }
 
 /// The request's facts the exemptions read.
@@ -71,28 +52,17 @@ impl Exemptions {
                 )),
             }
         }
-        if let Some(selector) = &selector {
-            for (i, r) in selector.match_expressions.iter().enumerate() {
-                let path = format!("spec.exempt.objectSelector.matchExpressions[{i}]");
-                match r.operator.as_str() {
-                    "In" | "NotIn" if r.values.is_empty() => problems.push((
-                        format!("{path}.values"),
-                        "Required value: must be specified when `operator` is 'In' or 'NotIn'"
-                            .into(),
-                    )),
-                    "Exists" | "DoesNotExist" if !r.values.is_empty() => problems.push((
-                        format!("{path}.values"),
-                        "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                            .into(),
-                    )),
-                    "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-                    other => problems.push((
-                        format!("{path}.operator"),
-                        format!("Unsupported value: {other:?}: supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\""),
-                    )),
-                }
+        let selector = selector.and_then(|s| match Selector::compile(&s) {
+            Ok(s) => Some(s),
+            Err(found) => {
+                problems.extend(
+                    found
+                        .into_iter()
+                        .map(|(p, r)| (format!("spec.exempt.objectSelector.{p}"), r)),
+                );
+                None
             }
-        }
+        });
         if !problems.is_empty() {
             return Err(problems);
         }
@@ -167,27 +137,6 @@ impl Exemptions {
             (Some(selector), Some(object)) => selector.matches(object.pointer("/metadata/labels")),
             _ => false,
         }
-    }
-}
-
-impl LabelSelector {
-    /// True when `labels` (an object's `metadata.labels`) satisfy every
-    /// requirement. An empty selector matches everything, as in Kubernetes.
-    pub fn matches(&self, labels: Option<&Json>) -> bool {
-        let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Json::as_str);
-        self.match_labels
-            .iter()
-            .all(|(k, v)| label(k) == Some(v.as_str()))
-            && self.match_expressions.iter().all(|r| {
-                let value = label(&r.key);
-                match r.operator.as_str() {
-                    "In" => value.is_some_and(|v| r.values.iter().any(|x| x == v)),
-                    "NotIn" => value.is_none_or(|v| !r.values.iter().any(|x| x == v)),
-                    "Exists" => value.is_some(),
-                    "DoesNotExist" => value.is_none(),
-                    _ => false,
-                }
-            })
     }
 }
 

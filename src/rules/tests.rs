@@ -98,6 +98,7 @@ fn request(kind: (&str, &str, &str), object: Json, old: Option<Json>) -> Admissi
         object: Some(object),
         old_object: old,
         dry_run: false,
+        details: Default::default(),
     }
 }
 
@@ -342,6 +343,7 @@ fn an_unknown_version_of_a_known_kind_follows_the_policy() {
         &req,
         &Policy {
             unknown_versions: UnknownVersions::Deny,
+            ..Policy::default()
         },
     );
     assert!(!deny.response.allowed);
@@ -351,6 +353,7 @@ fn an_unknown_version_of_a_known_kind_follows_the_policy() {
         &req,
         &Policy {
             unknown_versions: UnknownVersions::Allow,
+            ..Policy::default()
         },
     );
     assert!(allow.response.allowed && allow.response.warnings.is_empty());

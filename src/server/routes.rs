@@ -3,6 +3,7 @@
 //! | route            | answer                                                        |
 //! |------------------|---------------------------------------------------------------|
 //! | `POST /validate` | AdmissionReview in, AdmissionReview out (same apiVersion)     |
+//! | `POST /validate/rules`, `/validate/policies` | the same, checking only the schemas' rules and rules documents, or only the ValidatingAdmissionPolicies (see `admission::Scope`) |
 //! | `POST /convert`  | ConversionReview in, ConversionReview out (same apiVersion)   |
 //! | `GET /healthz`   | 200 `ok` while the process serves                             |
 //! | `GET /readyz`    | 200 `ok` once the config is compiled and the listener bound, else 503 |
@@ -28,6 +29,7 @@ use super::activity::Activity;
 use super::body::Body;
 use super::limits::{self, BodyRules, Held};
 use super::AppState;
+use crate::admission::Scope;
 use crate::error::WebhookError;
 use crate::metrics::{AdmissionOutcome, Endpoint};
 use crate::review::ReviewVersion;
@@ -53,15 +55,21 @@ pub async fn handle(
     let http1 = req.version() < Version::HTTP_2;
     let mut res = match (req.method(), req.uri().path(), routes) {
         (&Method::POST, "/validate", Routes::All) => {
-            review(&state, &activity, Endpoint::Validate, req).await
+            review(&state, &activity, Endpoint::Validate, Scope::All, req).await
+        }
+        (&Method::POST, "/validate/rules", Routes::All) => {
+            review(&state, &activity, Endpoint::Validate, Scope::Rules, req).await
+        }
+        (&Method::POST, "/validate/policies", Routes::All) => {
+            review(&state, &activity, Endpoint::Validate, Scope::Policies, req).await
         }
         (&Method::POST, "/convert", Routes::All) => {
-            review(&state, &activity, Endpoint::Convert, req).await
+            review(&state, &activity, Endpoint::Convert, Scope::All, req).await
         }
         (&Method::GET, "/healthz", _) => plain(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz", _) => readyz(&state),
         (&Method::GET, "/metrics", _) => metrics(&state),
-        (_, "/validate" | "/convert", Routes::All)
+        (_, "/validate" | "/validate/rules" | "/validate/policies" | "/convert", Routes::All)
         | (_, "/healthz" | "/readyz" | "/metrics", _) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
         }
@@ -85,6 +93,7 @@ async fn review(
     state: &Arc<AppState>,
     activity: &Activity,
     endpoint: Endpoint,
+    scope: Scope,
     req: Request<Incoming>,
 ) -> Response<Body> {
     let _timer = state.metrics.start(endpoint);
@@ -93,7 +102,7 @@ async fn review(
         state.limits.request_timeout,
     );
     let deadline = tokio::time::Instant::now() + budget;
-    match read_and_run(state, activity, endpoint, req, budget, deadline).await {
+    match read_and_run(state, activity, (endpoint, scope), req, budget, deadline).await {
         Ok(res) => res,
         Err(err) => {
             match &err {
@@ -120,7 +129,7 @@ async fn review(
 async fn read_and_run(
     state: &Arc<AppState>,
     activity: &Activity,
-    endpoint: Endpoint,
+    (endpoint, checks): (Endpoint, Scope),
     req: Request<Incoming>,
     budget: std::time::Duration,
     deadline: tokio::time::Instant,
@@ -133,7 +142,7 @@ async fn read_and_run(
     };
     let span = review_span(endpoint);
     if endpoint == Endpoint::Validate {
-        if let Some(answer) = try_inline(state, &body, &span, deadline) {
+        if let Some(answer) = try_inline(state, checks, &body, &span, deadline) {
             return answer;
         }
     }
@@ -147,7 +156,7 @@ async fn read_and_run(
     let task = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let scope = crate::cel::interrupt::enter(std_deadline);
-        let answer = span.in_scope(|| evaluate(&task_state, endpoint, &body, Some(held)));
+        let answer = span.in_scope(|| evaluate(&task_state, (endpoint, checks), &body, Some(held)));
         if scope.expired() && endpoint == Endpoint::Validate {
             return Err(WebhookError::DeadlineExceeded { budget });
         }
@@ -203,13 +212,14 @@ async fn read(
 /// no review holds an I/O thread for long.
 fn try_inline(
     state: &AppState,
+    checks: Scope,
     body: &Bytes,
     span: &tracing::Span,
     deadline: tokio::time::Instant,
 ) -> Option<Result<Response<Body>, WebhookError>> {
     let inline_deadline = (tokio::time::Instant::now() + INLINE_BUDGET).min(deadline);
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
-    let answer = span.in_scope(|| evaluate(state, Endpoint::Validate, body, None));
+    let answer = span.in_scope(|| evaluate(state, (Endpoint::Validate, checks), body, None));
     (!scope.expired()).then_some(answer)
 }
 
@@ -244,13 +254,13 @@ const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_millis(1);
 /// byte budget a conversion's answer grows (validation answers are small).
 fn evaluate(
     state: &AppState,
-    endpoint: Endpoint,
+    (endpoint, scope): (Endpoint, Scope),
     body: &Bytes,
     held: Option<Held>,
 ) -> Result<Response<Body>, WebhookError> {
     std::panic::catch_unwind(AssertUnwindSafe(|| match (endpoint, held) {
         (Endpoint::Convert, Some(held)) => convert::answer(state, body, held),
-        _ => answer_admission(state, body),
+        _ => answer_admission(state, scope, body),
     }))
     .unwrap_or_else(|_| {
         Err(WebhookError::Internal(anyhow::anyhow!(
@@ -308,7 +318,11 @@ fn review_version_label(version: ReviewVersion) -> &'static str {
 
 /// Decodes an AdmissionReview, runs the CRD rules, encodes the answer;
 /// counts the outcome once the kind is known.
-fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, WebhookError> {
+fn answer_admission(
+    state: &AppState,
+    scope: Scope,
+    body: &Bytes,
+) -> Result<Response<Body>, WebhookError> {
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(body), "admission request body");
     }
@@ -318,7 +332,11 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     record_request(&span, &req);
 
     let catalog = state.catalog.load();
-    let verdict = admission::review(&catalog, &req, &state.policy);
+    let policy = admission::Policy {
+        scope,
+        ..state.policy
+    };
+    let verdict = admission::review(&catalog, &req, &policy);
     let res = &verdict.response;
     // Only CRDs and kinds the config serves become label values: the set
     // stays bounded whatever a caller sends.
@@ -362,8 +380,8 @@ fn answer_admission(state: &AppState, body: &Bytes) -> Result<Response<Body>, We
     Ok(json(Body::full(out)))
 }
 
-/// Counts and logs what the rules documents and the unknown-version
-/// policy did: a failed document at info (at warn for Audit, whose whole
+/// Counts and logs what the rules documents, the ValidatingAdmissionPolicies
+/// and the unknown-version policy did: a failed document at info (at warn for Audit, whose whole
 /// point is the record), an unknown version at warn.
 fn observe_rules(
     state: &AppState,
@@ -379,6 +397,16 @@ fn observe_rules(
             action,
             "no schema of this version of a known kind: its rules were not checked"
         );
+    }
+    for d in &verdict.policies {
+        state
+            .metrics
+            .observe_policy_decision(&d.policy.name, &d.binding, d.action);
+        if d.action == "audit" {
+            tracing::warn!(policy = %d.policy.name, binding = %d.binding, action = d.action, "validating admission policy failed (audit)");
+        } else {
+            tracing::info!(policy = %d.policy.name, binding = %d.binding, action = d.action, "validating admission policy failed");
+        }
     }
     for doc in &verdict.documents {
         let actions = doc.actions.label();

@@ -8,7 +8,9 @@ use serde_json::Value as Json;
 
 use super::{Case, Expect, Problem, Test, API_VERSION, KIND};
 use crate::config;
-use crate::review::{AdmissionRequest, GroupVersionKind, Operation};
+use crate::review::{
+    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, RequestDetails,
+};
 
 /// The tests of every path, in order; problems pushed to `problems`.
 pub(super) fn discover(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Vec<Test> {
@@ -106,6 +108,12 @@ struct CaseDocument {
     user_info: UserInfo,
     #[serde(default)]
     namespace: Option<String>,
+    /// The request's resource (for ValidatingAdmissionPolicy rules);
+    /// default: the kind's plural in the object's group and version.
+    #[serde(default)]
+    resource: Option<GroupVersionResource>,
+    #[serde(default)]
+    sub_resource: Option<String>,
     expect: Expect,
 }
 
@@ -219,10 +227,20 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
     if case.name.is_empty() {
         return Err("name is empty".into());
     }
-    let object = inline_or_file("object", case.object, case.object_file, dir)?
-        .ok_or("object or objectFile is required")?;
+    let object = inline_or_file("object", case.object, case.object_file, dir)?;
     let old = inline_or_file("oldObject", case.old_object, case.old_object_file, dir)?;
+    if case.operation.as_deref() == Some("DELETE") {
+        if object.is_some() {
+            return Err("operation DELETE: a DELETE has no object, only oldObject".into());
+        }
+        if old.is_none() {
+            return Err("operation DELETE: oldObject or oldObjectFile is required".into());
+        }
+    } else if object.is_none() {
+        return Err("object or objectFile is required".into());
+    }
     let operation = match (case.operation.as_deref(), &old) {
+        (Some("DELETE"), _) => Operation::Delete,
         (None, None) | (Some("CREATE"), None) => Operation::Create,
         (None, Some(_)) | (Some("UPDATE"), Some(_)) => Operation::Update,
         (Some("CREATE"), Some(_)) => {
@@ -233,18 +251,21 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
         }
         (Some(other), _) => {
             return Err(format!(
-                "operation {other:?}: expected \"CREATE\" or \"UPDATE\""
+                "operation {other:?}: expected \"CREATE\", \"UPDATE\" or \"DELETE\""
             ))
         }
     };
-    let api_version = object.get("apiVersion").and_then(Json::as_str);
-    let kind = object.get("kind").and_then(Json::as_str);
+    let Some(shown) = object.as_ref().or(old.as_ref()) else {
+        return Err("object or objectFile is required".into());
+    };
+    let api_version = shown.get("apiVersion").and_then(Json::as_str);
+    let kind = shown.get("kind").and_then(Json::as_str);
     let (Some(api_version), Some(kind)) = (api_version, kind) else {
         return Err("the object has no apiVersion or no kind".into());
     };
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let metadata = |field: &str| {
-        object
+        shown
             .get("metadata")
             .and_then(|m| m.get(field))
             .and_then(Json::as_str)
@@ -265,9 +286,18 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
         operation,
         user: case.user_info.username,
         groups: case.user_info.groups,
-        object: Some(object),
-        old_object: old,
         dry_run: true,
+        details: RequestDetails {
+            resource: case.resource.unwrap_or_else(|| GroupVersionResource {
+                group: group.to_owned(),
+                version: version.to_owned(),
+                resource: crate::kinds::resource_of(kind),
+            }),
+            sub_resource: case.sub_resource.unwrap_or_default(),
+            ..RequestDetails::default()
+        },
+        object,
+        old_object: old,
     };
     let expect = case.expect;
     if expect.allowed

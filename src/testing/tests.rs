@@ -118,7 +118,9 @@ fn bad_documents_and_cases_are_named_with_their_reason() {
         (format!("{{name: a, object: {CM}, objectFile: x.yaml, expect: {{allowed: true}}}}"), "object and objectFile: give one"),
         (format!("{{name: a, object: {CM}, operation: UPDATE, expect: {{allowed: true}}}}"), "oldObject or oldObjectFile is required"),
         (format!("{{name: a, object: {CM}, oldObject: {CM}, operation: CREATE, expect: {{allowed: true}}}}"), "a CREATE has no oldObject"),
-        (format!("{{name: a, object: {CM}, operation: DELETE, expect: {{allowed: true}}}}"), "expected \"CREATE\" or \"UPDATE\""),
+        (format!("{{name: a, object: {CM}, operation: DELETE, expect: {{allowed: true}}}}"), "a DELETE has no object, only oldObject"),
+        ("{name: a, operation: DELETE, expect: {allowed: true}}".into(), "operation DELETE: oldObject or oldObjectFile is required"),
+        (format!("{{name: a, object: {CM}, operation: CONNECT, expect: {{allowed: true}}}}"), "expected \"CREATE\", \"UPDATE\" or \"DELETE\""),
         (format!("{{name: a, object: {CM}, expect: {{allowed: true, code: 422}}}}"), "they go with allowed: false"),
         ("{name: a, object: {kind: ConfigMap}, expect: {allowed: true}}".into(), "no apiVersion or no kind"),
         ("{name: a, object: [1], expect: {allowed: true}}".into(), "object: expected a mapping"),
@@ -194,6 +196,7 @@ fn denial() -> AdmissionResponse {
         object: Some(object),
         old_object: None,
         dry_run: true,
+        details: Default::default(),
     };
     catalog().review(&req)
 }
@@ -321,7 +324,7 @@ fn a_failing_case_says_what_differed_and_what_was_answered() {
     let test = one_case("{name: other, object: {apiVersion: v1, kind: Secret, metadata: {name: s}}, expect: {allowed: true}}");
     assert_eq!(
         run_case(&c, &test, &test.cases[0]).failures,
-        ["the config has neither a CRD nor a rules document for v1 Secret: nothing checks this object"]
+        ["the config has neither a CRD nor a rules document for v1 Secret, and no ValidatingAdmissionPolicy matches it: nothing checks this object"]
     );
 }
 

@@ -249,3 +249,38 @@ fn condition_holds(expression: &str, request: &Json) -> bool {
         other => panic!("{expression}: {other:?}"),
     }
 }
+
+#[test]
+fn policies_get_a_webhook_of_their_own_and_each_half_its_own_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/examples");
+    for (from, to) in [
+        ("policies/replica-limits.yaml", "replica-limits.yaml"),
+        ("policies/namespaces.yaml", "namespaces.yaml"),
+        ("rules/deployment-hygiene.yaml", "deployment-hygiene.yaml"),
+    ] {
+        std::fs::copy(examples.join(from), dir.path().join(to)).expect("copy");
+    }
+    let source = ConfigSource::Dir(dir.path().to_owned());
+    let out = render(&source, &WebhookOptions::default()).expect("renders");
+    let vwc = &docs(&format!("\n{out}"))[0];
+    let hooks = vwc["webhooks"].as_array().expect("webhooks");
+    let by_name = |name: &str| {
+        hooks
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("no webhook {name}: {out}"))
+    };
+    let rules = by_name("deployments.apps.validate.celhook.io");
+    assert_eq!(rules["clientConfig"]["service"]["path"], "/validate/rules");
+    let policies = by_name("policies.validate.celhook.io");
+    assert_eq!(
+        policies["clientConfig"]["service"]["path"],
+        "/validate/policies"
+    );
+    assert_eq!(
+        policies["rules"],
+        json!([{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}])
+    );
+    assert_eq!(policies["matchPolicy"], "Equivalent");
+}

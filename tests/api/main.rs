@@ -18,3 +18,4 @@ mod review;
 mod robustness;
 mod rollout;
 mod rules;
+mod vap;

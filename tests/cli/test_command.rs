@@ -51,9 +51,9 @@ fn the_fixtures_pass_case_by_case() {
     let (code, stdout, stderr) = celhook(&["test", &fixtures("tests")]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 12, "{stdout}");
+    assert_eq!(lines.len(), 17, "{stdout}");
     assert!(
-        lines[..11].iter().all(|l| l.starts_with("PASS ")),
+        lines[..16].iter().all(|l| l.starts_with("PASS ")),
         "{stdout}"
     );
     assert!(
@@ -66,7 +66,13 @@ fn the_fixtures_pass_case_by_case() {
         ),
         "{stdout}"
     );
-    assert_eq!(lines[11], "11 passed, 0 failed");
+    assert!(
+        stdout.contains(
+            "policies.yaml: replica-limits/over the production limit is denied and audited\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(lines[16], "16 passed, 0 failed");
 }
 
 #[test]
@@ -231,14 +237,14 @@ fn the_junit_report_has_a_suite_per_test_and_a_failure_per_failed_case() {
     // Every element is closed: self-closing test cases or a closing tag.
     assert_eq!(count("<testsuites "), 1);
     assert_eq!(count("</testsuites>"), 1);
-    assert_eq!(count("<testsuite "), 3);
-    assert_eq!(count("</testsuite>"), 3);
-    assert_eq!(count("<testcase "), 12);
-    assert_eq!(count("<testcase ") - count("</testcase>"), 11);
+    assert_eq!(count("<testsuite "), 4);
+    assert_eq!(count("</testsuite>"), 4);
+    assert_eq!(count("<testcase "), 17);
+    assert_eq!(count("<testcase ") - count("</testcase>"), 16);
     assert_eq!(count("<failure "), 1);
     assert_eq!(count("</failure>"), 1);
     assert!(
-        xml.contains("<testsuites name=\"celhook test\" tests=\"12\" failures=\"1\" errors=\"0\">"),
+        xml.contains("<testsuites name=\"celhook test\" tests=\"17\" failures=\"1\" errors=\"0\">"),
         "{xml}"
     );
     assert!(

@@ -27,6 +27,10 @@ pub struct Environment {
     /// `oldSelf` are not declared (admission expressions such as a
     /// webhook's matchConditions see `object`, `oldObject` and `request`).
     pub variables: &'static [&'static str],
+    /// Of `variables`, those this environment leaves undeclared (a
+    /// policy without paramKind has no `params`); they keep their slots so
+    /// that every expression of a policy takes the same values.
+    pub hidden: &'static [&'static str],
     /// `oldSelf` is declared (a rule that uses it is a transition rule).
     pub old_self: bool,
     /// `oldSelf` is an optional value (`optionalOldSelf: true`).
@@ -37,6 +41,17 @@ pub struct Environment {
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
+
+/// The variables of [`Environment::admission_policy`], in the order
+/// their values are given.
+pub const POLICY_VARIABLES: [&str; 6] = [
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+    "authorizer",
+];
 
 /// The macros: the call the parser expands each into, its iteration
 /// variables, and the Kubernetes minor it arrives in (`None`: never in
@@ -69,6 +84,7 @@ impl Environment {
     pub const fn crd_rule(optional_old_self: bool) -> Environment {
         Environment {
             variables: &[],
+            hidden: &[],
             old_self: true,
             optional_old_self,
             version: LATEST,
@@ -96,11 +112,29 @@ impl Environment {
     pub const fn match_condition() -> Environment {
         Environment {
             variables: &["object", "oldObject", "request"],
+            hidden: &[],
             old_self: false,
             optional_old_self: false,
             version: LATEST,
             extensions: false,
         }
+    }
+
+    /// A ValidatingAdmissionPolicy's expressions: `object`, `oldObject`,
+    /// `request`, `params`, `namespaceObject` and `authorizer` (declared
+    /// so that a policy using it is refused by name, see
+    /// `Program::reads_variable`); its `variables` come with
+    /// `Program::compile_composited`.
+    pub const fn admission_policy() -> Environment {
+        Environment {
+            variables: &POLICY_VARIABLES,
+            ..Environment::match_condition()
+        }
+    }
+
+    /// The same environment with `hidden` of its variables undeclared.
+    pub const fn without(self, hidden: &'static [&'static str]) -> Environment {
+        Environment { hidden, ..self }
     }
 
     /// The same environment answering as Kubernetes `1.<version>`.

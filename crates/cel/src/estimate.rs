@@ -39,6 +39,8 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             }),
         ),
         Ir::Var(slot) => (1.0, env.get(*slot).copied().unwrap_or_else(Shape::unknown)),
+        // `variables` and the selection of the variable.
+        Ir::Lazy(_) => (2.0, Shape::unknown()),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, env),
         Ir::Select {
             operand,

@@ -12,6 +12,9 @@ use crate::value::Const;
 pub(crate) enum Ir {
     Const(Const),
     Var(usize),
+    /// `variables.<name>`: the composition's variable at this index,
+    /// evaluated on first use (see `Composition`).
+    Lazy(usize),
     Select {
         operand: Box<Ir>,
         field: Box<str>,
@@ -64,7 +67,7 @@ impl Ir {
     /// filter, body), for passes that treat every node kind alike.
     pub(crate) fn each_child<'a>(&'a self, f: &mut impl FnMut(&'a Ir)) {
         match self {
-            Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+            Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => f(inner),
             Ir::Not(a) | Ir::Matches(a, _) => f(a),

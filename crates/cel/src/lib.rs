@@ -60,6 +60,7 @@ pub struct Program {
     memos: ir::Cells,
     uses_old_self: bool,
     result_type: String,
+    result_ty: types::Ty<'static>,
     estimated_cost: f64,
 }
 
@@ -73,6 +74,46 @@ impl Program {
         Self::compile_planned(source, self_schema, env, true)
     }
 
+    /// Compiles an expression of a composition (a policy's validations,
+    /// messageExpressions, audit annotations and later variables) that may
+    /// read `variables.<name>` for each of `variables`, typed by the
+    /// variable's program (`dyn` for one that did not compile).
+    pub fn compile_composited(
+        source: &str,
+        env: Environment,
+        variables: &[(&str, Option<&Program>)],
+    ) -> Result<Program, CompileError> {
+        Self::compile_typed(source, env, Some(variables), &[])
+    }
+
+    /// [`Program::compile_composited`] (or, with `variables` `None`, an
+    /// expression that cannot read `variables`) with the environment's
+    /// named variables typed by `schemas`, by position: the type check a
+    /// policy gets against the kinds it matches.
+    pub fn compile_typed(
+        source: &str,
+        env: Environment,
+        variables: Option<&[(&str, Option<&Program>)]>,
+        schemas: &[Option<&Schema>],
+    ) -> Result<Program, CompileError> {
+        let any = Schema::untyped(true);
+        let declared: Option<Vec<(String, types::Ty<'static>)>> = variables.map(|vars| {
+            vars.iter()
+                .map(|(name, p)| {
+                    let ty = p.map_or(types::Ty::Dyn, |p| p.result_ty.clone());
+                    ((*name).to_owned(), ty)
+                })
+                .collect()
+        });
+        let decls = check::Decls {
+            self_schema: &any,
+            env,
+            composited: declared.as_deref(),
+            variable_schemas: schemas,
+        };
+        Self::finish(source, &decls, true)
+    }
+
     /// [`Program::compile`], with or without the memo pass (tests and the
     /// fuzz targets compare the two).
     #[doc(hidden)]
@@ -82,9 +123,22 @@ impl Program {
         env: Environment,
         plan_memos: bool,
     ) -> Result<Program, CompileError> {
-        let decls = check::Decls { self_schema, env };
-        let mut c = check::compile(source, &decls)?;
-        let estimated_cost = estimate::estimate(&c.ir, self_schema, c.slots);
+        let decls = check::Decls {
+            self_schema,
+            env,
+            composited: None,
+            variable_schemas: &[],
+        };
+        Self::finish(source, &decls, plan_memos)
+    }
+
+    fn finish(
+        source: &str,
+        decls: &check::Decls<'_>,
+        plan_memos: bool,
+    ) -> Result<Program, CompileError> {
+        let mut c = check::compile(source, decls)?;
+        let estimated_cost = estimate::estimate(&c.ir, decls.self_schema, c.slots);
         let memos = if plan_memos {
             plan::plan(&mut c.ir)
         } else {
@@ -97,6 +151,7 @@ impl Program {
             memos,
             uses_old_self: c.uses_old_self,
             result_type: c.result_type,
+            result_ty: c.result_ty,
         })
     }
 
@@ -150,13 +205,111 @@ impl Program {
         values: impl IntoIterator<Item = Value<'a>>,
         limit: u64,
     ) -> (Result<Value<'a>, EvalError>, u64) {
+        self.eval_in(values, None, limit)
+    }
+
+    /// True when the expression reads the environment's named variable
+    /// `index` (the order of `Environment::variables`).
+    pub fn reads_variable(&self, index: usize) -> bool {
+        fn reads(ir: &ir::Ir, slot: usize) -> bool {
+            if let ir::Ir::Var(s) = ir {
+                return *s == slot;
+            }
+            let mut found = false;
+            ir.each_child(&mut |child| found = found || reads(child, slot));
+            found
+        }
+        reads(&self.ir, check::FIRST_VARIABLE_SLOT + index)
+    }
+
+    fn eval_in<'a>(
+        &'a self,
+        values: impl IntoIterator<Item = Value<'a>>,
+        lazy: Option<&'a dyn runtime::Lazy<'a>>,
+        limit: u64,
+    ) -> (Result<Value<'a>, EvalError>, u64) {
         let mut vars: runtime::Vars<'a> = vec![Value::Null; self.slots.max(2)];
         for (slot, value) in (check::FIRST_VARIABLE_SLOT..self.slots).zip(values) {
             vars[slot] = value;
         }
         let mut frame = runtime::Frame::new(vars, self.memos, limit);
+        frame.lazy = lazy;
         let result = runtime::eval(&self.ir, &mut frame);
         (result, frame.cost)
+    }
+}
+
+/// True when `source` refers to the variable `name` (parsed, not
+/// checked): an expression can be refused for the variable it uses even
+/// when what it calls on it does not compile.
+pub fn mentions_variable(source: &str, name: &str) -> bool {
+    syntax::mentions(source, name)
+}
+
+/// The evaluation context of a composition (one policy on one request):
+/// the environment's variable values, and the composited variables, each
+/// evaluated the first time an expression reads it and kept for the rest
+/// of the request, so that a variable no expression reaches is never run
+/// and none runs twice.
+pub struct Composition<'a> {
+    inputs: Vec<Value<'a>>,
+    variables: Vec<(&'a str, &'a Program)>,
+    results: std::cell::RefCell<Vec<Option<Result<Value<'a>, EvalError>>>>,
+    /// Cost spent on variables since [`Composition::take_cost`] last ran.
+    cost: std::cell::Cell<u64>,
+    limit: u64,
+}
+
+impl<'a> Composition<'a> {
+    /// `inputs` are the environment's variables in its order; `variables`
+    /// the composited ones (name, program) in declaration order, each run
+    /// with `limit`.
+    pub fn new(inputs: Vec<Value<'a>>, variables: Vec<(&'a str, &'a Program)>, limit: u64) -> Self {
+        let n = variables.len();
+        Composition {
+            inputs,
+            variables,
+            results: std::cell::RefCell::new(vec![None; n]),
+            cost: std::cell::Cell::new(0),
+            limit,
+        }
+    }
+
+    /// Evaluates an expression of this composition; the cost returned is
+    /// its own (the variables it caused to run are in `take_cost`).
+    pub fn eval(&'a self, program: &'a Program, limit: u64) -> (Result<Value<'a>, EvalError>, u64) {
+        program.eval_in(self.inputs.iter().cloned(), Some(self), limit)
+    }
+
+    /// The cost of the variables evaluated since the last call.
+    pub fn take_cost(&self) -> u64 {
+        self.cost.take()
+    }
+}
+
+impl<'a> runtime::Lazy<'a> for Composition<'a> {
+    fn variable(&'a self, index: usize) -> Result<Value<'a>, EvalError> {
+        if let Some(Some(done)) = self.results.borrow().get(index) {
+            return done.clone();
+        }
+        let Some((name, program)) = self.variables.get(index) else {
+            return Err(EvalError::new(format!("no such key: variable {index}")));
+        };
+        let (result, cost) = self.eval(program, self.limit);
+        self.cost.set(self.cost.get().saturating_add(cost));
+        // The API server names the variable that failed, at each level.
+        let result = result.map_err(|e| EvalError {
+            message: format!(
+                "composited variable {name:?} fails to evaluate: {}",
+                e.message
+            )
+            .into(),
+            ..e
+        });
+        if let Some(slot) = self.results.borrow_mut().get_mut(index) {
+            *slot = Some(result.clone());
+        }
+        result
     }
 }
 

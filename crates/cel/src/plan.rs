@@ -242,7 +242,7 @@ fn unwrap_memos(ir: &mut Ir) {
 /// The direct subexpressions of `ir`.
 fn children_mut(ir: &mut Ir) -> Vec<&mut Ir> {
     match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => Vec::new(),
+        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => Vec::new(),
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
         Ir::Not(a) | Ir::Matches(a, _) => vec![a],
@@ -320,7 +320,7 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
         u.revisited |= revisited;
     }
     match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => count(operand, loops, seen),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => count(inner, loops, seen),
         Ir::Not(a) | Ir::Matches(a, _) => count(a, loops, seen),
@@ -362,7 +362,7 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
 
 fn wrap(ir: &mut Ir, cells: &HashMap<Chain, Kind>) {
     match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::ConstList(_) => {}
+        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => wrap(operand, cells),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => wrap(inner, cells),
         Ir::Not(a) | Ir::Matches(a, _) => wrap(a, cells),

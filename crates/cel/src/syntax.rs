@@ -272,3 +272,64 @@ pub(crate) fn line_col(source: &str, offset: usize) -> (isize, isize) {
     }
     (line, col)
 }
+
+/// True when `source` parses and refers to the identifier `name` outside
+/// any comprehension that binds it (a static report, for refusing an
+/// expression by the variable it uses rather than by what it calls on it).
+pub(crate) fn mentions(source: &str, name: &str) -> bool {
+    use cel::common::ast::{EntryExpr, Expr};
+    fn walk(e: &IdedExpr, name: &str) -> bool {
+        match &e.expr {
+            Expr::Ident(n) => n == name,
+            Expr::Select(s) => walk(&s.operand, name),
+            // The parser keeps macros as `@all(range; var, [var2,] body)`:
+            // their leading identifiers bind, they do not refer.
+            Expr::Call(c) if c.func_name.starts_with('@') => {
+                let last = c.args.len().saturating_sub(1);
+                let bound = c.args[..last]
+                    .iter()
+                    .take_while(|a| matches!(a.expr, Expr::Ident(_)))
+                    .count();
+                let binds_name = c.args[..bound]
+                    .iter()
+                    .any(|a| matches!(&a.expr, Expr::Ident(n) if n == name));
+                let range = c.target.as_deref().is_some_and(|t| walk(t, name));
+                if c.func_name == "@bind" {
+                    // cel.bind(var, init, body): init is outside the binding.
+                    let init = c.args.get(1).is_some_and(|i| walk(i, name));
+                    return range
+                        || init
+                        || (!binds_name && c.args.get(2).is_some_and(|b| walk(b, name)));
+                }
+                range || (!binds_name && c.args[bound..].iter().any(|a| walk(a, name)))
+            }
+            Expr::Call(c) => {
+                c.target.as_deref().is_some_and(|t| walk(t, name))
+                    || c.args.iter().any(|a| walk(a, name))
+            }
+            Expr::List(l) => l.elements.iter().any(|x| walk(x, name)),
+            Expr::Map(m) => m.entries.iter().any(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => walk(&e.key, name) || walk(&e.value, name),
+                EntryExpr::StructField(f) => walk(&f.value, name),
+            }),
+            Expr::Struct(s) => s.entries.iter().any(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => walk(&e.key, name) || walk(&e.value, name),
+                EntryExpr::StructField(f) => walk(&f.value, name),
+            }),
+            Expr::Comprehension(c) => {
+                walk(&c.iter_range, name)
+                    || walk(&c.accu_init, name)
+                    || ((c.iter_var != name && c.accu_var != name)
+                        && (walk(&c.loop_cond, name)
+                            || walk(&c.loop_step, name)
+                            || walk(&c.result, name)))
+            }
+            Expr::Literal(_) | Expr::Unspecified => false,
+        }
+    }
+    // Deep expressions are left to the compiler, which parses them safely.
+    if !source.contains(name) || raw_nesting(source) > SHALLOW_NESTING {
+        return false;
+    }
+    parse(source).is_ok_and(|(expr, _)| walk(&expr, name))
+}

@@ -551,6 +551,8 @@ fn values_print_and_fail_as_cel_go_does() {
 
 // Cost limits, budgets and resource bounds.
 mod limits;
+// A policy's lazily evaluated variables.
+mod composition;
 
 #[test]
 fn named_variables_replace_self_in_admission_environments() {

@@ -34,6 +34,28 @@ pub(crate) enum Ty<'s> {
 }
 
 impl<'s> Ty<'s> {
+    /// The type without its ties to a schema (objects become `dyn`), to
+    /// be kept past the schema it was checked against.
+    pub(crate) fn detached(&self) -> Ty<'static> {
+        match self {
+            Ty::Dyn | Ty::Object(_) => Ty::Dyn,
+            Ty::Null => Ty::Null,
+            Ty::Bool => Ty::Bool,
+            Ty::Int => Ty::Int,
+            Ty::Uint => Ty::Uint,
+            Ty::Double => Ty::Double,
+            Ty::String => Ty::String,
+            Ty::Bytes => Ty::Bytes,
+            Ty::Duration => Ty::Duration,
+            Ty::Timestamp => Ty::Timestamp,
+            Ty::Type => Ty::Type,
+            Ty::List(t) => Ty::List(Box::new(t.detached())),
+            Ty::Map(k, v) => Ty::Map(Box::new(k.detached()), Box::new(v.detached())),
+            Ty::Optional(t) => Ty::Optional(Box::new(t.detached())),
+            Ty::Lib(n) => Ty::Lib(*n),
+        }
+    }
+
     /// The CEL type of values at a schema node.
     pub(crate) fn of_schema(s: &'s Schema) -> Ty<'s> {
         if s.int_or_string {

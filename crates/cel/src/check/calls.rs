@@ -288,7 +288,7 @@ impl<'s> Compiler<'_, 's> {
     pub(super) fn is_variable(&self, name: &str) -> bool {
         let named = self.decls.env.variables;
         self.scopes.iter().any(|(n, _, _)| n == name)
-            || named.contains(&name)
+            || (named.contains(&name) && !self.decls.env.hidden.contains(&name))
             || (named.is_empty() && name == "self")
             || (named.is_empty() && name == "oldSelf" && self.decls.env.old_self)
     }

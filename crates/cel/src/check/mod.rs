@@ -26,6 +26,13 @@ pub(crate) struct Decls<'s> {
     pub self_schema: &'s Schema,
     /// Its other variables and the functions it may call.
     pub env: Environment,
+    /// The names of a composition's variables visible here (a policy's
+    /// earlier `spec.variables`), read as `variables.<name>`; `None`
+    /// leaves `variables` undeclared.
+    pub composited: Option<&'s [(String, Ty<'static>)]>,
+    /// Schemas typing the environment's named variables, by position
+    /// (missing or `None`: dynamic).
+    pub variable_schemas: &'s [Option<&'s Schema>],
 }
 
 pub(crate) const SELF_SLOT: usize = 0;
@@ -40,6 +47,9 @@ pub(crate) struct Compiled {
     pub uses_old_self: bool,
     /// The static result type, as cel-go names it (`bool`, `string`, `dyn`, ...).
     pub result_type: String,
+    /// The same type, for the expressions that read this one's value
+    /// (a composition's variables).
+    pub result_ty: Ty<'static>,
 }
 
 /// Parses and compiles `source`, refusing expressions nested deeper than
@@ -99,6 +109,7 @@ fn compile_here(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileErro
         slots: c.slots,
         uses_old_self: c.uses_old_self,
         result_type: ty.to_string(),
+        result_ty: ty.detached(),
     })
 }
 
@@ -152,6 +163,9 @@ impl<'s> Compiler<'_, 's> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(sel) => {
+                if let Some(found) = self.composited(e.id, sel) {
+                    return found;
+                }
                 // Library type names (`net.IP`, `kubernetes.Quantity`, ...).
                 if let Expr::Ident(ns) = &sel.operand.expr {
                     if !sel.test && !self.is_variable(ns) {
@@ -283,9 +297,18 @@ impl<'s> Compiler<'_, 's> {
         }
         let named = self.decls.env.variables;
         if let Some(i) = named.iter().position(|v| *v == name) {
-            return Ok((Ir::Var(FIRST_VARIABLE_SLOT + i), Ty::Dyn));
+            if !self.decls.env.hidden.contains(&name) {
+                let ty = match self.decls.variable_schemas.get(i) {
+                    Some(Some(schema)) => Ty::of_schema(schema),
+                    _ => Ty::Dyn,
+                };
+                return Ok((Ir::Var(FIRST_VARIABLE_SLOT + i), ty));
+            }
         }
         match name {
+            "variables" if self.decls.composited.is_some() => {
+                Err(self.error(id, "variables can only be read by name (variables.<name>)"))
+            }
             "self" if named.is_empty() => {
                 Ok((Ir::Var(SELF_SLOT), Ty::of_schema(self.decls.self_schema)))
             }
@@ -307,6 +330,26 @@ impl<'s> Compiler<'_, 's> {
                 )),
             },
         }
+    }
+
+    /// `variables.<name>` of a composition: the variable, read lazily
+    /// (a presence test is true for every declared name, as on cel-go's
+    /// object type of the variables). `None` when `sel` is something else.
+    fn composited(
+        &self,
+        id: u64,
+        sel: &cel::common::ast::SelectExpr,
+    ) -> Option<Result<(Ir, Ty<'s>), CompileError>> {
+        let names = self.decls.composited?;
+        match &sel.operand.expr {
+            Expr::Ident(root) if root == "variables" && !self.is_variable(root) => {}
+            _ => return None,
+        }
+        Some(match names.iter().position(|(n, _)| *n == sel.field) {
+            Some(_) if sel.test => Ok((Ir::Const(Const::Bool(true)), Ty::Bool)),
+            Some(i) => Ok((Ir::Lazy(i), names[i].1.clone())),
+            None => Err(self.error(id, format!("undefined field '{}'", sel.field))),
+        })
     }
 
     /// `a.b.c` as one name, when `a` is not a variable.

@@ -41,6 +41,15 @@ pub(crate) struct Frame<'a> {
     pub cost: u64,
     /// Cost at which evaluation stops.
     pub limit: u64,
+    /// Where `variables.<name>` comes from (policy expressions).
+    pub lazy: Option<&'a dyn Lazy<'a>>,
+}
+
+/// The source of a composition's variables: each evaluated on first use
+/// with its own cost limit, its cost not charged to the expression that
+/// reads it (the API server counts it against the policy's budget).
+pub(crate) trait Lazy<'a> {
+    fn variable(&'a self, index: usize) -> Result<Value<'a>, EvalError>;
 }
 
 /// A kept field read (see `memo`): its value, the cost its evaluation was
@@ -81,6 +90,7 @@ impl<'a> Frame<'a> {
             scans: (0..cells.by_scan).map(|_| None).collect(),
             cost: 0,
             limit,
+            lazy: None,
         }
     }
 
@@ -160,6 +170,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
     match ir {
         Ir::Const(c) => Ok(constant(c)),
         Ir::Var(slot) => read_var(*slot, f),
+        Ir::Lazy(index) => lazy(*index, f),
         Ir::Select {
             operand,
             field,
@@ -555,6 +566,16 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             Ok(result)
         }
         _ => eval(ir, f),
+    }
+}
+
+/// `variables.<name>`: charged as `variables` and one selection.
+#[inline(never)]
+fn lazy<'a>(index: usize, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    f.charge(2)?;
+    match f.lazy {
+        Some(source) => source.variable(index),
+        None => Err(EvalError::new("no such key: variables")),
     }
 }
 

@@ -1,0 +1,153 @@
+//! Compositions: a policy's variables read lazily as `variables.<name>`.
+
+use crate::environment::Environment;
+use crate::{Composition, Program, Value, PER_EXPRESSION_COST_LIMIT};
+use celhook_schema::Schema;
+use serde_json::json;
+
+fn compile(source: &str, names: &[&str]) -> Result<Program, String> {
+    let declared: Vec<(&str, Option<&Program>)> = names.iter().map(|n| (*n, None)).collect();
+    Program::compile_composited(source, Environment::admission_policy(), &declared)
+        .map_err(|e| e.message)
+}
+
+#[test]
+fn variables_read_earlier_variables_and_the_object() {
+    let any = Schema::untyped(true);
+    let object = json!({"spec": {"replicas": 3, "name": "web"}});
+    let vars = [
+        compile("object.spec.replicas", &[]).unwrap(),
+        compile("variables.replicas * 2", &["replicas"]).unwrap(),
+    ];
+    let check = compile(
+        "variables.doubled == 6 && variables.replicas == 3",
+        &["replicas", "doubled"],
+    )
+    .unwrap();
+    let c = Composition::new(
+        vec![Value::from_json(&object, &any)],
+        vec![("replicas", &vars[0]), ("doubled", &vars[1])],
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    let (result, _) = c.eval(&check, PER_EXPRESSION_COST_LIMIT);
+    assert!(matches!(result, Ok(Value::Bool(true))), "{result:?}");
+}
+
+#[test]
+fn a_variable_runs_only_when_read_and_at_most_once() {
+    let any = Schema::untyped(true);
+    let object = json!({"items": [1, 2, 3, 4, 5, 6, 7, 8]});
+    let vars = [
+        // Costs something measurable; fails when run on a missing key.
+        compile("object.items.map(i, i * 2)", &[]).unwrap(),
+        compile("object.missing", &[]).unwrap(),
+    ];
+    let names = ["doubled", "broken"];
+    let c = Composition::new(
+        vec![Value::from_json(&object, &any)],
+        vec![("doubled", &vars[0]), ("broken", &vars[1])],
+        PER_EXPRESSION_COST_LIMIT,
+    );
+    // `broken` is never reached: no error.
+    let first = compile("size(variables.doubled) == 8 || variables.broken", &names).unwrap();
+    let (r, _) = c.eval(&first, PER_EXPRESSION_COST_LIMIT);
+    assert!(matches!(r, Ok(Value::Bool(true))), "{r:?}");
+    let spent = c.take_cost();
+    assert!(spent > 8, "the map ran once and was charged: {spent}");
+    // Read again: kept, not run again.
+    let again = compile("variables.doubled[7] == 16", &names).unwrap();
+    let (r, own) = c.eval(&again, PER_EXPRESSION_COST_LIMIT);
+    assert!(matches!(r, Ok(Value::Bool(true))), "{r:?}");
+    assert_eq!(c.take_cost(), 0, "a kept variable costs nothing more");
+    assert!(own < spent, "the reader's own cost excludes the variable's");
+    // Reached: its error is the reader's error.
+    let reads_broken = compile("variables.broken == 1", &names).unwrap();
+    let (r, _) = c.eval(&reads_broken, PER_EXPRESSION_COST_LIMIT);
+    let e = r.expect_err("the variable's error");
+    assert_eq!(
+        e.message,
+        "composited variable \"broken\" fails to evaluate: no such key: missing"
+    );
+}
+
+#[test]
+fn unknown_variables_and_bare_variables_are_compile_errors() {
+    let e = compile("variables.later == 1", &["earlier"]).unwrap_err();
+    assert!(e.contains("undefined field 'later'"), "{e}");
+    let e = compile("size(variables) == 1", &["earlier"]).unwrap_err();
+    assert!(e.contains("variables can only be read by name"), "{e}");
+    assert!(compile("has(variables.earlier)", &["earlier"]).is_ok());
+    // Outside a composition `variables` is not declared at all.
+    let e = Program::compile(
+        "variables.x == 1",
+        &Schema::untyped(true),
+        Environment::match_condition(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("undeclared reference to 'variables'"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn policy_programs_report_the_variables_they_read() {
+    // `authorizer` is declared so that a policy using it can be refused
+    // by name rather than as an unknown reference.
+    let p = compile("authorizer != null", &[]).unwrap();
+    assert!(p.reads_variable(5) && !p.reads_variable(0));
+    let p = compile("params.max > 1 && object.spec.x < 3", &[]).unwrap();
+    assert!(p.reads_variable(0) && p.reads_variable(3));
+    assert!(!p.reads_variable(1) && !p.reads_variable(5));
+}
+
+#[test]
+fn variables_are_typed_by_their_expressions() {
+    let list = compile("[1, 2, 3]", &[]).unwrap();
+    let declared = [("nums", Some(&list))];
+    let env = Environment::admission_policy();
+    let e = Program::compile_composited("variables.nums['a'] == 1", env, &declared).unwrap_err();
+    assert!(
+        e.message
+            .contains("found no matching overload for '_[_]' applied to '(list(int), string)'"),
+        "{}",
+        e.message
+    );
+    assert!(Program::compile_composited("variables.nums[0] == 1", env, &declared).is_ok());
+}
+
+#[test]
+fn hidden_variables_are_undeclared_but_keep_their_slots() {
+    let env = Environment::admission_policy().without(&["params"]);
+    let e = Program::compile_composited("params.x == 1", env, &[]).unwrap_err();
+    assert!(
+        e.message.contains("undeclared reference to 'params'"),
+        "{}",
+        e.message
+    );
+    let p = Program::compile_composited("namespaceObject == null", env, &[]).unwrap();
+    assert!(p.reads_variable(4), "namespaceObject keeps slot 4");
+}
+
+#[test]
+fn a_variable_is_found_by_name_even_when_its_calls_do_not_compile() {
+    let check = "authorizer.group('').resource('pods').check('get').allowed()";
+    assert!(crate::mentions_variable(check, "authorizer"));
+    assert!(crate::mentions_variable(
+        "[1].all(x, authorizer.x(x))",
+        "authorizer"
+    ));
+    assert!(!crate::mentions_variable(
+        "[1].all(authorizer, authorizer > 0)",
+        "authorizer"
+    ));
+    assert!(!crate::mentions_variable(
+        "object.authorizer == 'x'",
+        "authorizer"
+    ));
+    assert!(!crate::mentions_variable(
+        "'authorizer' == 'x'",
+        "authorizer"
+    ));
+}
