@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use celhook::config::{self, Catalog, ConfigSource};
-use celhook::review::{decode_admission, encode_admission};
+use celhook::review::{decode_admission, decode_admission_with, encode_admission};
 
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
@@ -103,8 +103,9 @@ fn body_of(review: &Value) -> Vec<u8> {
 /// including the lock-free catalog load; tracing is off as in production
 /// at the default level.
 fn hot_path(catalog: &ArcSwap<Catalog>, body: &[u8]) -> Vec<u8> {
-    let (version, req) = decode_admission(body).expect("the bench body decodes");
     let catalog = catalog.load();
+    let (version, req) =
+        decode_admission_with(body, catalog.request_details()).expect("the bench body decodes");
     let res = catalog.review(&req);
     encode_admission(version, &res).expect("encodes")
 }

@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use celhook::config::{self, ConfigSource};
-use celhook::review::{decode_admission, encode_admission};
+use celhook::review::{decode_admission_with, encode_admission};
 
 /// The allocator the server runs with, so that measurements match it.
 #[global_allocator]
@@ -43,8 +43,13 @@ fn main() -> Result<(), String> {
     let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
     let mut allowed = 0u64;
     for _ in 0..n {
-        let (version, req) =
-            decode_admission(std::hint::black_box(&body)).map_err(|e| e.to_string())?;
+        // As the server decodes: the fields only policies read when the
+        // config has some.
+        let (version, req) = decode_admission_with(
+            std::hint::black_box(&body),
+            loaded.catalog.request_details(),
+        )
+        .map_err(|e| e.to_string())?;
         let res = loaded.catalog.review(&req);
         allowed += u64::from(res.allowed);
         let out = encode_admission(version, &res).map_err(|e| e.to_string())?;

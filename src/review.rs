@@ -8,6 +8,7 @@
 
 use kube_core::response::Status;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 mod conversion;
 mod error;
@@ -171,42 +172,73 @@ impl Operation {
 /// precise [`ReviewError`] instead of serde's generic message.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview {
+struct WireReview<'a> {
     api_version: Option<String>,
     kind: Option<String>,
-    request: Option<WireRequest>,
+    #[serde(borrow)]
+    request: Option<WireRequest<'a>>,
 }
 
+/// The fields only policies read stay raw (borrowed from the body, no
+/// allocation) and are parsed only when the config has policies: see
+/// [`Details`].
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireRequest {
+struct WireRequest<'a> {
     uid: Option<String>,
     kind: Option<GroupVersionKind>,
     name: Option<String>,
     namespace: Option<String>,
     operation: Option<String>,
-    user_info: Option<WireUser>,
+    #[serde(borrow)]
+    user_info: Option<WireUser<'a>>,
     // A JSON null lands here as None, like an absent field.
     object: Option<serde_json::Value>,
     old_object: Option<serde_json::Value>,
     dry_run: Option<bool>,
-    resource: Option<GroupVersionResource>,
-    sub_resource: Option<String>,
-    request_kind: Option<GroupVersionKind>,
-    request_resource: Option<GroupVersionResource>,
-    request_sub_resource: Option<String>,
-    options: Option<serde_json::Value>,
+    #[serde(borrow)]
+    resource: Option<&'a RawValue>,
+    #[serde(borrow)]
+    sub_resource: Option<&'a RawValue>,
+    #[serde(borrow)]
+    request_kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    request_resource: Option<&'a RawValue>,
+    #[serde(borrow)]
+    request_sub_resource: Option<&'a RawValue>,
+    #[serde(borrow)]
+    options: Option<&'a RawValue>,
 }
 
 /// Of `userInfo`, the name and groups are read (for the denial log and
 /// exemptions); uid and extra for the `request` of policies.
 #[derive(Deserialize)]
-struct WireUser {
+struct WireUser<'a> {
     username: Option<String>,
     #[serde(default)]
     groups: Vec<String>,
-    uid: Option<String>,
-    extra: Option<serde_json::Value>,
+    #[serde(borrow)]
+    uid: Option<&'a RawValue>,
+    #[serde(borrow)]
+    extra: Option<&'a RawValue>,
+}
+
+/// Whether to decode the fields only ValidatingAdmissionPolicies read
+/// (`RequestDetails`): a config without policies skips them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Details {
+    Decode,
+    Skip,
+}
+
+/// A raw field parsed as `T`; JSON null is `None`.
+fn parse_raw<T: serde::de::DeserializeOwned>(
+    raw: Option<&RawValue>,
+) -> Result<Option<T>, ReviewError> {
+    raw.map(|r| serde_json::from_str::<Option<T>>(r.get()))
+        .transpose()
+        .map(Option::flatten)
+        .map_err(|e| ReviewError::from_json(Review::Admission, e))
 }
 
 /// Decodes an AdmissionReview body, parsing it once.
@@ -215,6 +247,15 @@ struct WireUser {
 /// `request` with its uid, kind, operation, and the shape of
 /// object/oldObject. The objects are moved into the request, never copied.
 pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
+    decode_admission_with(body, Details::Decode)
+}
+
+/// [`decode_admission`], decoding `request.resource`, `options` and the
+/// other fields only policies read when `details` says so.
+pub fn decode_admission_with(
+    body: &[u8],
+    details: Details,
+) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
     let review = Review::Admission;
     review.expect_object(body)?;
 
@@ -253,6 +294,20 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
     };
     check_object("object", req.object.as_ref())?;
     check_object("oldObject", req.old_object.as_ref())?;
+    let user = req.user_info.as_ref();
+    let details = match details {
+        Details::Skip => RequestDetails::default(),
+        Details::Decode => RequestDetails {
+            resource: parse_raw(req.resource)?.unwrap_or_default(),
+            sub_resource: parse_raw(req.sub_resource)?.unwrap_or_default(),
+            request_kind: parse_raw(req.request_kind)?,
+            request_resource: parse_raw(req.request_resource)?,
+            request_sub_resource: parse_raw(req.request_sub_resource)?,
+            user_uid: parse_raw(user.and_then(|u| u.uid))?.unwrap_or_default(),
+            user_extra: parse_raw(user.and_then(|u| u.extra))?,
+            options: parse_raw(req.options)?,
+        },
+    };
 
     Ok((
         version,
@@ -267,20 +322,7 @@ pub fn decode_admission(body: &[u8]) -> Result<(ReviewVersion, AdmissionRequest)
                 .as_mut()
                 .map(|u| std::mem::take(&mut u.groups))
                 .unwrap_or_default(),
-            details: RequestDetails {
-                resource: req.resource.unwrap_or_default(),
-                sub_resource: req.sub_resource.unwrap_or_default(),
-                request_kind: req.request_kind,
-                request_resource: req.request_resource,
-                request_sub_resource: req.request_sub_resource,
-                user_uid: req
-                    .user_info
-                    .as_mut()
-                    .and_then(|u| u.uid.take())
-                    .unwrap_or_default(),
-                user_extra: req.user_info.as_mut().and_then(|u| u.extra.take()),
-                options: req.options,
-            },
+            details,
             user: req.user_info.and_then(|u| u.username).unwrap_or_default(),
             object: req.object,
             old_object: req.old_object,

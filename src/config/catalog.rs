@@ -21,6 +21,9 @@ pub struct Catalog {
     rules: HashMap<String, HashMap<String, KindRules>>,
     /// The ValidatingAdmissionPolicies and what they look up.
     pub(super) policies: Arc<crate::policy::Set>,
+    /// Something reads the request's resource, options and the like
+    /// (policies, matchConditions): see `review::Details`.
+    pub(super) request_details: bool,
 }
 
 /// The rules documents of one group and kind.
@@ -97,6 +100,16 @@ impl Catalog {
     /// The ValidatingAdmissionPolicies of the config.
     pub fn policies(&self) -> &crate::policy::Set {
         &self.policies
+    }
+
+    /// Which fields of a request to decode for this config: those only
+    /// policies and matchConditions read are skipped when nothing reads them.
+    pub fn request_details(&self) -> crate::review::Details {
+        if self.request_details {
+            crate::review::Details::Decode
+        } else {
+            crate::review::Details::Skip
+        }
     }
 
     /// Every loaded rule set, in no particular order.

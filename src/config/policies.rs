@@ -113,6 +113,11 @@ impl Loader {
                 .map(|b| b.name.clone())
                 .collect();
         }
+        self.catalog.request_details = !loaded.set.is_empty()
+            || self
+                .catalog
+                .rule_sets()
+                .any(|s| !s.info.match_conditions.is_empty());
         self.catalog.policies = Arc::new(loaded.set);
     }
 }

@@ -339,3 +339,39 @@ fn audit_annotations_are_sent_as_an_object_in_their_order() {
         "{text}"
     );
 }
+
+#[test]
+fn the_fields_policies_read_are_decoded_only_when_asked() {
+    let mut req = request();
+    req["subResource"] = json!("status");
+    req["requestResource"] =
+        json!({"group": "stable.example.com", "version": "v1beta1", "resource": "crontabs"});
+    req["userInfo"]["uid"] = json!("u-1");
+    req["userInfo"]["extra"] = json!({"scopes": ["a"]});
+    let body = review(ADMISSION_V1, req);
+    let (_, full) = decode_admission_with(&body, Details::Decode).expect("valid");
+    let d = &full.details;
+    assert_eq!(d.resource.resource, "crontabs");
+    assert_eq!(d.sub_resource, "status");
+    assert_eq!(
+        d.request_resource.as_ref().map(|r| r.version.as_str()),
+        Some("v1beta1")
+    );
+    assert_eq!(d.user_uid, "u-1");
+    assert_eq!(d.user_extra, Some(json!({"scopes": ["a"]})));
+    assert_eq!(
+        d.options.as_ref().map(|o| o["kind"].clone()),
+        Some(json!("CreateOptions"))
+    );
+    let (_, lean) = decode_admission_with(&body, Details::Skip).expect("valid");
+    assert_eq!(lean.details, RequestDetails::default());
+    assert_eq!((lean.uid, lean.object), (full.uid, full.object));
+    // A malformed detail is an error only when it is read.
+    let bad = review(ADMISSION_V1, with("resource", json!(42)));
+    assert!(decode_admission_with(&bad, Details::Skip).is_ok());
+    let err = decode_admission_with(&bad, Details::Decode).expect_err("a number is no resource");
+    assert!(
+        err.to_string().contains("invalid type: integer `42`"),
+        "{err}"
+    );
+}

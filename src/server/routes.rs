@@ -326,12 +326,12 @@ fn answer_admission(
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(body = %String::from_utf8_lossy(body), "admission request body");
     }
-    let (version, req) = review::decode_admission(body)?;
+    let catalog = state.catalog.load();
+    let (version, req) = review::decode_admission_with(body, catalog.request_details())?;
 
     let span = tracing::Span::current();
     record_request(&span, &req);
 
-    let catalog = state.catalog.load();
     let policy = admission::Policy {
         scope,
         ..state.policy
@@ -350,7 +350,6 @@ fn answer_admission(
             outcome,
         );
     };
-    observe_rules(state, &req, &verdict);
     if crate::cel::interrupt::expired() {
         // Not counted here: an inline attempt runs again on the pool, and
         // a late answer is counted where the 504 is made.
@@ -368,6 +367,9 @@ fn answer_admission(
             ));
         }
     };
+    // After the deadline check: an inline attempt that ran out of time is
+    // answered again on the pool, and must not count its decisions twice.
+    observe_rules(state, &req, &verdict);
     observe(if res.allowed {
         AdmissionOutcome::Allowed
     } else {
