@@ -1,13 +1,15 @@
 //! One admission request answered from the config: the CRD version of its
 //! kind (its `x-kubernetes-validations`), the rules documents on its kind,
-//! and the policy for a kind the config knows in a version it has no
-//! schema of. Everything the request path evaluates goes through here.
+//! the `--unknown-versions` policy for a kind the config knows in a
+//! version it has no schema of, then the ValidatingAdmissionPolicies.
+//! Everything the request path evaluates goes through here.
 
 use std::sync::Arc;
 
 use serde_json::Value as Json;
 
 use crate::config::{Catalog, Target};
+use crate::metrics::RuleObservation;
 use crate::policy;
 use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
 use crate::rules::{self, Requester};
@@ -72,6 +74,9 @@ pub struct Verdict<'a> {
     pub policies: Vec<policy::Decision>,
     /// How many policies matched the request.
     pub policies_matched: usize,
+    /// The schema rules evaluated, for their metrics (recorded once the
+    /// answer stands).
+    pub rules_observed: Vec<RuleObservation<'a>>,
 }
 
 /// The audit annotation key of failures of Audit documents (stored by the
@@ -90,6 +95,7 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
         documents: Vec::new(),
         policies: Vec::new(),
         policies_matched: 0,
+        rules_observed: Vec::new(),
     };
     // The schema's rules come first, as the API server validates an object
     // before its validating admission (policies, webhooks) sees it.
@@ -113,11 +119,11 @@ pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy)
 }
 
 /// The CRD's rules and the rules documents of the request's kind.
-fn schema_rules(
-    target: &Target<'_>,
+fn schema_rules<'a>(
+    target: &Target<'a>,
     req: &AdmissionRequest,
     policy: &Policy,
-    verdict: &mut Verdict<'_>,
+    verdict: &mut Verdict<'a>,
 ) {
     let gvk = &req.kind;
     let old = match req.operation {
@@ -139,6 +145,7 @@ fn schema_rules(
         let found = crd.validator.validate(object, old);
         errors = found.errors;
         warnings = found.warnings;
+        verdict.rules_observed = found.observed;
     }
     if !target.rules.is_empty() {
         // Built only when a document asks for it.
@@ -156,6 +163,7 @@ fn schema_rules(
         };
         let mut out = rules::Outcome::default();
         rules::evaluate(target.rules, &who, object, old, &mut out);
+        verdict.rules_observed.append(&mut out.observed);
         if !out.condition_errors.is_empty() {
             verdict.response = condition_failure(req, &out.condition_errors);
             return;

@@ -78,6 +78,22 @@ impl RuleMetrics {
     }
 }
 
+/// One rule evaluation of a review, recorded once the review's answer
+/// stands: an inline attempt that runs out of time is answered again, and
+/// must not count its rules twice.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleObservation<'a> {
+    pub metrics: &'a RuleMetrics,
+    pub result: RuleResult,
+    pub cost: u64,
+}
+
+impl RuleObservation<'_> {
+    pub fn record(&self) {
+        self.metrics.observe(self.result, self.cost);
+    }
+}
+
 /// A slot in a compiled rule for its metric handles; empty until bound.
 pub type RuleMetricsSlot = OnceLock<RuleMetrics>;
 

@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSche
 use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
+use crate::metrics::RuleObservation;
 use crate::schema::Schema;
 pub use crate::validation::qualified;
 use crate::validation::{FieldError, RuleProblem, Validator};
@@ -258,7 +259,7 @@ fn document_path(landings: &[Landing], p: &RuleProblem) -> String {
 
 /// What the rule sets of one request found, by action.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct Outcome<'a> {
     /// Failures of documents that deny.
     pub deny: Vec<FieldError>,
     /// Warning texts: failures of Warn documents, and ratcheted failures.
@@ -270,16 +271,18 @@ pub struct Outcome {
     /// matchConditions that could not be evaluated: the request is refused
     /// (a document fails closed, as a webhook with failurePolicy Fail).
     pub condition_errors: Vec<String>,
+    /// The rules evaluated, for their metrics.
+    pub observed: Vec<RuleObservation<'a>>,
 }
 
 /// Runs every rule set of the request's kind and version that does not
 /// exempt the requester.
-pub fn evaluate(
-    sets: &[Arc<RuleSet>],
+pub fn evaluate<'a>(
+    sets: &'a [Arc<RuleSet>],
     who: &Requester<'_>,
     object: &Json,
     old: Option<&Json>,
-    out: &mut Outcome,
+    out: &mut Outcome<'a>,
 ) {
     for set in sets {
         let info = &set.info;
@@ -290,6 +293,7 @@ pub fn evaluate(
             continue;
         }
         let found = set.validator.validate(object, old);
+        out.observed.extend(found.observed);
         out.warnings.extend(found.warnings);
         if found.errors.is_empty() {
             continue;

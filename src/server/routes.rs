@@ -316,7 +316,8 @@ fn review_version_label(version: ReviewVersion) -> &'static str {
     }
 }
 
-/// Decodes an AdmissionReview, runs the CRD rules, encodes the answer;
+/// Decodes an AdmissionReview, runs the checks of `scope` (schema rules,
+/// policies), encodes the answer;
 /// counts the outcome once the kind is known.
 fn answer_admission(
     state: &AppState,
@@ -399,6 +400,9 @@ fn observe_rules(
             action,
             "no schema of this version of a known kind: its rules were not checked"
         );
+    }
+    for o in &verdict.rules_observed {
+        o.record();
     }
     for d in &verdict.policies {
         state

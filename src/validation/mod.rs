@@ -10,7 +10,7 @@ mod walk;
 use serde_json::Value as Json;
 
 use crate::cel::Program;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, RuleObservation};
 use crate::schema::Schema;
 use compile::{compile_node, Compilation};
 use walk::{Unchanged, Walk};
@@ -276,7 +276,7 @@ impl Validator {
 
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
-    pub fn validate(&self, object: &Json, old: Option<&Json>) -> Findings {
+    pub fn validate(&self, object: &Json, old: Option<&Json>) -> Findings<'_> {
         let mut w = Walk::new();
         let mut path = String::new();
         w.node(
@@ -291,16 +291,20 @@ impl Validator {
         Findings {
             errors: w.errors,
             warnings: w.warnings,
+            observed: w.observed,
         }
     }
 }
 
 /// The result of validating one object.
 #[derive(Debug, Default)]
-pub struct Findings {
+pub struct Findings<'a> {
     pub errors: Vec<FieldError>,
     /// Ratcheted failures, as `<field>: <body>` texts.
     pub warnings: Vec<String>,
+    /// The rules evaluated (those with metric handles), to be recorded
+    /// once the answer stands.
+    pub observed: Vec<RuleObservation<'a>>,
 }
 
 /// One served version of one CRD, with its rules compiled.

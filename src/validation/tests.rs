@@ -214,3 +214,25 @@ fn many_expensive_rules_exceed_the_schema_total() {
         .reason
         .contains("contributed to estimated rule cost total")));
 }
+
+#[test]
+fn rule_metrics_wait_for_the_caller_to_record_them() {
+    let validator = compile(rules_on_int(json!([{"rule": "self > 1"}]))).expect("compiles");
+    let metrics = Metrics::register();
+    bind_tree_metrics(&validator.root, "c", "v1", &metrics);
+    let evaluations = || {
+        let text = String::from_utf8(metrics.render().expect("renders")).expect("utf-8");
+        text.lines()
+            .find(|l| l.starts_with("celhook_rule_evaluations_total{"))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_owned)
+    };
+    let found = validator.validate(&json!({"n": 0}), None);
+    assert_eq!(found.errors.len(), 1);
+    // An abandoned attempt drops its findings: nothing was counted.
+    assert_eq!(evaluations().as_deref(), Some("0"));
+    for o in &found.observed {
+        o.record();
+    }
+    assert_eq!(evaluations().as_deref(), Some("1"));
+}

@@ -4,23 +4,26 @@
 
 use super::*;
 use crate::cel::{self, ErrorKind, Value};
-use crate::metrics::RuleResult;
+use crate::metrics::{RuleObservation, RuleResult};
 use crate::schema::ListType;
 
-pub(super) struct Walk {
+pub(super) struct Walk<'a> {
     pub(super) errors: Vec<FieldError>,
     pub(super) warnings: Vec<String>,
+    /// The rules evaluated, for their metrics (recorded by the caller).
+    pub(super) observed: Vec<RuleObservation<'a>>,
     budget: u64,
     /// A cost limit was reached: no further rules run anywhere.
     stopped: bool,
 }
 
-impl Walk {
+impl Walk<'_> {
     /// A walk of one object, with the object's whole cost budget.
     pub(super) fn new() -> Self {
         Walk {
             errors: Vec::new(),
             warnings: Vec::new(),
+            observed: Vec::new(),
             budget: cel::PER_OBJECT_COST_BUDGET,
             stopped: false,
         }
@@ -79,14 +82,14 @@ impl<'j> Unchanged<'j> {
     }
 }
 
-impl Walk {
+impl<'a> Walk<'a> {
     /// Validates one node. `correlated` says whether `old` was found by
     /// correlation; an uncorrelatable node counts as unchanged when its
     /// nearest correlatable ancestor is (`ancestor`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn node(
         &mut self,
-        node: &Node,
+        node: &'a Node,
         schema: &Schema,
         new: &Json,
         old: Option<&Json>,
@@ -210,7 +213,7 @@ impl Walk {
 
     fn rules(
         &mut self,
-        node: &Node,
+        node: &'a Node,
         schema: &Schema,
         new: &Json,
         old: Option<&Json>,
@@ -245,7 +248,11 @@ impl Walk {
                     && self.budget < cel::PER_EXPRESSION_COST_LIMIT)
             {
                 if let Some(m) = rule.metrics.get() {
-                    m.observe(RuleResult::Error, cost);
+                    self.observed.push(RuleObservation {
+                        metrics: m,
+                        result: RuleResult::Error,
+                        cost,
+                    });
                 }
                 return self.out_of_budget(path, schema);
             }
@@ -256,7 +263,11 @@ impl Walk {
                     Ok(Value::Bool(false)) => RuleResult::Failed,
                     _ => RuleResult::Error,
                 };
-                m.observe(observed, cost);
+                self.observed.push(RuleObservation {
+                    metrics: m,
+                    result: observed,
+                    cost,
+                });
             }
             let passed = match result {
                 Ok(Value::Bool(b)) => b,
