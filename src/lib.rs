@@ -18,6 +18,7 @@ pub mod config;
 pub mod conversion;
 pub mod error;
 pub mod eval;
+pub mod field_error;
 #[doc(hidden)]
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;

@@ -167,16 +167,16 @@ impl Operation {
     }
 }
 
-/// The review as it arrives on the wire: only what we read. Unknown fields
-/// are skipped by serde without being built. Everything is optional here so that a missing field becomes a
-/// precise [`ReviewError`] instead of serde's generic message.
+/// Either review as it arrives on the wire (`R` is its request): only what
+/// we read. Unknown fields are skipped by serde without being built.
+/// Everything is optional here so that a missing field becomes a precise
+/// [`ReviewError`] instead of serde's generic message.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireReview<'a> {
+struct WireReview<R> {
     api_version: Option<String>,
     kind: Option<String>,
-    #[serde(borrow)]
-    request: Option<WireRequest<'a>>,
+    request: Option<R>,
 }
 
 /// The fields only policies read stay raw (borrowed from the body, no
@@ -262,7 +262,7 @@ pub fn decode_admission_with(
     // Validating the whole body as UTF-8 once is cheaper than serde_json's
     // check of each string (about 2% of the hot path); a body that is not
     // UTF-8 goes through from_slice, whose error names the position.
-    let wire: WireReview = match std::str::from_utf8(body) {
+    let wire: WireReview<WireRequest> = match std::str::from_utf8(body) {
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(body),
     }

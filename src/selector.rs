@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
-use crate::cel::go_quote;
+use crate::field_error::invalid;
 
 /// A label selector as rules documents write it.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -193,10 +193,6 @@ fn problems(s: &LabelSelector) -> Vec<(String, String)> {
     out
 }
 
-fn invalid(value: &str, detail: &str) -> String {
-    format!("Invalid value: {}: {detail}", go_quote(value))
-}
-
 /// apimachinery's `RegexError`: the reason, examples, and the pattern.
 fn regex_error(msg: &str, pattern: &str, examples: &[&str]) -> String {
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
@@ -238,7 +234,32 @@ fn is_dns_subdomain(s: &str) -> bool {
 /// Checks a Kubernetes qualified name (a label key, a matchCondition's
 /// name): the problems in the API server's words, joined as it joins them.
 pub fn qualified_name(name: &str) -> Result<(), String> {
-    let problems = label_key_problems(name);
+    joined(label_key_problems(name))
+}
+
+/// apimachinery's `IsValidLabelValue`, joined as [`qualified_name`].
+pub fn label_value(value: &str) -> Result<(), String> {
+    joined(label_value_problems(value))
+}
+
+/// apimachinery's `IsDNS1123Subdomain` (object names), its messages
+/// verbatim.
+pub fn dns_subdomain(name: &str) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if name.len() > 253 {
+        problems.push("must be no more than 253 bytes".to_owned());
+    }
+    if !is_dns_subdomain(name) {
+        problems.push(regex_error(
+            SUBDOMAIN_MSG,
+            SUBDOMAIN_PATTERN,
+            &["example.com"],
+        ));
+    }
+    joined(problems)
+}
+
+fn joined(problems: Vec<String>) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
@@ -308,6 +329,35 @@ mod tests {
 
     fn wire(v: Json) -> LabelSelector {
         serde_json::from_value(v).expect("selector")
+    }
+
+    #[test]
+    fn name_rules() {
+        for ok in ["app", "example.com/app", "a.b-c_d", "A1", "x/y"] {
+            assert!(qualified_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "/a",
+            "a/",
+            "-a",
+            "a-",
+            "a b",
+            "Example.com/a",
+            "a/b/c",
+            &"x".repeat(64),
+        ] {
+            assert!(qualified_name(bad).is_err(), "{bad}");
+        }
+        assert!(label_value("").is_ok());
+        assert!(label_value("v1.2_3").is_ok());
+        assert!(label_value("v/1").is_err());
+        assert!(dns_subdomain("replica-limits.example.com").is_ok());
+        assert_eq!(
+            dns_subdomain("Bad_Name"),
+            Err("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_owned())
+        );
+        assert!(dns_subdomain(&"a".repeat(254)).is_err());
     }
 
     #[test]

@@ -61,6 +61,17 @@ pub struct Problem {
     pub reason: String,
 }
 
+impl Problem {
+    /// A problem of a whole file (unreadable, not YAML, not config).
+    fn of_file(file: &str, reason: impl Into<String>) -> Problem {
+        Problem {
+            file: file.to_owned(),
+            reason: reason.into(),
+            ..Problem::default()
+        }
+    }
+}
+
 /// A CRD found in the config, with its problems (empty when it compiled).
 #[derive(Debug, Clone, Serialize)]
 pub struct CrdReport {
@@ -220,27 +231,11 @@ type CrdSchemas = (String, String, Vec<(String, Schema)>);
 
 impl Loader {
     fn file_error(&mut self, file: &str, reason: impl Into<String>) {
-        self.report.errors.push(Problem {
-            file: file.to_owned(),
-            crd: None,
-            version: None,
-            path: None,
-            rule: None,
-            reason: reason.into(),
-            document: None,
-        });
+        self.report.errors.push(Problem::of_file(file, reason));
     }
 
     fn file_warning(&mut self, file: &str, reason: impl Into<String>) {
-        self.report.warnings.push(Problem {
-            file: file.to_owned(),
-            crd: None,
-            version: None,
-            path: None,
-            rule: None,
-            reason: reason.into(),
-            document: None,
-        });
+        self.report.warnings.push(Problem::of_file(file, reason));
     }
 
     /// A config file, or a directory walked recursively (in name order, so

@@ -80,42 +80,41 @@ pub fn render_text(report: &Report) -> String {
         let _ = writeln!(out, "note: {}", format_problem(note));
     }
     let versions: usize = report.crds.iter().map(|c| c.versions.len()).sum();
-    let crds = report.crds.len();
     let _ = write!(
         out,
-        "checked {crds} CRD{} ({versions} version{})",
-        plural(crds),
-        plural(versions)
+        "checked {} ({})",
+        counted(report.crds.len(), "CRD", "CRDs"),
+        counted(versions, "version", "versions")
     );
-    let documents = report.documents.len();
-    if documents > 0 {
-        let rules: usize = report.documents.iter().map(|d| d.rules).sum();
-        let _ = write!(
-            out,
-            " and {documents} rules document{} ({rules} rule{})",
-            plural(documents),
-            plural(rules)
-        );
-    }
-    let policies = report.policies.len();
-    if policies > 0 {
-        let bindings: usize = report.policies.iter().map(|p| p.bindings.len()).sum();
-        let _ = write!(
-            out,
-            " and {policies} ValidatingAdmissionPolic{} ({bindings} binding{})",
-            if policies == 1 { "y" } else { "ies" },
-            plural(bindings)
-        );
+    // What the config holds besides CRDs: (how many, of what, in them).
+    let rules: usize = report.documents.iter().map(|d| d.rules).sum();
+    let bindings: usize = report.policies.iter().map(|p| p.bindings.len()).sum();
+    let others = [
+        (
+            report.documents.len(),
+            ["rules document", "rules documents"],
+            counted(rules, "rule", "rules"),
+        ),
+        (
+            report.policies.len(),
+            ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicies"],
+            counted(bindings, "binding", "bindings"),
+        ),
+    ];
+    for (n, [one, many], inside) in others {
+        if n > 0 {
+            let _ = write!(out, " and {} ({inside})", counted(n, one, many));
+        }
     }
     out.push_str(": ");
     if count == 0 {
         out.push_str("no problems");
     } else {
-        let _ = write!(out, "{count} problem{}", plural(count));
+        out.push_str(&counted(count, "problem", "problems"));
     }
     let warnings = report.warnings.len();
     if warnings > 0 {
-        let _ = write!(out, ", {warnings} warning{}", plural(warnings));
+        let _ = write!(out, ", {}", counted(warnings, "warning", "warnings"));
     }
     out.push('\n');
     out
@@ -128,12 +127,9 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
     Ok(out)
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
+/// `1 CRD`, `2 CRDs`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

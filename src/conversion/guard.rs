@@ -7,6 +7,7 @@
 //! The API server fails the user's request on any of these; failing here
 //! instead lets the message name the object and the field.
 
+use crate::selector;
 use serde_json::{Map, Value as Json};
 
 /// The API server's limit on the total size of an object's annotations
@@ -202,7 +203,7 @@ fn validate_labels(labels: Option<&Json>) -> Result<(), (String, String)> {
     };
     for (key, value) in map {
         let field = format!("metadata.labels[{key:?}]");
-        if let Err(reason) = qualified_name(key) {
+        if let Err(reason) = selector::qualified_name(key) {
             return Err((field, format!("Invalid value: {key:?}: {reason}")));
         }
         let Some(value) = value.as_str() else {
@@ -211,7 +212,7 @@ fn validate_labels(labels: Option<&Json>) -> Result<(), (String, String)> {
                 "Invalid value: a label value must be a string".into(),
             ));
         };
-        if let Err(reason) = label_value(value) {
+        if let Err(reason) = selector::label_value(value) {
             return Err((field, format!("Invalid value: {value:?}: {reason}")));
         }
     }
@@ -233,7 +234,7 @@ fn validate_annotations(annotations: Option<&Json>) -> Result<(), (String, Strin
     let mut total = 0usize;
     for (key, value) in map {
         let field = format!("metadata.annotations[{key:?}]");
-        if let Err(reason) = qualified_name(&key.to_ascii_lowercase()) {
+        if let Err(reason) = selector::qualified_name(&key.to_ascii_lowercase()) {
             return Err((field, format!("Invalid value: {key:?}: {reason}")));
         }
         let Some(value) = value.as_str() else {
@@ -253,80 +254,6 @@ fn validate_annotations(annotations: Option<&Json>) -> Result<(), (String, Strin
         ));
     }
     Ok(())
-}
-
-// The Kubernetes name rules are checked by hand rather than with regexes:
-// they are short character-class scans, and this keeps the per-object check
-// free of regex machinery.
-
-/// `[prefix/]name`: prefix a DNS-1123 subdomain, name at most 63 characters
-/// of alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
-pub fn qualified_name(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return Err("prefix part must be non-empty".into());
-        }
-        dns1123_subdomain(prefix).map_err(|e| format!("prefix part {e}"))?;
-    }
-    if name.is_empty() {
-        return Err("name part must be non-empty".into());
-    }
-    if name.len() > 63 {
-        return Err("name part must be no more than 63 characters".into());
-    }
-    if !name_chars(name) {
-        return Err("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character".into());
-    }
-    Ok(())
-}
-
-/// A label value: empty, or at most 63 characters of the name alphabet.
-pub fn label_value(value: &str) -> Result<(), String> {
-    if value.len() > 63 {
-        return Err("must be no more than 63 characters".into());
-    }
-    if !value.is_empty() && !name_chars(value) {
-        return Err("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character".into());
-    }
-    Ok(())
-}
-
-fn name_chars(s: &str) -> bool {
-    let b = s.as_bytes();
-    let (Some(first), Some(last)) = (b.first(), b.last()) else {
-        return false;
-    };
-    first.is_ascii_alphanumeric()
-        && last.is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-fn dns1123_subdomain(s: &str) -> Result<(), String> {
-    if s.len() > 253 {
-        return Err("must be no more than 253 characters".into());
-    }
-    let ok = s.split('.').all(|label| {
-        let b = label.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(f), Some(l)) => {
-                (f.is_ascii_lowercase() || f.is_ascii_digit())
-                    && (l.is_ascii_lowercase() || l.is_ascii_digit())
-                    && b.iter()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            }
-            _ => false,
-        }
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".into())
-    }
 }
 
 #[cfg(test)]
@@ -481,28 +408,5 @@ mod tests {
         let mut a = input("a", "u1");
         a["metadata"]["labels"]["bad key"] = json!("v");
         check_all(&[Original::of(&a)], &[converted(a.clone())], DESIRED).expect("passes");
-    }
-
-    #[test]
-    fn name_rules() {
-        for ok in ["app", "example.com/app", "a.b-c_d", "A1", "x/y"] {
-            assert!(qualified_name(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "/a",
-            "a/",
-            "-a",
-            "a-",
-            "a b",
-            "Example.com/a",
-            "a/b/c",
-            &"x".repeat(64),
-        ] {
-            assert!(qualified_name(bad).is_err(), "{bad}");
-        }
-        assert!(label_value("").is_ok());
-        assert!(label_value("v1.2_3").is_ok());
-        assert!(label_value("v/1").is_err());
     }
 }

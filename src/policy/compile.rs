@@ -5,27 +5,14 @@
 use k8s_openapi::api::admissionregistration::v1::{
     MatchResources, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use super::expressions::{Compiler, Kind};
+use super::expressions::{located, Compiler, Kind};
+pub use super::expressions::{Expression, Located, Validation};
 use super::matching::Matcher;
-use crate::cel::{self, Program};
+use crate::cel;
+use crate::field_error;
 use crate::selector::Selector;
-
-/// A problem of a policy or binding: the path in the document
-/// (`spec.validations[0].expression`) and the API server's reason.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Located {
-    pub path: String,
-    pub reason: String,
-}
-
-pub(super) fn located(path: impl Into<String>, reason: impl Into<String>) -> Located {
-    Located {
-        path: path.into(),
-        reason: reason.into(),
-    }
-}
 
 /// What the policy does when an expression cannot be evaluated or a
 /// binding cannot be configured.
@@ -50,25 +37,6 @@ pub struct Policy {
     pub variables: Vec<Expression>,
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<Expression>,
-}
-
-/// A compiled expression with the name (or key) it is known by.
-#[derive(Debug)]
-pub struct Expression {
-    pub name: String,
-    pub source: String,
-    pub program: Program,
-}
-
-/// A compiled `spec.validations[i]`.
-#[derive(Debug)]
-pub struct Validation {
-    pub expression: String,
-    pub program: Program,
-    pub message: Option<String>,
-    pub message_expression: Option<Program>,
-    /// `Forbidden`, `Invalid` or `RequestEntityTooLarge` (default Invalid).
-    pub reason: Option<String>,
 }
 
 /// What a binding does with a failed validation.
@@ -119,13 +87,7 @@ const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
 /// Compiles a policy, or says everything that is wrong with it.
 pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
     let mut problems = Vec::new();
-    let name = doc.metadata.name.clone().unwrap_or_default();
-    if name.is_empty() {
-        problems.push(located(
-            "metadata.name",
-            "Required value: name or generateName is required",
-        ));
-    }
+    let name = required_name(&doc.metadata, &mut problems);
     let Some(spec) = &doc.spec else {
         problems.push(located("spec", "Required value"));
         return Err(problems);
@@ -136,7 +98,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
         Some(other) => {
             problems.push(located(
                 "spec.failurePolicy",
-                format!("Unsupported value: {other:?}: supported values: \"Fail\", \"Ignore\""),
+                field_error::unsupported(other, &["Fail", "Ignore"]),
             ));
             FailurePolicy::Fail
         }
@@ -208,7 +170,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
             if message.contains('\n') {
                 c.problems.push(located(
                     format!("{at}.message"),
-                    format!("Invalid value: {message:?}: message must not contain line breaks"),
+                    field_error::invalid(message, "message must not contain line breaks"),
                 ));
             }
         }
@@ -216,7 +178,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
             Some(m) if m.trim().is_empty() => {
                 c.problems.push(located(
                     format!("{at}.messageExpression"),
-                    format!("Invalid value: {m:?}: must be non-empty if specified"),
+                    field_error::invalid(m, "must be non-empty if specified"),
                 ));
                 None
             }
@@ -232,7 +194,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
             if !REASONS.contains(&reason.as_str()) {
                 c.problems.push(located(
                     format!("{at}.reason"),
-                    format!("Unsupported value: {reason:?}: supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\""),
+                    field_error::unsupported(reason, &REASONS),
                 ));
             }
         }
@@ -296,13 +258,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
 /// Compiles a binding.
 pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Located>> {
     let mut problems = Vec::new();
-    let name = doc.metadata.name.clone().unwrap_or_default();
-    if name.is_empty() {
-        problems.push(located(
-            "metadata.name",
-            "Required value: name or generateName is required",
-        ));
-    }
+    let name = required_name(&doc.metadata, &mut problems);
     let spec = &doc.spec;
     if spec.policy_name.is_empty() {
         problems.push(located("spec.policyName", "Required value"));
@@ -322,7 +278,7 @@ pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Lo
             other => {
                 problems.push(located(
                     format!("spec.validationActions[{i}]"),
-                    format!("Unsupported value: {other:?}: supported values: \"Audit\", \"Deny\", \"Warn\""),
+                    field_error::unsupported(other, &["Audit", "Deny", "Warn"]),
                 ));
                 continue;
             }
@@ -338,9 +294,9 @@ pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Lo
     if actions.contains(&Action::Deny) && actions.contains(&Action::Warn) {
         problems.push(located(
             "spec.validationActions",
-            format!(
-                "Invalid value: {:?}: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
-                spec.validation_actions
+            field_error::invalid_list(
+                &spec.validation_actions,
+                "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
             ),
         ));
     }
@@ -375,7 +331,7 @@ pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Lo
             Some(other) => {
                 problems.push(located(
                     "spec.paramRef.parameterNotFoundAction",
-                    format!("Unsupported value: {other:?}: supported values: \"Allow\", \"Deny\""),
+                    field_error::unsupported(other, &["Allow", "Deny"]),
                 ));
                 false
             }
@@ -400,6 +356,23 @@ pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Lo
         param_ref,
         actions,
     })
+}
+
+/// `metadata.name`, which both kinds require.
+fn required_name(meta: &ObjectMeta, problems: &mut Vec<Located>) -> String {
+    let name = meta.name.clone().unwrap_or_default();
+    if name.is_empty() {
+        problems.push(located(
+            "metadata.name",
+            "Required value: name or generateName is required",
+        ));
+    } else if let Err(reason) = crate::selector::dns_subdomain(&name) {
+        problems.push(located(
+            "metadata.name",
+            field_error::invalid(&name, &reason),
+        ));
+    }
+    name
 }
 
 fn matcher(m: &MatchResources, at: &str, problems: &mut Vec<Located>) -> Option<Matcher> {
@@ -427,28 +400,15 @@ fn under<T>(
         .ok()
 }
 
-/// Checks an audit annotation key: a valid label name, and
-/// `<policy>/<key>` a valid qualified annotation key.
+/// Checks an audit annotation key as the API server does: `<policy>/<key>`
+/// a qualified name.
 fn annotation_key(policy: &str, key: &str) -> Result<(), String> {
-    if key.is_empty() {
-        return Err("Required value".into());
+    if policy.is_empty() {
+        return Err(field_error::invalid(
+            key,
+            "requires metadata.name be non-empty",
+        ));
     }
     let qualified = format!("{policy}/{key}");
-    if key.len() > 63
-        || !key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        || !key.starts_with(|c: char| c.is_ascii_alphanumeric())
-        || !key.ends_with(|c: char| c.is_ascii_alphanumeric())
-    {
-        return Err(format!(
-            "Invalid value: {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-        ));
-    }
-    if qualified.len() > 253 + 1 + 63 {
-        return Err(format!(
-            "Invalid value: {qualified:?}: must be no more than 317 characters"
-        ));
-    }
-    Ok(())
+    crate::selector::qualified_name(&qualified).map_err(|e| field_error::invalid(&qualified, &e))
 }

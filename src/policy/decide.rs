@@ -16,6 +16,7 @@ use super::matching::{self, Gvr};
 use super::validate::{self, Inputs};
 use super::{annotation_key, Set, VALIDATION_FAILURE_KEY};
 use crate::cel::Value;
+use crate::field_error::go_json;
 use crate::review::{AdmissionRequest, GroupVersionKind};
 use crate::schema::Schema;
 
@@ -103,7 +104,6 @@ pub fn review(set: &Set, req: &AdmissionRequest) -> Outcome {
         .flatten();
     let mut denied: Vec<Denied> = Vec::new();
     let mut failure_annotation: Option<String> = None;
-    // Per policy: key -> values (several when params differ).
     for (pi, policy) in set.policies().iter().enumerate() {
         let matched = match policy.constraints.matches(&view, set) {
             Ok(Some(m)) => m,
@@ -121,6 +121,7 @@ pub fn review(set: &Set, req: &AdmissionRequest) -> Outcome {
         let kind = matched_kind(req, &view, &matched);
         let validations_request = patched(base, &matched.gvr(), &kind);
         let conditions_request = patched(base, &view.request_resource, &kind);
+        // Key -> values (several when params differ).
         let mut annotations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for binding in set.bindings_of(pi) {
             if let Some(m) = &binding.resources {
@@ -150,7 +151,8 @@ pub fn review(set: &Set, req: &AdmissionRequest) -> Outcome {
                         &any,
                     ),
                     params: value(param, &any),
-                    namespace_object: value(namespace_object, &any),
+                    namespace_object: value(namespace_object.map(|n| &n.object), &any),
+                    namespace_stored: value(namespace_object.map(|n| &n.stored), &any),
                 };
                 let evaluation = validate::evaluate(policy, inputs);
                 if !evaluation.ignored_errors.is_empty() {
@@ -162,6 +164,11 @@ pub fn review(set: &Set, req: &AdmissionRequest) -> Outcome {
                 }
                 for failure in &evaluation.failures {
                     if failure.direct {
+                        out.decisions.push(Decision {
+                            policy: policy.clone(),
+                            binding: binding.name.clone(),
+                            action: "deny",
+                        });
                         denied.push(Denied {
                             policy: policy.name.clone(),
                             binding: Some(binding.name.clone()),
@@ -276,6 +283,11 @@ fn config_error(
         });
         return;
     }
+    out.decisions.push(Decision {
+        policy: policy.clone(),
+        binding: binding.map(|b| b.name.clone()).unwrap_or_default(),
+        action: "deny",
+    });
     let message = match binding {
         Some(_) => format!("failed to configure binding: {error}"),
         None => format!("failed to configure policy: {error}"),
@@ -340,23 +352,6 @@ fn failure_entry(policy: &Policy, binding: &Binding, failure: &validate::Failure
     go_json(&serde_json::to_string(&[entry]).unwrap_or_default())
 }
 
-/// JSON as Go's encoding/json writes it: `<`, `>`, `&` and the line and
-/// paragraph separators escaped (outside strings none of them occur).
-fn go_json(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The denial's status: the API server's Forbidden error of the request,
 /// its reason and code taken from the validation.
 fn denial(req: &AdmissionRequest, view: &matching::Request<'_>, d: Denied) -> Status {
@@ -411,8 +406,9 @@ pub fn request_json(req: &AdmissionRequest) -> Json {
     if let Some(extra) = &d.user_extra {
         user["extra"] = extra.clone();
     }
+    // No uid: the API server builds this request for CEL without one.
     let mut out = serde_json::json!({
-        "uid": req.uid,
+        "uid": "",
         "kind": req.kind,
         "resource": resource,
         "requestKind": d.request_kind.as_ref().unwrap_or(&req.kind),

@@ -5,8 +5,42 @@
 
 use k8s_openapi::api::admissionregistration::v1::{MatchCondition, Variable};
 
-use super::compile::{located, Expression, Located};
 use crate::cel::{self, Environment, Program};
+use crate::field_error;
+
+/// A problem of a policy or binding: the path in the document
+/// (`spec.validations[0].expression`) and the API server's reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located {
+    pub path: String,
+    pub reason: String,
+}
+
+pub(super) fn located(path: impl Into<String>, reason: impl Into<String>) -> Located {
+    Located {
+        path: path.into(),
+        reason: reason.into(),
+    }
+}
+
+/// A compiled expression with the name (or key) it is known by.
+#[derive(Debug)]
+pub struct Expression {
+    pub name: String,
+    pub source: String,
+    pub program: Program,
+}
+
+/// A compiled `spec.validations[i]`.
+#[derive(Debug)]
+pub struct Validation {
+    pub expression: String,
+    pub program: Program,
+    pub message: Option<String>,
+    pub message_expression: Option<Program>,
+    /// `Forbidden`, `Invalid` or `RequestEntityTooLarge` (default Invalid).
+    pub reason: Option<String>,
+}
 
 /// Index of `authorizer` in `Environment::admission_policy`'s variables.
 const AUTHORIZER: usize = 5;
@@ -42,13 +76,7 @@ pub(super) struct Compiler {
 
 impl Compiler {
     fn env(&self, kind: Kind) -> Environment {
-        let env = Environment::admission_policy();
-        match (kind == Kind::Message, self.params) {
-            (false, true) => env,
-            (false, false) => env.without(&["params"]),
-            (true, true) => env.without(&["authorizer"]),
-            (true, false) => env.without(&["params", "authorizer"]),
-        }
+        environment(kind == Kind::Message, self.params)
     }
 
     /// Compiles `source` at `path`; `want` are the result types it may
@@ -95,7 +123,7 @@ impl Compiler {
                 };
                 self.problems.push(located(
                     path,
-                    format!("Invalid value: {source:?}: compilation failed: {reason}"),
+                    field_error::invalid(source, &format!("compilation failed: {reason}")),
                 ));
                 None
             }
@@ -109,10 +137,7 @@ impl Compiler {
             Err(e) => {
                 self.problems.push(located(
                     path,
-                    format!(
-                        "Invalid value: {source:?}: compilation failed: {}",
-                        e.message
-                    ),
+                    field_error::invalid(source, &format!("compilation failed: {}", e.message)),
                 ));
                 None
             }
@@ -130,7 +155,7 @@ impl Compiler {
             } else if let Err(reason) = crate::selector::qualified_name(&m.name) {
                 self.problems.push(located(
                     format!("{at}.name"),
-                    format!("Invalid value: {:?}: {reason}", m.name),
+                    field_error::invalid(&m.name, &reason),
                 ));
             } else if seen.contains(&m.name) {
                 self.problems.push(located(
@@ -157,10 +182,7 @@ impl Compiler {
             if !is_identifier(&v.name) {
                 self.problems.push(located(
                     format!("{at}.name"),
-                    format!(
-                        "Invalid value: {:?}: name is not a valid CEL identifier",
-                        v.name
-                    ),
+                    field_error::invalid(&v.name, "name is not a valid CEL identifier"),
                 ));
             } else if self.declared.iter().any(|(n, _)| *n == v.name) {
                 self.problems.push(located(
@@ -194,9 +216,22 @@ impl Compiler {
     }
 }
 
+/// The policy environment of an expression: messageExpressions have no
+/// `authorizer`, a policy without paramKind no `params`.
+pub(super) fn environment(message: bool, params: bool) -> Environment {
+    let env = Environment::admission_policy();
+    match (message, params) {
+        (false, true) => env,
+        (false, false) => env.without(&["params"]),
+        (true, true) => env.without(&["authorizer"]),
+        (true, false) => env.without(&["params", "authorizer"]),
+    }
+}
+
 fn authorizer_refusal(source: &str) -> String {
-    format!(
-        "Invalid value: {source:?}: the authorizer variable is not supported: the API server answers it with SubjectAccessReviews, and celhook does not call the API server"
+    field_error::invalid(
+        source,
+        "the authorizer variable is not supported: the API server answers it with SubjectAccessReviews, and celhook does not call the API server",
     )
 }
 

@@ -138,6 +138,14 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
                         continue;
                     }
                 }
+                for (i, a) in policy.audit_annotations.iter().enumerate() {
+                    if let Some(reason) = dropped_annotation_key(&policy.name, &a.name) {
+                        out.warnings.push(problem(
+                            Some(format!("spec.auditAnnotations[{i}].key")),
+                            reason,
+                        ));
+                    }
+                }
                 if let Some(spec) = &parsed.spec {
                     for w in type_check(spec, schemas) {
                         out.warnings
@@ -156,7 +164,9 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
     policies.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     let mut bindings: Vec<Vec<Binding>> = policies.iter().map(|_| Vec::new()).collect();
     let mut binding_names = HashMap::new();
-    let refused: HashSet<String> = sources
+    // Every policy named in the config: a binding of one that was refused
+    // is reported with it, not as a binding of nothing.
+    let named: HashSet<String> = sources
         .policies
         .iter()
         .filter_map(|(_, _, d)| d.pointer("/metadata/name").and_then(Json::as_str))
@@ -194,7 +204,7 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
             Some(i) => bindings[i].push(binding),
             // A refused policy is reported already; a missing one binds nothing,
             // as in a cluster, but it is almost always a typo.
-            None if refused.contains(&binding.policy_name) => {}
+            None if named.contains(&binding.policy_name) => {}
             None => out.warnings.push(problem(
                 Some("spec.policyName".into()),
                 format!(
@@ -214,7 +224,8 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
     };
     for (_, _, ns) in &sources.namespaces {
         if let Some(name) = ns.pointer("/metadata/name").and_then(Json::as_str) {
-            set.namespaces.insert(name.to_owned(), ns.clone());
+            set.namespaces
+                .insert(name.to_owned(), super::Namespace::from_manifest(ns));
         }
     }
     let param_kinds: HashSet<(String, String)> = policies
@@ -287,6 +298,19 @@ fn param_kind_known(sources: &Sources, api_version: &str, kind: &str) -> bool {
     }
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     crate::kinds::schema(group, version, kind, crate::kinds::NEWEST).is_some()
+}
+
+/// Why the API server would drop the audit annotation `key` of `policy`
+/// as celhook sends it: a webhook's key becomes `<webhook>/<policy>_<key>`,
+/// whose name part must be a qualified name of at most 63 bytes.
+fn dropped_annotation_key(policy: &str, key: &str) -> Option<String> {
+    let sent = super::annotation_key(policy, key);
+    (sent.len() > 63).then(|| {
+        format!(
+            "the webhook sends this annotation as {sent:?} ({} bytes): the API server drops a webhook's audit annotation whose key is over 63 bytes (shorten the policy name or the key)",
+            sent.len()
+        )
+    })
 }
 
 /// Built-in kinds that live in namespaces, of those used as parameters

@@ -12,6 +12,7 @@ use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithO
 use serde_json::Value as Json;
 
 use crate::cel::go_quote;
+use crate::field_error::{invalid, invalid_list, unsupported};
 use crate::selector::Selector;
 
 /// A group, version and resource (`apps`, `v1`, `deployments`).
@@ -506,32 +507,6 @@ fn resources_problems(resources: &[String], push: &mut impl FnMut(String, String
         let why = "if '*' is present, must not specify other resources without subresources";
         push("resources".into(), invalid_list(resources, why));
     }
-}
-
-fn invalid(value: &str, detail: &str) -> String {
-    format!("Invalid value: {}: {detail}", go_quote(value))
-}
-
-/// A list as the API server shows a bad list value: Go's JSON of it.
-fn invalid_list(values: &[String], detail: &str) -> String {
-    let json = serde_json::to_string(values).unwrap_or_default();
-    // Go's encoder escapes these where serde_json does not.
-    let json = json
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029");
-    format!("Invalid value: {json}: {detail}")
-}
-
-fn unsupported(value: &str, supported: &[&str]) -> String {
-    let supported: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    format!(
-        "Unsupported value: {}: supported values: {}",
-        go_quote(value),
-        supported.join(", ")
-    )
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub struct Set {
     /// Whether parameters of (apiVersion, kind) live in namespaces.
     namespaced_params: HashMap<(String, String), bool>,
     /// Namespace objects by name.
-    namespaces: HashMap<String, Json>,
+    namespaces: HashMap<String, Namespace>,
     /// Served versions by (group, resource), for matchPolicy Equivalent.
     versions: HashMap<(String, String), Vec<String>>,
 }
@@ -68,15 +68,62 @@ impl Set {
         self.bindings.get(index).map_or(&[], Vec::as_slice)
     }
 
-    /// The Namespace objects of the config.
-    pub fn namespace(&self, name: &str) -> Option<&Json> {
+    /// The Namespace of this name in the config.
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
         self.namespaces.get(name)
+    }
+}
+
+/// A Namespace of the config in the two forms policies see: the API
+/// server's informer holds typed objects (no apiVersion or kind, `spec`
+/// and `status` always present), and it hands validations and messages a
+/// subset of the metadata (`namespaceObject`), audit annotations the
+/// whole object.
+#[derive(Debug)]
+pub struct Namespace {
+    pub stored: Json,
+    pub object: Json,
+}
+
+/// The metadata fields `namespaceObject` keeps.
+const NAMESPACE_METADATA: [&str; 12] = [
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "finalizers",
+];
+
+impl Namespace {
+    fn from_manifest(manifest: &Json) -> Namespace {
+        let mut stored = manifest.clone();
+        if let Some(fields) = stored.as_object_mut() {
+            fields.remove("apiVersion");
+            fields.remove("kind");
+            for part in ["spec", "status"] {
+                fields
+                    .entry(part)
+                    .or_insert_with(|| Json::Object(Default::default()));
+            }
+        }
+        let mut object = stored.clone();
+        if let Some(Json::Object(meta)) = object.get_mut("metadata") {
+            meta.retain(|k, _| NAMESPACE_METADATA.contains(&k.as_str()));
+        }
+        Namespace { stored, object }
     }
 }
 
 impl matching::Lookup for Set {
     fn namespace(&self, name: &str) -> Option<&Json> {
-        self.namespaces.get(name)
+        self.namespaces.get(name).map(|n| &n.stored)
     }
 
     fn equivalent_versions(&self, group: &str, resource: &str) -> Vec<String> {

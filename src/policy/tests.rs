@@ -269,3 +269,213 @@ fn validations_are_type_checked_against_the_matched_kinds_as_warnings() {
     );
     assert_eq!(warnings[2].0, "spec.validations[1].messageExpression");
 }
+
+/// The policy `p` with `spec` and a binding `b` with `actions`, loaded.
+fn loaded(spec: Json, actions: Json) -> config::Loaded {
+    let mut spec = spec;
+    spec["matchConstraints"] = configmaps();
+    let loaded = load(&[policy(spec), binding(actions)]);
+    assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
+    loaded
+}
+
+#[test]
+fn anything_but_true_fails_a_validation_and_anything_but_false_matches() {
+    // `data.flag` is a string: neither true nor false.
+    let loaded = loaded(
+        json!({
+            "matchConditions": [{"name": "odd", "expression": "object.data.flag"}],
+            "validations": [{"expression": "object.data.flag", "message": "not a flag", "reason": "Forbidden"}],
+        }),
+        json!(["Deny"]),
+    );
+    let outcome = super::review(
+        loaded.catalog.policies(),
+        &create(configmap(json!({"flag": "yes"}))),
+    );
+    let status = outcome.denial.expect("denied");
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: not a flag"
+    );
+}
+
+#[test]
+fn an_ignored_annotation_error_leaves_a_warn_binding_warning() {
+    let loaded = loaded(
+        json!({
+            "failurePolicy": "Ignore",
+            "validations": [{"expression": "false", "message": "always"}],
+            "auditAnnotations": [{"key": "broken", "valueExpression": "object.data.missing"}],
+        }),
+        json!(["Warn"]),
+    );
+    let outcome = super::review(
+        loaded.catalog.policies(),
+        &create(configmap(json!({"a": "1"}))),
+    );
+    assert!(outcome.denial.is_none(), "{:?}", outcome.denial);
+    assert_eq!(
+        outcome.warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': always"]
+    );
+}
+
+#[test]
+fn an_annotation_of_the_wrong_type_denies_even_under_ignore() {
+    let loaded = loaded(
+        json!({
+            "failurePolicy": "Ignore",
+            "validations": [{"expression": "true"}],
+            "auditAnnotations": [{"key": "n", "valueExpression": "dyn(size(object.data))"}],
+        }),
+        json!(["Audit"]),
+    );
+    let outcome = super::review(
+        loaded.catalog.policies(),
+        &create(configmap(json!({"a": "1"}))),
+    );
+    let status = outcome.denial.expect("denied whatever the actions");
+    assert_eq!(
+        status.message,
+        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: valueExpression 'dyn(size(object.data))' resulted in unsupported return type: int. Return type must be either string or null."
+    );
+    assert_eq!(
+        outcome
+            .decisions
+            .iter()
+            .map(|d| d.action)
+            .collect::<Vec<_>>(),
+        ["deny"],
+        "counted like any denial"
+    );
+}
+
+#[test]
+fn each_phase_evaluates_and_charges_its_variables_again() {
+    // Eight variables of about 644k each: read once they fit the 10M
+    // budget, read again by a messageExpression they do not.
+    let ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]";
+    let heavy =
+        format!("{ten}.map(i, {ten}.map(j, {ten}.map(k, {ten}.map(l, {ten}.all(m, m > 0)))))");
+    let names: Vec<String> = (0..8).map(|i| format!("v{i}")).collect();
+    let variables: Vec<Json> = names
+        .iter()
+        .map(|n| json!({"name": n, "expression": heavy}))
+        .collect();
+    let all = names
+        .iter()
+        .map(|n| format!("variables.{n}.size()"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let spec = |message: bool| {
+        let mut validation = json!({"expression": format!("{all} == 0"), "message": "static"});
+        if message {
+            validation["messageExpression"] = json!(format!("'size ' + string({all})"));
+        }
+        json!({"variables": variables, "validations": [validation]})
+    };
+    let request = create(configmap(json!({"a": "1"})));
+    let once = loaded(spec(false), json!(["Deny"]));
+    let status = super::review(once.catalog.policies(), &request)
+        .denial
+        .expect("denied");
+    assert!(
+        status.message.ends_with("denied request: static"),
+        "{}",
+        status.message
+    );
+    // The message's context runs the variables again, over the budget the
+    // validations left, as upstream.
+    let twice = loaded(spec(true), json!(["Deny"]));
+    let status = super::review(twice.catalog.policies(), &request)
+        .denial
+        .expect("denied");
+    assert!(
+        status.message.ends_with(
+            "denied request: failed messageExpression: validation failed due to running out of cost budget, no further validation rules will be run"
+        ),
+        "{}",
+        status.message
+    );
+}
+
+#[test]
+fn namespace_object_is_the_informer_subset_and_annotations_see_all_of_it() {
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": "default",
+            "labels": {"team": "a"},
+            "managedFields": [{"manager": "kubectl"}],
+        },
+    });
+    let texts = [
+        (
+            "p.yaml".to_owned(),
+            policy(json!({
+                "matchConstraints": configmaps(),
+                "validations": [{"expression": "!has(namespaceObject.kind) && !has(namespaceObject.metadata.managedFields) && namespaceObject.metadata.labels.team == 'a' && has(namespaceObject.spec)", "message": "subset"}],
+                "auditAnnotations": [{"key": "managers", "valueExpression": "string(size(namespaceObject.metadata.managedFields))"}],
+            }))
+            .to_string(),
+        ),
+        ("b.yaml".to_owned(), binding(json!(["Deny"])).to_string()),
+        ("ns.yaml".to_owned(), namespace.to_string()),
+    ];
+    let refs: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let loaded = config::load_texts(&refs);
+    assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
+    let outcome = super::review(
+        loaded.catalog.policies(),
+        &create(configmap(json!({"a": "1"}))),
+    );
+    assert!(outcome.denial.is_none(), "{:?}", outcome.denial);
+    assert_eq!(
+        outcome.audit_annotations,
+        [("p_managers".to_owned(), "1".to_owned())]
+    );
+}
+
+#[test]
+fn names_are_subdomains_and_long_annotation_keys_are_warned_of() {
+    let mut bad =
+        policy(json!({"matchConstraints": configmaps(), "validations": [{"expression": "true"}]}));
+    bad["metadata"]["name"] = json!("Bad_Name");
+    let loaded = load(&[bad]);
+    let problem = &errors(&loaded)[0];
+    assert_eq!(problem.path.as_deref(), Some("metadata.name"));
+    assert!(
+        problem
+            .reason
+            .starts_with("Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"),
+        "{}",
+        problem.reason
+    );
+
+    let mut long = policy(json!({
+        "matchConstraints": configmaps(),
+        "validations": [{"expression": "true"}],
+        "auditAnnotations": [{"key": "replicas-over-the-team-limit", "valueExpression": "'x'"}],
+    }));
+    long["metadata"]["name"] = json!("replica-limits.policies.example.com");
+    let loaded = load(&[long]);
+    assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
+    let warning = &loaded.report.warnings[0];
+    assert_eq!(
+        warning.path.as_deref(),
+        Some("spec.auditAnnotations[0].key")
+    );
+    assert!(
+        warning.reason.contains(
+            "\"replica-limits.policies.example.com_replicas-over-the-team-limit\" (64 bytes)"
+        ),
+        "{}",
+        warning.reason
+    );
+}

@@ -63,16 +63,8 @@ pub fn check(
     params_schema: Option<&Schema>,
 ) -> Vec<Warning> {
     let has_params = spec.param_kind.is_some();
-    let env = if has_params {
-        Environment::admission_policy()
-    } else {
-        Environment::admission_policy().without(&["params"])
-    };
-    let message_env = if has_params {
-        env.without(&["authorizer"])
-    } else {
-        env.without(&["params", "authorizer"])
-    };
+    let env = super::expressions::environment(false, has_params);
+    let message_env = super::expressions::environment(true, has_params);
     let validations = spec.validations.as_deref().unwrap_or_default();
     let variables = spec.variables.as_deref().unwrap_or_default();
     // Per expression, the kinds' errors in order.

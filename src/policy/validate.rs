@@ -1,9 +1,11 @@
 //! One policy evaluated for one binding and one parameter object, as the
-//! API server's validator does: matchConditions, then the validations
-//! (their messages), then the audit annotations, all under one runtime
-//! cost budget, the variables evaluated lazily and once.
+//! API server's validator does: matchConditions (their own budget), then
+//! the validations and their messages (one budget), then the audit
+//! annotations (a budget of their own). Each of the three phases has its
+//! own lazy variables, as upstream gives each of its filters a new
+//! context: a variable read in two phases runs, and is charged, in both.
 
-use crate::cel::{self, Composition, Value};
+use crate::cel::{self, Composition, Program, Value};
 
 use super::compile::{FailurePolicy, Policy, PER_CALL_LIMIT};
 
@@ -27,8 +29,8 @@ const MAX_ANNOTATION_BYTES: usize = 10 * 1024;
 /// What one evaluation decided.
 #[derive(Debug, Default)]
 pub struct Evaluation {
-    /// Failed validations and errors that deny: (expression index, message,
-    /// reason). Index `None` for errors not tied to one validation.
+    /// Failed validations and errors that deny, in the order of the
+    /// expressions they come from.
     pub failures: Vec<Failure>,
     /// `(key, value)` of the policy's audit annotations (the key without
     /// the policy's name).
@@ -37,9 +39,34 @@ pub struct Evaluation {
     pub ignored_errors: Vec<String>,
 }
 
+impl Evaluation {
+    /// An expression that could not be evaluated: a failure under Fail
+    /// (following the binding's actions), nothing under Ignore.
+    fn error(&mut self, failure_policy: FailurePolicy, index: usize, message: String) {
+        match failure_policy {
+            FailurePolicy::Fail => self.failures.push(Failure {
+                index,
+                message,
+                reason: None,
+                direct: false,
+            }),
+            FailurePolicy::Ignore => self.ignored_errors.push(message),
+        }
+    }
+
+    /// A whole evaluation that ends in one error (a budget run out).
+    fn only_error(failure_policy: FailurePolicy, index: usize, message: String) -> Evaluation {
+        let mut out = Evaluation::default();
+        out.error(failure_policy, index, message);
+        out
+    }
+}
+
 /// A denying decision.
 #[derive(Debug, Clone)]
 pub struct Failure {
+    /// The validation's index (0 for a matchCondition error, the number
+    /// of validations for an audit annotation's).
     pub index: usize,
     pub message: String,
     pub reason: Option<String>,
@@ -57,136 +84,158 @@ pub struct Inputs<'a> {
     /// `request` as matchConditions see it.
     pub condition_request: Value<'a>,
     pub params: Value<'a>,
+    /// The request's Namespace as validations and messages see it (a
+    /// subset of its metadata).
     pub namespace_object: Value<'a>,
+    /// The Namespace as audit annotations see it: upstream hands them the
+    /// stored object, not the subset.
+    pub namespace_stored: Value<'a>,
+}
+
+impl<'a> Inputs<'a> {
+    /// The values in the environment's order, with `namespaceObject`.
+    fn values(&self, namespace: &Value<'a>) -> Vec<Value<'a>> {
+        vec![
+            self.object.clone(),
+            self.old_object.clone(),
+            self.request.clone(),
+            self.params.clone(),
+            namespace.clone(),
+            Value::Null,
+        ]
+    }
+}
+
+/// A runtime budget being spent.
+struct Budget(i64);
+
+impl Budget {
+    fn spend(&mut self, cost: u64) -> Result<(), String> {
+        self.0 = self
+            .0
+            .saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
+        if self.0 < 0 {
+            Err(OUT_OF_BUDGET.to_owned())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The error text of an expression that could not be evaluated.
+fn resulted_in_error(source: &str, error: &str) -> String {
+    format!("expression '{source}' resulted in error: {error}")
 }
 
 /// Evaluates `policy` with `inputs`. Errors follow the policy's
 /// failurePolicy: a denial for Fail, nothing for Ignore.
 pub fn evaluate(policy: &Policy, inputs: Inputs<'_>) -> Evaluation {
-    let variables = policy
+    let fp = policy.failure_policy;
+    match match_conditions(policy, &inputs) {
+        Ok(true) => {}
+        Ok(false) => return Evaluation::default(),
+        Err(message) => return Evaluation::only_error(fp, 0, message),
+    }
+    let variables: Vec<(&str, &Program)> = policy
         .variables
         .iter()
         .map(|v| (v.name.as_str(), &v.program))
         .collect();
-    let values = vec![
-        inputs.object,
-        inputs.old_object,
-        inputs.request,
-        inputs.params,
-        inputs.namespace_object,
-        Value::Null,
-    ];
-    // matchConditions see no namespaceObject, and their own request.
-    let mut condition_values = values.clone();
-    condition_values[2] = inputs.condition_request;
-    condition_values[4] = Value::Null;
-    let composition = Composition::new(values, variables, PER_CALL_LIMIT);
     let mut out = Evaluation::default();
-    let on_error = |out: &mut Evaluation, index: usize, message: String| match policy.failure_policy
-    {
-        FailurePolicy::Fail => out.failures.push(Failure {
-            index,
-            message,
-            reason: None,
-            direct: false,
-        }),
-        FailurePolicy::Ignore => out.ignored_errors.push(message),
-    };
+    let values = inputs.values(&inputs.namespace_object);
+    // Out of budget, the API server keeps one error decision alone.
+    if let Err(message) = validations(policy, &values, &variables, &mut out) {
+        return Evaluation::only_error(fp, 0, message);
+    }
+    let values = inputs.values(&inputs.namespace_stored);
+    if let Err(message) = annotations(policy, &values, &variables, &mut out) {
+        return Evaluation::only_error(fp, policy.validations.len(), message);
+    }
+    out
+}
 
-    // matchConditions: any false skips the policy; errors only count when
-    // none is false.
+/// Whether the policy applies: any false condition skips it; errors count
+/// only when none is false. A result that is not `false` matches.
+fn match_conditions(policy: &Policy, inputs: &Inputs<'_>) -> Result<bool, String> {
+    // matchConditions see no namespaceObject, and their own request.
+    let mut values = inputs.values(&Value::Null);
+    values[2] = inputs.condition_request.clone();
     let mut errors: Vec<String> = Vec::new();
-    let mut spent = 0u64;
+    let mut budget = Budget(MATCH_CONDITIONS_BUDGET as i64);
     for condition in &policy.match_conditions {
         let (result, cost) = condition
             .program
-            .eval_variables(condition_values.iter().cloned(), PER_CALL_LIMIT);
-        spent = spent.saturating_add(cost);
-        if spent > MATCH_CONDITIONS_BUDGET {
-            on_error(&mut out, 0, OUT_OF_BUDGET.to_owned());
-            return out;
-        }
+            .eval_variables(values.iter().cloned(), PER_CALL_LIMIT);
+        budget.spend(cost)?;
         match result {
-            Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => return out,
-            Ok(_) => errors.push(format!(
-                "expression '{}' resulted in error: no such overload",
-                condition.source
-            )),
-            Err(e) => errors.push(format!(
-                "expression '{}' resulted in error: {}",
-                condition.source, e.message
-            )),
+            Ok(Value::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => {
+                let e = resulted_in_error(&condition.source, &e.message);
+                // Go's aggregate error drops repeated messages.
+                if !errors.contains(&e) {
+                    errors.push(e);
+                }
+            }
         }
     }
-    // Go's aggregate error drops repeated messages.
-    let mut unique: Vec<String> = Vec::new();
-    for e in errors {
-        if !unique.contains(&e) {
-            unique.push(e);
-        }
-    }
-    let mut errors = unique;
     match errors.len() {
-        0 => {}
+        0 => Ok(true),
         // Go's aggregate error: one alone, several in brackets.
-        1 => {
-            on_error(&mut out, 0, errors.remove(0));
-            return out;
-        }
-        _ => {
-            on_error(&mut out, 0, format!("[{}]", errors.join(", ")));
-            return out;
-        }
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
     }
+}
 
-    let mut remaining = RUNTIME_BUDGET as i64;
-    let mut spend = |cost: u64, composition: &Composition<'_>| -> bool {
-        remaining -= cost as i64;
-        remaining -= composition.take_cost() as i64;
-        remaining >= 0
-    };
+/// The validations, then the messages of those that failed, under one
+/// budget. Anything but `true` fails a validation. `Err` when the
+/// validations run out of budget.
+fn validations(
+    policy: &Policy,
+    values: &[Value<'_>],
+    variables: &[(&str, &Program)],
+    out: &mut Evaluation,
+) -> Result<(), String> {
+    let fp = policy.failure_policy;
+    let composition = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+    let mut budget = Budget(RUNTIME_BUDGET as i64);
     let mut failed = Vec::new();
+    let mut evaluated = vec![true; policy.validations.len()];
     for (i, v) in policy.validations.iter().enumerate() {
         let (result, cost) = composition.eval(&v.program, PER_CALL_LIMIT);
-        if !spend(cost, &composition) {
-            on_error(&mut out, i, OUT_OF_BUDGET.to_owned());
-            return out;
-        }
+        budget.spend(cost.saturating_add(composition.take_cost()))?;
         match result {
             Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => failed.push(i),
-            Ok(_) => on_error(
-                &mut out,
-                i,
-                format!(
-                    "expression '{}' resulted in error: no such overload",
-                    v.expression
-                ),
-            ),
-            Err(e) => on_error(
-                &mut out,
-                i,
-                format!(
-                    "expression '{}' resulted in error: {}",
-                    v.expression, e.message
-                ),
-            ),
+            Ok(_) => failed.push(i),
+            Err(e) => {
+                evaluated[i] = false;
+                out.error(fp, i, resulted_in_error(&v.expression, &e.message));
+            }
         }
     }
-    for i in failed {
+    // The messages spend what the validations left. celhook runs only
+    // those of failed validations (upstream runs all of them): when even
+    // these run out, upstream's did too, and every validation that was
+    // evaluated becomes that error.
+    let messages = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+    let mut texts = Vec::with_capacity(failed.len());
+    for &i in &failed {
         let v = &policy.validations[i];
         let mut message = String::new();
         if let Some(program) = &v.message_expression {
-            let (result, cost) = composition.eval(program, PER_CALL_LIMIT);
-            // The budget left after the validations bounds the messages;
-            // past it a message falls back as on any error.
-            if spend(cost, &composition) {
-                if let Ok(Value::Str(s)) = result {
-                    let s = s.trim();
-                    if s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n') {
-                        message = s.to_owned();
-                    }
+            let (result, cost) = messages.eval(program, PER_CALL_LIMIT);
+            if let Err(e) = budget.spend(cost.saturating_add(messages.take_cost())) {
+                let message = format!("failed messageExpression: {e}");
+                for (i, _) in evaluated.iter().enumerate().filter(|(_, e)| **e) {
+                    out.error(fp, i, message.clone());
+                }
+                out.failures.sort_by_key(|f| f.index);
+                return Ok(());
+            }
+            if let Ok(Value::Str(s)) = result {
+                let s = s.trim();
+                if s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n') {
+                    message = s.to_owned();
                 }
             }
         }
@@ -196,31 +245,49 @@ pub fn evaluate(policy: &Policy, inputs: Inputs<'_>) -> Evaluation {
         if message.is_empty() {
             message = format!("failed expression: {}", v.expression.trim());
         }
+        texts.push(message);
+    }
+    for (i, message) in failed.into_iter().zip(texts) {
         out.failures.push(Failure {
             index: i,
             message,
-            reason: Some(v.reason.clone().unwrap_or_else(|| "Invalid".into())),
+            reason: Some(
+                policy.validations[i]
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "Invalid".into()),
+            ),
             direct: false,
         });
     }
     out.failures.sort_by_key(|f| f.index);
+    Ok(())
+}
 
-    // Audit annotations have a budget of their own; their errors deny
-    // whatever the binding's actions (under Fail).
-    let mut remaining = RUNTIME_BUDGET as i64;
-    let annotation_error = |out: &mut Evaluation, message: String| {
-        on_error(out, policy.validations.len(), message);
-        if let Some(last) = out.failures.last_mut() {
-            last.direct = true;
-        }
+/// The audit annotations, under a budget of their own. One that cannot
+/// be evaluated denies whatever the binding's actions (under Fail); one
+/// of an unsupported type denies under either failure policy. `Err` when
+/// they run out of budget.
+fn annotations(
+    policy: &Policy,
+    values: &[Value<'_>],
+    variables: &[(&str, &Program)],
+    out: &mut Evaluation,
+) -> Result<(), String> {
+    let composition = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+    let mut budget = Budget(RUNTIME_BUDGET as i64);
+    let index = policy.validations.len();
+    let deny = |out: &mut Evaluation, message: String| {
+        out.failures.push(Failure {
+            index,
+            message,
+            reason: None,
+            direct: true,
+        })
     };
     for a in &policy.audit_annotations {
         let (result, cost) = composition.eval(&a.program, PER_CALL_LIMIT);
-        remaining -= cost as i64 + composition.take_cost() as i64;
-        if remaining < 0 {
-            annotation_error(&mut out, OUT_OF_BUDGET.to_owned());
-            return out;
-        }
+        budget.spend(cost.saturating_add(composition.take_cost()))?;
         match result {
             Ok(Value::Str(s)) if s.trim().is_empty() => {}
             Ok(Value::Str(s)) => {
@@ -235,19 +302,22 @@ pub fn evaluate(policy: &Policy, inputs: Inputs<'_>) -> Evaluation {
                 out.annotations.push((a.name.clone(), value));
             }
             Ok(Value::Null) => {}
-            Ok(other) => annotation_error(
-                &mut out,
+            Ok(other) => deny(
+                out,
                 format!(
                     "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
                     a.source,
                     other.type_name().name()
                 ),
             ),
-            Err(e) => annotation_error(
-                &mut out,
-                format!("expression '{}' resulted in error: {}", a.source, e.message),
-            ),
+            Err(e) => {
+                let message = resulted_in_error(&a.source, &e.message);
+                match policy.failure_policy {
+                    FailurePolicy::Fail => deny(out, message),
+                    FailurePolicy::Ignore => out.ignored_errors.push(message),
+                }
+            }
         }
     }
-    out
+    Ok(())
 }

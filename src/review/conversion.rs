@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
-use super::{Review, ReviewError, WireAnswer};
+use super::{Review, ReviewError, WireAnswer, WireReview};
 
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
 pub const CONVERSION_V1: &str = "apiextensions.k8s.io/v1";
@@ -62,15 +62,6 @@ impl ConversionRequest<'_> {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireReview<'a> {
-    api_version: Option<String>,
-    kind: Option<String>,
-    #[serde(borrow)]
-    request: Option<WireRequest<'a>>,
-}
-
-#[derive(Deserialize)]
 struct WireRequest<'a> {
     uid: Option<String>,
     #[serde(rename = "desiredAPIVersion")]
@@ -85,7 +76,7 @@ pub fn decode_conversion(
 ) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ReviewError> {
     let review = Review::Conversion;
     review.expect_object(body)?;
-    let wire: WireReview =
+    let wire: WireReview<WireRequest> =
         serde_json::from_slice(body).map_err(|e| ReviewError::from_json(review, e))?;
     let version = review.expect_header(
         wire.api_version.as_deref(),

@@ -162,10 +162,10 @@ pub fn parse(doc: Json) -> Result<Document, Vec<Problem>> {
     let name = wire.metadata.name;
     if name.is_empty() {
         problems.push(problem("metadata.name", "Required value"));
-    } else if !is_dns_subdomain(&name) {
+    } else if let Err(reason) = crate::selector::dns_subdomain(&name) {
         problems.push(problem(
             "metadata.name",
-            format!("Invalid value: {name:?}: must be a lowercase RFC 1123 subdomain"),
+            crate::field_error::invalid(&name, &reason),
         ));
     }
     let spec = wire.spec;
@@ -278,7 +278,7 @@ fn actions(written: Option<&[String]>, problems: &mut Vec<Problem>) -> Actions {
             other => {
                 problems.push(problem(
                     &format!("{path}[{i}]"),
-                    format!("Unsupported value: {other:?}: supported values: \"Audit\", \"Deny\", \"Warn\""),
+                    crate::field_error::unsupported(other, &["Audit", "Deny", "Warn"]),
                 ));
                 continue;
             }
@@ -298,17 +298,4 @@ fn actions(written: Option<&[String]>, problems: &mut Vec<Problem>) -> Actions {
         ));
     }
     actions
-}
-
-/// A lowercase RFC 1123 subdomain, as Kubernetes object names are.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }

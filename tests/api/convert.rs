@@ -405,7 +405,8 @@ async fn an_invalid_label_is_refused_before_the_api_server_sees_it() {
     let message = convert_failure(&client, &url, &request).await;
     assert_eq!(
         message,
-        "object 1 (ns/w-12): metadata.labels[\"example.org/size\"]: Invalid value: \"extra large!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        "object 1 (ns/w-12): metadata.labels[\"example.org/size\"]: Invalid value: \"extra large!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        "apimachinery's IsValidLabelValue text, examples and pattern included"
     );
     server.stop().await.expect("stops");
 }

@@ -1,0 +1,62 @@
+//! The API server's field error texts (`field.Invalid`, `field.NotSupported`),
+//! shared by everything that refuses config as the API server would: the
+//! value Go-quoted (or Go's JSON of a list), then the detail.
+
+use crate::cel::go_quote;
+
+/// `Invalid value: "<value>": <detail>`.
+pub fn invalid(value: &str, detail: &str) -> String {
+    format!("Invalid value: {}: {detail}", go_quote(value))
+}
+
+/// `Invalid value: ["a","b"]: <detail>`: a list value as Go's JSON.
+pub fn invalid_list(values: &[String], detail: &str) -> String {
+    let json = serde_json::to_string(values).unwrap_or_default();
+    format!("Invalid value: {}: {detail}", go_json(&json))
+}
+
+/// `Unsupported value: "<value>": supported values: "a", "b"`.
+pub fn unsupported(value: &str, supported: &[&str]) -> String {
+    let supported: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+    format!(
+        "Unsupported value: {}: supported values: {}",
+        go_quote(value),
+        supported.join(", ")
+    )
+}
+
+/// serde_json's output as Go's encoder writes it: Go also escapes `<`,
+/// `>`, `&` and the two Unicode line separators (outside strings none of
+/// them occur).
+pub fn go_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_quote_as_go_does() {
+        assert_eq!(invalid("a\tb", "bad"), "Invalid value: \"a\\tb\": bad");
+        assert_eq!(
+            invalid_list(&["<a>".into(), "b&c".into()], "bad"),
+            "Invalid value: [\"\\u003ca\\u003e\",\"b\\u0026c\"]: bad"
+        );
+        assert_eq!(
+            unsupported("Maybe", &["Fail", "Ignore"]),
+            "Unsupported value: \"Maybe\": supported values: \"Fail\", \"Ignore\""
+        );
+    }
+}
