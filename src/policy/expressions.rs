@@ -108,6 +108,10 @@ impl Compiler {
             Ok(p) => {
                 let got = p.result_type();
                 if want.is_empty() || got == "dyn" || want.contains(&got) {
+                    if let Some(reason) = over_the_limit_always(&p) {
+                        self.problems.push(located(path, reason));
+                        return None;
+                    }
                     return Some(p);
                 }
                 let got = if got == "null" { "null_type" } else { got };
@@ -213,6 +217,26 @@ impl Compiler {
                 })
             })
             .collect()
+    }
+}
+
+/// Why an expression that reads no input would fail every request: it
+/// runs past the per-expression cost limit whatever the request holds.
+/// The API server estimates no policy cost when a policy is written and
+/// would fail each request instead; celhook refuses the policy at load,
+/// since it could never pass.
+fn over_the_limit_always(program: &Program) -> Option<String> {
+    if !program.reads_no_input() {
+        return None;
+    }
+    let (result, _) = program.eval_variables(std::iter::empty(), cel::PER_EXPRESSION_COST_LIMIT);
+    match result {
+        Err(e) if e.kind == cel::ErrorKind::CostLimit => Some(format!(
+            "Forbidden: the expression reads nothing from the request and runs past the per-expression cost limit ({}) on every evaluation, so every request would fail it ({})",
+            cel::PER_EXPRESSION_COST_LIMIT,
+            e.message
+        )),
+        _ => None,
     }
 }
 

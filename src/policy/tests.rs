@@ -479,3 +479,30 @@ fn names_are_subdomains_and_long_annotation_keys_are_warned_of() {
         warning.reason
     );
 }
+
+#[test]
+fn an_expression_over_the_limit_on_every_request_is_refused_at_load() {
+    let ten = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]";
+    let heavy = format!(
+        "{ten}.all(a, {ten}.all(b, {ten}.all(c, {ten}.all(d, {ten}.all(e, {ten}.all(f, f > 0))))))"
+    );
+    let loaded = load(&[policy(json!({
+        "matchConstraints": configmaps(),
+        "validations": [
+            {"expression": heavy},
+            // As heavy, but on the request: it may pass, so it loads.
+            {"expression": format!("size(object.data) > 5 || {heavy}")},
+        ],
+    }))]);
+    let found = errors(&loaded);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        found[0].path.as_deref(),
+        Some("spec.validations[0].expression")
+    );
+    assert!(
+        found[0].reason.starts_with("Forbidden: the expression reads nothing from the request and runs past the per-expression cost limit (1000000)"),
+        "{}",
+        found[0].reason
+    );
+}

@@ -56,6 +56,9 @@ pub const STATIC_CRD_COST_LIMIT: f64 = 100_000_000.0;
 pub struct Program {
     ir: ir::Ir,
     slots: usize,
+    /// The slots of `self`, `oldSelf` and the environment's variables (the
+    /// rest are comprehension variables).
+    inputs: usize,
     /// Memo cells the evaluation needs (`memo`).
     memos: ir::Cells,
     uses_old_self: bool,
@@ -148,6 +151,7 @@ impl Program {
             estimated_cost,
             ir: c.ir,
             slots: c.slots,
+            inputs: check::FIRST_VARIABLE_SLOT + decls.env.variables.len(),
             memos,
             uses_old_self: c.uses_old_self,
             result_type: c.result_type,
@@ -220,6 +224,23 @@ impl Program {
             found
         }
         reads(&self.ir, check::FIRST_VARIABLE_SLOT + index)
+    }
+
+    /// True when the expression reads no input (no `self`, `oldSelf`,
+    /// environment or composited variable): every evaluation gives the
+    /// same result at the same cost, so it can be judged at load.
+    pub fn reads_no_input(&self) -> bool {
+        fn reads(ir: &ir::Ir, inputs: usize) -> bool {
+            match ir {
+                ir::Ir::Var(s) if *s < inputs => return true,
+                ir::Ir::Lazy(_) => return true,
+                _ => {}
+            }
+            let mut found = false;
+            ir.each_child(&mut |child| found = found || reads(child, inputs));
+            found
+        }
+        !reads(&self.ir, self.inputs)
     }
 
     fn eval_in<'a>(

@@ -151,3 +151,25 @@ fn a_variable_is_found_by_name_even_when_its_calls_do_not_compile() {
         "authorizer"
     ));
 }
+
+#[test]
+fn programs_that_read_no_input_are_told_apart() {
+    // Comprehension variables are no input.
+    let p = compile("[1, 2, 3].all(x, x > 0) && 'a' + 'b' == 'ab'", &["v"]).unwrap();
+    assert!(p.reads_no_input());
+    for source in [
+        "object.x == 1",
+        "variables.v == 1",
+        "[1].all(x, x == size(request))",
+    ] {
+        let p = compile(source, &["v"]).unwrap();
+        assert!(!p.reads_no_input(), "{source}");
+    }
+    let rule = Program::compile(
+        "self > 1",
+        &Schema::untyped(true),
+        Environment::crd_rule(false),
+    )
+    .unwrap();
+    assert!(!rule.reads_no_input());
+}
