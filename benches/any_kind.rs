@@ -184,7 +184,7 @@ fn review(group: &str, object: Value) -> Vec<u8> {
 
 fn hot_path(catalog: &Catalog, body: &[u8]) -> Vec<u8> {
     let (version, req) = decode_admission_with(body, catalog.request_details()).expect("decodes");
-    let res = catalog.review(&req);
+    let res = celhook::admission::answer(catalog, &req);
     encode_admission(version, &res).expect("encodes")
 }
 

@@ -106,7 +106,7 @@ fn hot_path(catalog: &ArcSwap<Catalog>, body: &[u8]) -> Vec<u8> {
     let catalog = catalog.load();
     let (version, req) =
         decode_admission_with(body, catalog.request_details()).expect("the bench body decodes");
-    let res = catalog.review(&req);
+    let res = celhook::admission::answer(&catalog, &req);
     encode_admission(version, &res).expect("encodes")
 }
 
@@ -187,9 +187,9 @@ fn target1(c: &mut Criterion) {
     let (version, req) = decode_admission(&create_body).expect("decodes");
     let cat = core.load();
     g.bench_function("review_create_17_rules", |b| {
-        b.iter(|| cat.review(black_box(&req)))
+        b.iter(|| celhook::admission::answer(&cat, black_box(&req)))
     });
-    let allowed = cat.review(&req);
+    let allowed = celhook::admission::answer(&cat, &req);
     g.bench_function("encode_admission_allowed", |b| {
         b.iter(|| encode_admission(version, black_box(&allowed)).expect("encodes"))
     });

@@ -83,6 +83,12 @@ pub struct Verdict<'a> {
 /// API server as `<webhook name>/validation_failure`).
 pub const AUDIT_KEY: &str = "validation_failure";
 
+/// Answers an admission request as `serve` does with the default
+/// policies (the offline tools, benchmarks and fuzz targets).
+pub fn answer(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
+    review(catalog, req, &Policy::default()).response
+}
+
 /// Answers one admission request. Never panics; runtime errors of rules
 /// become denials.
 pub fn review<'a>(catalog: &'a Catalog, req: &AdmissionRequest, policy: &Policy) -> Verdict<'a> {

@@ -303,7 +303,7 @@ pub fn eval_object(
         dry_run: true,
         details: Default::default(),
     };
-    Ok(catalog.review(&request))
+    Ok(crate::admission::answer(catalog, &request))
 }
 
 /// The group/version/kind to validate as: the object's own, or `version`

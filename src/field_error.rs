@@ -15,6 +15,11 @@ pub fn invalid_list(values: &[String], detail: &str) -> String {
     format!("Invalid value: {}: {detail}", go_json(&json))
 }
 
+/// `Duplicate value: "<value>"`.
+pub fn duplicate(value: &str) -> String {
+    format!("Duplicate value: {}", go_quote(value))
+}
+
 /// `Unsupported value: "<value>": supported values: "a", "b"`.
 pub fn unsupported(value: &str, supported: &[&str]) -> String {
     let supported: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();

@@ -88,15 +88,6 @@ impl Catalog {
         }
     }
 
-    /// Answers an admission request as `serve` does with the default
-    /// policies (the offline tools and fuzz targets).
-    pub fn review(
-        &self,
-        req: &crate::review::AdmissionRequest,
-    ) -> crate::review::AdmissionResponse {
-        crate::admission::review(self, req, &crate::admission::Policy::default()).response
-    }
-
     /// The ValidatingAdmissionPolicies of the config.
     pub fn policies(&self) -> &crate::policy::Set {
         &self.policies

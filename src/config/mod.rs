@@ -159,14 +159,7 @@ pub fn load(source: &ConfigSource) -> Loaded {
             }
         }
     }
-    // After every file: a conversion or rules document may come before its CRD.
-    loader.conversions();
-    loader.rule_documents();
-    loader.policies();
-    Loaded {
-        catalog: loader.catalog,
-        report: loader.report,
-    }
+    loader.finish()
 }
 
 /// Loads and compiles the CRDs (and conversion documents) of in-memory
@@ -177,13 +170,7 @@ pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
     for (name, text) in files {
         loader.text(name.as_ref(), text);
     }
-    loader.conversions();
-    loader.rule_documents();
-    loader.policies();
-    Loaded {
-        catalog: loader.catalog,
-        report: loader.report,
-    }
+    loader.finish()
 }
 
 /// Loads and compiles the CRDs of the given files (for the offline tools).
@@ -196,12 +183,7 @@ pub fn load_files(files: &[PathBuf]) -> Loaded {
             Err(e) => loader.file_error(&name, format!("cannot read file: {e}")),
         }
     }
-    loader.rule_documents();
-    loader.policies();
-    Loaded {
-        catalog: loader.catalog,
-        report: loader.report,
-    }
+    loader.finish()
 }
 
 #[derive(Default)]
@@ -230,6 +212,18 @@ type CrdOpenApi = (String, Vec<(String, JSONSchemaProps)>);
 type CrdSchemas = (String, String, Vec<(String, Schema)>);
 
 impl Loader {
+    /// After every file (a conversion, rules document or policy may come
+    /// before the CRD it names): compiles what waits on the CRDs.
+    fn finish(mut self) -> Loaded {
+        self.conversions();
+        self.rule_documents();
+        self.policies();
+        Loaded {
+            catalog: self.catalog,
+            report: self.report,
+        }
+    }
+
     fn file_error(&mut self, file: &str, reason: impl Into<String>) {
         self.report.errors.push(Problem::of_file(file, reason));
     }

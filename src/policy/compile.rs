@@ -215,10 +215,8 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
         if let Err(reason) = annotation_key(&name, &a.key) {
             c.problems.push(located(format!("{at}.key"), reason));
         } else if keys.contains(&a.key) {
-            c.problems.push(located(
-                format!("{at}.key"),
-                format!("Duplicate value: {:?}", a.key),
-            ));
+            c.problems
+                .push(located(format!("{at}.key"), field_error::duplicate(&a.key)));
         }
         keys.push(a.key.clone());
         let path = format!("{at}.valueExpression");
@@ -286,7 +284,7 @@ pub fn binding(doc: &ValidatingAdmissionPolicyBinding) -> Result<Binding, Vec<Lo
         if actions.contains(&action) {
             problems.push(located(
                 format!("spec.validationActions[{i}]"),
-                format!("Duplicate value: {a:?}"),
+                field_error::duplicate(a),
             ));
         }
         actions.push(action);

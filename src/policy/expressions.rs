@@ -164,7 +164,7 @@ impl Compiler {
             } else if seen.contains(&m.name) {
                 self.problems.push(located(
                     format!("{at}.name"),
-                    format!("Duplicate value: {:?}", m.name),
+                    field_error::duplicate(&m.name),
                 ));
             }
             seen.push(m.name.clone());
@@ -191,7 +191,7 @@ impl Compiler {
             } else if self.declared.iter().any(|(n, _)| *n == v.name) {
                 self.problems.push(located(
                     format!("{at}.name"),
-                    format!("Duplicate value: {:?}", v.name),
+                    field_error::duplicate(&v.name),
                 ));
             }
             let program = self.compile(

@@ -12,7 +12,7 @@ use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithO
 use serde_json::Value as Json;
 
 use crate::cel::go_quote;
-use crate::field_error::{invalid, invalid_list, unsupported};
+use crate::field_error::{duplicate, invalid, invalid_list, unsupported};
 use crate::selector::Selector;
 
 /// A group, version and resource (`apps`, `v1`, `deployments`).
@@ -415,7 +415,7 @@ fn rule_problems(r: &NamedRuleWithOperations, at: &str, out: &mut Vec<(String, S
             }
         }
         if names[..i].contains(name) {
-            push(path, format!("Duplicate value: {}", go_quote(name)));
+            push(path, duplicate(name));
         }
     }
     let operations = r.operations.as_deref().unwrap_or_default();

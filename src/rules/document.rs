@@ -200,7 +200,7 @@ pub fn parse(doc: Json) -> Result<Document, Vec<Problem>> {
         } else if names.contains(&c.name.as_str()) {
             problems.push(problem(
                 &format!("{path}.name"),
-                format!("Duplicate value: {:?}", c.name),
+                crate::field_error::duplicate(&c.name),
             ));
         }
         names.push(&c.name);
@@ -286,7 +286,7 @@ fn actions(written: Option<&[String]>, problems: &mut Vec<Problem>) -> Actions {
         if *slot {
             problems.push(problem(
                 &format!("{path}[{i}]"),
-                format!("Duplicate value: {a:?}"),
+                crate::field_error::duplicate(a),
             ));
         }
         *slot = true;

@@ -112,14 +112,14 @@ fn message(res: &AdmissionResponse) -> &str {
 fn a_deployment_is_checked_field_by_field_with_the_api_servers_texts() {
     let c = catalog(&[("rules.yaml", HYGIENE)]);
     let good = deployment(3, &[("app", "shop:1.2")], json!({"team": "a"}));
-    assert!(c.review(&request(DEPLOYMENT, good, None)).allowed);
+    assert!(crate::admission::answer(&c, &request(DEPLOYMENT, good, None)).allowed);
 
     let bad = deployment(
         12,
         &[("app", "shop:1.2"), ("proxy", "envoy:latest")],
         json!({}),
     );
-    let res = c.review(&request(DEPLOYMENT, bad, None));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, bad, None));
     assert!(!res.allowed);
     assert_eq!(
         message(&res),
@@ -148,12 +148,9 @@ fn transition_rules_follow_list_map_keys_and_unchanged_values_ratchet() {
         &[("side", "log:2"), ("app", "shop@sha256:bb")],
         labels.clone(),
     );
-    assert!(
-        c.review(&request(DEPLOYMENT, kept, Some(old.clone())))
-            .allowed
-    );
+    assert!(crate::admission::answer(&c, &request(DEPLOYMENT, kept, Some(old.clone()))).allowed);
     let unpinned = deployment(3, &[("side", "log:1"), ("app", "shop:2")], labels.clone());
-    let res = c.review(&request(DEPLOYMENT, unpinned, Some(old)));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, unpinned, Some(old)));
     assert_eq!(
         message(&res),
         "Deployment.apps \"web\" is invalid: spec.template.spec.containers[1].image: Invalid value: \"object\": an image pinned by digest stays pinned"
@@ -164,11 +161,11 @@ fn transition_rules_follow_list_map_keys_and_unchanged_values_ratchet() {
     let before = deployment(20, &[("app", "shop:1")], labels.clone());
     let relabelled = deployment(20, &[("app", "shop:1")], json!({"team": "b"}));
     assert!(
-        c.review(&request(DEPLOYMENT, relabelled, Some(before.clone())))
+        crate::admission::answer(&c, &request(DEPLOYMENT, relabelled, Some(before.clone())))
             .allowed
     );
     let more = deployment(21, &[("app", "shop:1")], labels);
-    assert!(!c.review(&request(DEPLOYMENT, more, Some(before))).allowed);
+    assert!(!crate::admission::answer(&c, &request(DEPLOYMENT, more, Some(before))).allowed);
 }
 
 #[test]
@@ -176,12 +173,12 @@ fn exempt_requesters_are_not_checked() {
     let c = catalog(&[("rules.yaml", HYGIENE)]);
     let bad = deployment(50, &[("app", "x:latest")], json!({}));
     let mut req = request(DEPLOYMENT, bad.clone(), None);
-    assert!(!c.review(&req).allowed);
+    assert!(!crate::admission::answer(&c, &req).allowed);
     req.groups.push("system:masters".into());
-    assert!(c.review(&req).allowed);
+    assert!(crate::admission::answer(&c, &req).allowed);
     let mut req = request(DEPLOYMENT, bad, None);
     req.namespace = Some("kube-system".into());
-    assert!(c.review(&req).allowed);
+    assert!(crate::admission::answer(&c, &req).allowed);
 }
 
 fn with_actions(actions: &str) -> String {
@@ -197,7 +194,7 @@ fn warn_and_audit_documents_allow_and_say_why() {
     let failure = "spec.template.spec.containers[0].image: Invalid value: \"object\": must not use the latest tag";
 
     let c = catalog(&[("rules.yaml", &with_actions("[Warn]"))]);
-    let res = c.review(&request(DEPLOYMENT, bad.clone(), None));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, bad.clone(), None));
     assert!(res.allowed);
     assert_eq!(
         res.warnings,
@@ -206,7 +203,7 @@ fn warn_and_audit_documents_allow_and_say_why() {
     assert!(res.audit_annotations.is_empty());
 
     let c = catalog(&[("rules.yaml", &with_actions("[Warn, Audit]"))]);
-    let res = c.review(&request(DEPLOYMENT, bad.clone(), None));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, bad.clone(), None));
     assert!(res.allowed);
     assert_eq!(res.warnings.len(), 1);
     let (key, value) = &res.audit_annotations[0];
@@ -218,7 +215,7 @@ fn warn_and_audit_documents_allow_and_say_why() {
     );
 
     let c = catalog(&[("rules.yaml", &with_actions("[Deny, Audit]"))]);
-    let res = c.review(&request(DEPLOYMENT, bad, None));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, bad, None));
     assert!(!res.allowed);
     assert!(res.warnings.is_empty());
     assert_eq!(res.audit_annotations.len(), 1);
@@ -295,27 +292,33 @@ fn a_layer_of_rules_on_a_vendor_crd_sees_full_metadata() {
     let kind = ("vendor.example.com", "v1", "Widget");
     let ports = json!([{"name": "http", "port": 80}, {"name": "admin", "port": 9}]);
     assert!(
-        c.review(&request(kind, widget(3, ports.clone(), "shop"), None))
+        crate::admission::answer(&c, &request(kind, widget(3, ports.clone(), "shop"), None))
             .allowed
     );
-    let res = c.review(&request(kind, widget(9, ports.clone(), "default"), None));
+    let res = crate::admission::answer(
+        &c,
+        &request(kind, widget(9, ports.clone(), "default"), None),
+    );
     assert_eq!(
         message(&res),
         "Widget.vendor.example.com \"w\" is invalid: [metadata: Invalid value: \"object\": not in default, spec: Invalid value: \"object\": widgets are small here]"
     );
     // The CRD's own rule runs too (it is in the config), the document's on top.
-    let res = c.review(&request(kind, widget(-1, ports.clone(), "shop"), None));
+    let res = crate::admission::answer(&c, &request(kind, widget(-1, ports.clone(), "shop"), None));
     assert!(
         message(&res).contains("failed rule: self.size >= 0"),
         "{}",
         message(&res)
     );
     let moved = json!([{"name": "admin", "port": 9}, {"name": "http", "port": 8080}]);
-    let res = c.review(&request(
-        kind,
-        widget(3, moved, "shop"),
-        Some(widget(3, ports, "shop")),
-    ));
+    let res = crate::admission::answer(
+        &c,
+        &request(
+            kind,
+            widget(3, moved, "shop"),
+            Some(widget(3, ports, "shop")),
+        ),
+    );
     assert_eq!(
         message(&res),
         "Widget.vendor.example.com \"w\" is invalid: spec.ports[1]: Invalid value: \"object\": a named port keeps its number"
@@ -424,12 +427,12 @@ fn match_conditions_decide_whether_a_document_applies() {
     );
     let c = catalog(&[("rules.yaml", &doc)]);
     let bad = deployment(50, &[("app", "x:latest")], json!({}));
-    assert!(!c.review(&request(DEPLOYMENT, bad.clone(), None)).allowed);
+    assert!(!crate::admission::answer(&c, &request(DEPLOYMENT, bad.clone(), None)).allowed);
     let mut by_bot = request(DEPLOYMENT, bad, None);
     by_bot.user = "ci-bot".into();
-    assert!(c.review(&by_bot).allowed);
+    assert!(crate::admission::answer(&c, &by_bot).allowed);
     let legacy = deployment(50, &[("app", "x:latest")], json!({"legacy": "yes"}));
-    assert!(c.review(&request(DEPLOYMENT, legacy, None)).allowed);
+    assert!(crate::admission::answer(&c, &request(DEPLOYMENT, legacy, None)).allowed);
 
     // A condition that fails at run time refuses the request, naming it.
     let failing = HYGIENE.replace(
@@ -438,7 +441,7 @@ fn match_conditions_decide_whether_a_document_applies() {
     );
     let c = catalog(&[("rules.yaml", &failing)]);
     let good = deployment(3, &[("app", "shop:1")], json!({"team": "a"}));
-    let res = c.review(&request(DEPLOYMENT, good, None));
+    let res = crate::admission::answer(&c, &request(DEPLOYMENT, good, None));
     assert!(!res.allowed);
     assert_eq!(res.status.as_ref().map(|s| s.code), Some(403));
     assert_eq!(

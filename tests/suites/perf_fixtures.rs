@@ -43,7 +43,7 @@ fn rule_ids(catalog: &Catalog) -> Vec<String> {
 fn answer(catalog: &Catalog, review: &Value) -> Value {
     let body = serde_json::to_vec(review).expect("JSON");
     let (_, req) = decode_admission(&body).expect("the fixture decodes");
-    let res = catalog.review(&req);
+    let res = celhook::admission::answer(catalog, &req);
     json!({"allowed": res.allowed, "message": res.status.map(|s| s.message)})
 }
 
