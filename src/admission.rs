@@ -45,6 +45,11 @@ pub struct Policy {
     pub unknown_versions: UnknownVersions,
     /// What a request is checked against (by the path it came to).
     pub scope: Scope,
+    /// A custom resource is checked against its whole schema (types,
+    /// formats, bounds, required, ...) before its rules, as the API server
+    /// checks it; on in `eval` and `test`, behind `--check-schema` in
+    /// `serve` (the API server has checked the schema already).
+    pub check_schema: bool,
 }
 
 /// What one webhook call checks: everything (`/validate`), or one half,
@@ -84,10 +89,19 @@ pub struct Verdict<'a> {
 pub const AUDIT_KEY: &str = "validation_failure";
 
 /// Answers an admission request as `serve` does with the default
-/// policies (the offline tools, benchmarks and fuzz targets).
+/// policies (benchmarks and fuzz targets).
 pub fn answer(catalog: &Catalog, req: &AdmissionRequest) -> AdmissionResponse {
     review(catalog, req, &Policy::default()).response
 }
+
+/// The policies of the offline tools (`eval`, `test`): the default ones,
+/// and a custom resource checked against its whole schema, as the API
+/// server checks it before any webhook sees it.
+pub const OFFLINE: Policy = Policy {
+    unknown_versions: UnknownVersions::Warn,
+    scope: Scope::All,
+    check_schema: true,
+};
 
 /// Answers one admission request. Never panics; runtime errors of rules
 /// become denials.
@@ -148,10 +162,29 @@ fn schema_rules<'a>(
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     if let Some(crd) = target.crd {
-        let found = crd.validator.validate(object, old);
-        errors = found.errors;
-        warnings = found.warnings;
-        verdict.rules_observed = found.observed;
+        let mut blocked = false;
+        if let Some(check) = crd
+            .validator
+            .schema_check
+            .as_ref()
+            .filter(|_| policy.check_schema)
+        {
+            let found = check.check(object, old);
+            warnings = found.unknown_field_warnings();
+            // The API server runs no rule over an object whose types are
+            // wrong; it says so in one more error.
+            blocked = found.blocks_rules() && crd.validator.rule_count() > 0;
+            errors = found.errors;
+            if blocked {
+                errors.push(crate::openapi::rules_not_checked());
+            }
+        }
+        if !blocked {
+            let found = crd.validator.validate(object, old);
+            errors.extend(found.errors);
+            warnings.extend(found.warnings);
+            verdict.rules_observed = found.observed;
+        }
     }
     if !target.rules.is_empty() {
         // Built only when a document asks for it.

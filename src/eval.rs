@@ -303,7 +303,7 @@ pub fn eval_object(
         dry_run: true,
         details: Default::default(),
     };
-    Ok(crate::admission::answer(catalog, &request))
+    Ok(crate::admission::review(catalog, &request, &crate::admission::OFFLINE).response)
 }
 
 /// The group/version/kind to validate as: the object's own, or `version`

@@ -25,6 +25,7 @@ pub mod fuzz;
 pub mod kinds;
 pub mod metrics;
 pub mod migration;
+pub mod openapi;
 pub mod policy;
 pub mod review;
 pub mod rules;

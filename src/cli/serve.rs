@@ -209,6 +209,10 @@ pub(super) struct ServeArgs {
         default_value = "warn"
     )]
     unknown_versions: crate::admission::UnknownVersions,
+
+    /// Check each custom resource against its CRD version's whole schema (types, formats, enum, pattern, bounds, lengths, counts, required, list-type uniqueness) before its rules, with the API server's texts. Off by default: the API server has checked the schema before it calls a webhook; on for a webhook enforcing a copy of a CRD, or as an extra layer.
+    #[arg(long, env = "CELHOOK_CHECK_SCHEMA")]
+    check_schema: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -258,6 +262,7 @@ impl ServeArgs {
             workers: args.workers,
             policy: crate::admission::Policy {
                 unknown_versions: args.unknown_versions,
+                check_schema: args.check_schema,
                 ..Default::default()
             },
         };

@@ -3,7 +3,6 @@
 //! errors worded as the API server words them, and answers the review.
 
 mod compile;
-mod field;
 mod field_path;
 mod walk;
 
@@ -15,7 +14,9 @@ use crate::schema::Schema;
 use compile::{compile_node, Compilation};
 use walk::{Unchanged, Walk};
 
-pub use field::{aggregate, invalid_status, qualified, ErrorType, FieldError};
+pub use crate::field_error::{
+    aggregate, invalid_status, qualified, BadValue, ErrorType, FieldError,
+};
 
 /// One compiled `x-kubernetes-validations` entry.
 #[derive(Debug)]
@@ -90,6 +91,9 @@ pub struct RuleProblem {
 pub struct Validator {
     pub schema: Schema,
     pub root: Node,
+    /// The whole `openAPIV3Schema` (types, formats, bounds, ...), for the
+    /// callers that check it (`openapi`); compiled by `from_openapi`.
+    pub schema_check: Option<crate::openapi::SchemaCheck>,
 }
 
 impl Validator {
@@ -121,7 +125,11 @@ impl Validator {
         cx.check_total();
         let problems = cx.problems;
         if problems.is_empty() {
-            Ok(Validator { schema, root })
+            Ok(Validator {
+                schema,
+                root,
+                schema_check: None,
+            })
         } else {
             Err(problems)
         }
@@ -162,6 +170,18 @@ impl Validator {
                     "openAPIV3Schema",
                     &mut problems,
                 );
+                let mut validator = validator;
+                match crate::openapi::SchemaCheck::compile(props) {
+                    Ok(check) => validator.schema_check = Some(check),
+                    Err(e) => {
+                        let (path, reason) = e.split_once(": ").unwrap_or(("openAPIV3Schema", &e));
+                        problems.push(RuleProblem {
+                            path: path.to_owned(),
+                            rule: String::new(),
+                            reason: format!("Invalid value: {reason}"),
+                        });
+                    }
+                }
                 if problems.is_empty() {
                     Ok(validator)
                 } else {

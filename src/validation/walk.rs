@@ -206,7 +206,7 @@ impl<'a> Walk<'a> {
         self.errors.push(FieldError {
             kind,
             field: path.to_owned(),
-            value_type: schema.ty.openapi_name(),
+            value: BadValue::Type(schema.ty.openapi_name()),
             detail,
         });
     }
@@ -313,7 +313,7 @@ impl<'a> Walk<'a> {
             let err = FieldError {
                 kind: rule.kind,
                 field,
-                value_type: schema.ty.openapi_name(),
+                value: BadValue::Type(schema.ty.openapi_name()),
                 detail,
             };
             if !uses_old && unchanged.get() {

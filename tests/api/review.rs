@@ -401,3 +401,37 @@ async fn only_post_is_served_on_validate() {
         .expect("POST /mutate");
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
 }
+
+/// `serve --check-schema`: the whole schema is checked before the rules,
+/// over HTTP/1.1 and HTTP/2; without the flag only the rules run, as the
+/// API server has checked the schema before it calls.
+#[tokio::test]
+async fn the_schema_is_checked_only_when_asked() {
+    let object = crontab(
+        "typed",
+        json!({"image": 42, "minReplicas": 0, "replicas": 1, "maxReplicas": 2}),
+    );
+    let review = admission_review(V1, "CREATE", CRONTAB, Some(object), None);
+    let mut config = celhook::server::ServeConfig::for_tests();
+    config.policy.check_schema = true;
+    let checked = start_with(config, common::embedded_catalog()).await;
+    let plain = start().await;
+    for http in BOTH {
+        let answer = post_review(&client(&checked, http), &validate_url(&checked), &review)
+            .await
+            .response();
+        assert_eq!(answer["allowed"], false, "{answer}");
+        assert_eq!(
+            answer["status"]["message"],
+            "CronTab.stable.example.com \"typed\" is invalid: [spec.image: Invalid value: \"integer\": spec.image in body must be of type string: \"integer\", <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"
+        );
+        assert_eq!(
+            answer["status"]["details"]["causes"][0]["reason"],
+            "FieldValueTypeInvalid"
+        );
+        let answer = post_review(&client(&plain, http), &validate_url(&plain), &review)
+            .await
+            .response();
+        assert_eq!(answer["allowed"], true, "{answer}");
+    }
+}

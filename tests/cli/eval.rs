@@ -351,3 +351,65 @@ fn files_directories_and_standard_input_are_answered_together() {
         "{stdout}"
     );
 }
+
+/// The whole schema is checked, as the API server checks it before any
+/// rule: a wrong type, a pattern and missing required fields deny, and
+/// the rules it did not run are said; on UPDATE an unchanged bad value
+/// ratchets, a changed one does not.
+#[test]
+fn schema_violations_are_denied_on_create_and_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_json(
+        dir.path(),
+        "bad.json",
+        &crontab(
+            "bad",
+            json!({"cronSpec": "not a cron", "image": 42, "minReplicas": 1, "replicas": 2, "maxReplicas": 3, "extra": true}),
+        ),
+    );
+    let (code, stdout, _) = celhook(&["eval", "--crd", &crontab_crd(), "--object", &bad]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.starts_with("denied: CronTab.stable.example.com \"bad\" is invalid: [spec.cronSpec: Invalid value: \"not a cron\": spec.cronSpec in body should match '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$', spec.image: Invalid value: \"integer\": spec.image in body must be of type string: \"integer\", <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("warning: unknown field \"spec.extra\"\n"),
+        "{stdout}"
+    );
+
+    // UPDATE: the pattern failure was there before (ratcheted); the image
+    // changed from a good value to a bad one.
+    let spec = |image: Value| json!({"cronSpec": "not a cron", "image": image, "minReplicas": 1, "replicas": 2, "maxReplicas": 3});
+    let old = write_json(dir.path(), "old.json", &crontab("c", spec(json!("nginx"))));
+    let new = write_json(dir.path(), "new.json", &crontab("c", spec(json!(42))));
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &new,
+        "--old",
+        &old,
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.starts_with("denied: CronTab.stable.example.com \"c\" is invalid: [spec.image: Invalid value: \"integer\": spec.image in body must be of type string: \"integer\", <nil>: Invalid value: null:"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("cronSpec"), "ratcheted: {stdout}");
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &old,
+        "--old",
+        &old,
+    ]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (0, "allowed\n"),
+        "unchanged: all ratcheted"
+    );
+}

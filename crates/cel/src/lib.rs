@@ -38,7 +38,8 @@ mod reads;
 pub use environment::{Environment, PER_EXPRESSION_COST_LIMIT};
 pub use estimate::{factor_text, max_cardinality};
 /// Go's `%q`: the API server quotes values in its messages this way.
-pub use text::go_quote;
+pub use re2::compile as compile_go_regex;
+pub use text::{format_double, go_quote};
 pub use value::error::{CompileError, ErrorKind, EvalError};
 pub use value::{to_json, List, Map, Str, TypeName, Value};
 

@@ -18,7 +18,7 @@ fn go_error(code: &str, fragment: &str) -> String {
 }
 
 /// Compiles `pattern` as Go's `regexp.Compile` would accept and run it.
-pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
+pub fn compile(pattern: &str) -> Result<Regex, String> {
     let translated = translate(pattern)?;
     Regex::new(&translated).map_err(|e| map_error(pattern, &e.to_string()))
 }

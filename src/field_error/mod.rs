@@ -1,6 +1,11 @@
-//! The API server's field error texts (`field.Invalid`, `field.NotSupported`),
-//! shared by everything that refuses config as the API server would: the
-//! value Go-quoted (or Go's JSON of a list), then the detail.
+//! The API server's field errors: the errors of objects (`errors`: the
+//! `field.Error` kinds and the `Invalid` status) and the texts of config
+//! refusals (`field.Invalid`, `field.NotSupported`, ...: the value
+//! Go-quoted, or Go's JSON of a list, then the detail).
+
+mod errors;
+
+pub use errors::{aggregate, invalid_status, qualified, BadValue, ErrorType, FieldError};
 
 use crate::cel::go_quote;
 

@@ -10,9 +10,15 @@ use crate::cel::go_quote;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
     Invalid,
+    /// A value of the wrong type (`Invalid value` in the text).
+    TypeInvalid,
+    /// A value outside an `enum`.
+    NotSupported,
     Forbidden,
     Required,
     Duplicate,
+    TooLong,
+    TooMany,
 }
 
 impl ErrorType {
@@ -20,9 +26,13 @@ impl ErrorType {
     pub fn cause(self) -> &'static str {
         match self {
             ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::TypeInvalid => "FieldValueTypeInvalid",
+            ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::Required => "FieldValueRequired",
             ErrorType::Duplicate => "FieldValueDuplicate",
+            ErrorType::TooLong => "FieldValueTooLong",
+            ErrorType::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -36,6 +46,37 @@ impl ErrorType {
             _ => ErrorType::Invalid,
         }
     }
+
+    /// The words that start the error's text.
+    fn words(self) -> &'static str {
+        match self {
+            ErrorType::Invalid | ErrorType::TypeInvalid => "Invalid value",
+            ErrorType::NotSupported => "Unsupported value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::Required => "Required value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+        }
+    }
+
+    /// Whether the text shows the bad value (`field.Error.ErrorBody`).
+    fn shows_value(self) -> bool {
+        !matches!(
+            self,
+            ErrorType::Forbidden | ErrorType::Required | ErrorType::TooLong
+        )
+    }
+}
+
+/// The bad value an error shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BadValue {
+    /// A schema type name, shown quoted (`"object"`): what a failed CEL
+    /// rule shows up to Kubernetes 1.34.
+    Type(&'static str),
+    /// The value as the API server renders it (see `openapi::render`).
+    Shown(String),
 }
 
 /// One field error.
@@ -44,20 +85,21 @@ pub struct FieldError {
     pub kind: ErrorType,
     /// The path, e.g. `spec.ports[2].port`; empty at the root.
     pub field: String,
-    /// The OpenAPI type of the node, shown as the invalid value (`"object"`).
-    pub value_type: &'static str,
+    pub value: BadValue,
     pub detail: String,
 }
 
 impl FieldError {
     /// The error without its field: `Invalid value: "object": detail`.
     pub fn body(&self) -> String {
-        let mut s = match self.kind {
-            ErrorType::Invalid => format!("Invalid value: {}", go_quote(self.value_type)),
-            ErrorType::Duplicate => format!("Duplicate value: {}", go_quote(self.value_type)),
-            ErrorType::Forbidden => "Forbidden".to_owned(),
-            ErrorType::Required => "Required value".to_owned(),
-        };
+        let mut s = self.kind.words().to_owned();
+        if self.kind.shows_value() {
+            s.push_str(": ");
+            match &self.value {
+                BadValue::Type(t) => s.push_str(&go_quote(t)),
+                BadValue::Shown(v) => s.push_str(v),
+            }
+        }
         // A duplicate error names the value only; it has no detail.
         if !self.detail.is_empty() && self.kind != ErrorType::Duplicate {
             s.push_str(": ");
@@ -155,7 +197,7 @@ mod tests {
         FieldError {
             kind: ErrorType::Invalid,
             field: field.into(),
-            value_type: "object",
+            value: BadValue::Type("object"),
             detail: detail.into(),
         }
     }

@@ -1,0 +1,396 @@
+//! The string formats the API server enforces on custom resources (those
+//! apiextensions keeps in a schema; any other is stripped and ignored),
+//! checked as kube-openapi's format registry checks them.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// A kept format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    BsonObjectId,
+    Uri,
+    Email,
+    Hostname,
+    Ipv4,
+    Ipv6,
+    Cidr,
+    Mac,
+    Uuid,
+    Uuid3,
+    Uuid4,
+    Uuid5,
+    HexColor,
+    RgbColor,
+    Byte,
+    Password,
+    Date,
+    DateTime,
+    Duration,
+    /// isbn, isbn10, isbn13, creditcard, ssn: kept by the API server;
+    /// celhook does not check them (see docs/known-differences.md).
+    Unchecked,
+}
+
+impl Format {
+    /// The format as kept for a CRD of Kubernetes 1.34 (whose default
+    /// compatibility version, 1.33, predates `k8s-short-name` and
+    /// `k8s-long-name`); `None` for a stripped one. Names are compared
+    /// without `-`, as the registry does.
+    pub fn kept(name: &str) -> Option<Format> {
+        let key: String = name.chars().filter(|c| *c != '-').collect();
+        Some(match key.as_str() {
+            "bsonobjectid" => Format::BsonObjectId,
+            "uri" => Format::Uri,
+            "email" => Format::Email,
+            "hostname" => Format::Hostname,
+            "ipv4" => Format::Ipv4,
+            "ipv6" => Format::Ipv6,
+            "cidr" => Format::Cidr,
+            "mac" => Format::Mac,
+            "uuid" => Format::Uuid,
+            "uuid3" => Format::Uuid3,
+            "uuid4" => Format::Uuid4,
+            "uuid5" => Format::Uuid5,
+            "hexcolor" => Format::HexColor,
+            "rgbcolor" => Format::RgbColor,
+            "byte" => Format::Byte,
+            "password" => Format::Password,
+            "date" => Format::Date,
+            "datetime" => Format::DateTime,
+            "duration" => Format::Duration,
+            "isbn" | "isbn10" | "isbn13" | "creditcard" | "ssn" => Format::Unchecked,
+            _ => return None,
+        })
+    }
+
+    /// True when `s` is valid in this format.
+    pub fn valid(self, s: &str) -> bool {
+        match self {
+            Format::BsonObjectId => s.len() == 24 && s.bytes().all(|b| b.is_ascii_hexdigit()),
+            Format::Uri => request_uri(s),
+            Format::Email => email(s),
+            Format::Hostname => hostname(s),
+            Format::Ipv4 => s.parse::<Ipv4Addr>().is_ok() || sloppy_ipv4(s),
+            Format::Ipv6 => s.contains(':') && s.parse::<Ipv6Addr>().is_ok(),
+            Format::Cidr => cidr(s),
+            Format::Mac => mac(s),
+            Format::Uuid => uuid(s, None),
+            Format::Uuid3 => uuid(s, Some(b'3')),
+            Format::Uuid4 => uuid(s, Some(b'4')),
+            Format::Uuid5 => uuid(s, Some(b'5')),
+            Format::HexColor => {
+                let h = s.strip_prefix('#').unwrap_or(s);
+                matches!(h.len(), 3 | 6) && h.bytes().all(|b| b.is_ascii_hexdigit())
+            }
+            Format::RgbColor => rgb(s),
+            Format::Byte => base64(s),
+            Format::Password | Format::Unchecked => true,
+            Format::Date => date(s),
+            Format::DateTime => date_time(s),
+            Format::Duration => duration(s),
+        }
+    }
+}
+
+/// Go's `net.ParseIP` accepts leading zeros in IPv4 octets (the API
+/// server parses "sloppily"), which Rust's parser refuses.
+fn sloppy_ipv4(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()) && {
+                p.parse::<u16>().is_ok_and(|n| n <= 255)
+            }
+        })
+}
+
+fn cidr(s: &str) -> bool {
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(bits) = bits.parse::<u8>() else {
+        return false;
+    };
+    if ip.contains(':') {
+        ip.parse::<Ipv6Addr>().is_ok() && bits <= 128
+    } else {
+        (ip.parse::<Ipv4Addr>().is_ok() || sloppy_ipv4(ip)) && bits <= 32
+    }
+}
+
+fn mac(s: &str) -> bool {
+    // Go's net.ParseMAC: 6, 8 or 20 octets, separated by `:` or `-` in
+    // pairs, or by `.` in groups of four hex digits.
+    let pairs = |sep: char| {
+        let parts: Vec<&str> = s.split(sep).collect();
+        matches!(parts.len(), 6 | 8 | 20)
+            && parts
+                .iter()
+                .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let quads = {
+        let parts: Vec<&str> = s.split('.').collect();
+        matches!(parts.len(), 3 | 4 | 10)
+            && parts
+                .iter()
+                .all(|p| p.len() == 4 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    pairs(':') || pairs('-') || quads
+}
+
+fn uuid(s: &str, version: Option<u8>) -> bool {
+    // Dashes optional, case-insensitive, as the registry's patterns.
+    let hex: Vec<u8> = s.bytes().filter(|b| *b != b'-').collect();
+    let dashed = s.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| s.as_bytes()[i] == b'-')
+        && s.bytes().filter(|b| *b == b'-').count() == 4;
+    let plain = s.len() == 32;
+    if !(dashed || plain) || hex.len() != 32 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return false;
+    }
+    match version {
+        None => true,
+        Some(v) => {
+            hex[12] == v
+                && (v == b'3' || matches!(hex[16].to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b'))
+        }
+    }
+}
+
+fn rgb(s: &str) -> bool {
+    let Some(inner) = s.strip_prefix("rgb(").and_then(|r| r.strip_suffix(')')) else {
+        return false;
+    };
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.parse::<u16>().is_ok_and(|n| n <= 255))
+}
+
+fn base64(s: &str) -> bool {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+}
+
+fn date(s: &str) -> bool {
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
+}
+
+/// kube-openapi's date-time: a date, `t`, then `hh:mm:ss[.frac]` and `z`
+/// or an offset, compared lower-cased.
+fn date_time(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let Some((day, time)) = lower.split_once('t') else {
+        return false;
+    };
+    if !date(day) {
+        return false;
+    }
+    let b = time.as_bytes();
+    let two = |i: usize| b.get(i..i + 2).filter(|d| d.iter().all(u8::is_ascii_digit));
+    let (Some(h), Some(m), Some(sec)) = (two(0), two(3), two(6)) else {
+        return false;
+    };
+    if b.get(2) != Some(&b':') || b.get(5) != Some(&b':') {
+        return false;
+    }
+    if h > b"23".as_slice() || m > b"59".as_slice() || sec > b"59".as_slice() {
+        return false;
+    }
+    let mut rest = &time[8..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &frac[digits..];
+    }
+    match rest.as_bytes() {
+        b"z" => true,
+        [sign, h1, h2, b':', m1, m2] => {
+            matches!(sign, b'+' | b'-') && [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// A duration: Go's `time.ParseDuration` (`1h30m`, `-1.5s`), or the
+/// registry's `<number> <unit>` form (`3 days`).
+fn duration(s: &str) -> bool {
+    go_duration(s) || worded_duration(s)
+}
+
+fn go_duration(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if s == "0" {
+        return true;
+    }
+    if s.is_empty() {
+        return false;
+    }
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
+        if num == 0 || rest[..num].bytes().filter(|b| *b == b'.').count() > 1 || &rest[..num] == "."
+        {
+            return false;
+        }
+        rest = &rest[num..];
+        let unit = ["ns", "us", "µs", "μs", "ms", "s", "m", "h"]
+            .into_iter()
+            .filter(|u| rest.starts_with(u))
+            .max_by_key(|u| u.len());
+        match unit {
+            Some(u) => rest = &rest[u.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn worded_duration(s: &str) -> bool {
+    const UNITS: &[&str] = &[
+        "ns",
+        "us",
+        "µs",
+        "ms",
+        "s",
+        "m",
+        "h",
+        "d",
+        "w",
+        "nanosecond",
+        "nanoseconds",
+        "microsecond",
+        "microseconds",
+        "millisecond",
+        "milliseconds",
+        "second",
+        "seconds",
+        "sec",
+        "secs",
+        "minute",
+        "minutes",
+        "min",
+        "mins",
+        "hour",
+        "hours",
+        "hr",
+        "hrs",
+        "day",
+        "days",
+        "week",
+        "weeks",
+    ];
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return false;
+    }
+    let unit = s[digits..].trim_start();
+    UNITS.contains(&unit)
+}
+
+fn hostname(s: &str) -> bool {
+    s.len() <= 255
+        && !s.is_empty()
+        && s.trim_end_matches('.').split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+fn email(s: &str) -> bool {
+    // net/mail's addr-spec, for the common forms: local@domain, or
+    // `Name <local@domain>`.
+    let addr = match (s.rfind('<'), s.strip_suffix('>')) {
+        (Some(i), Some(_)) => &s[i + 1..s.len() - 1],
+        _ => s,
+    };
+    let Some((local, domain)) = addr.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !local.contains(char::is_whitespace)
+        && !domain.contains(char::is_whitespace)
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+}
+
+/// Go's `url.ParseRequestURI`: an absolute URI (`scheme:...`) or an
+/// absolute path.
+fn request_uri(s: &str) -> bool {
+    if s.starts_with('/') {
+        return !s.contains(char::is_whitespace);
+    }
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !s.contains(char::is_whitespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_accept_and_refuse_as_the_registry() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("uuid", "123e4567-e89b-12d3-a456-426614174000", true),
+            ("uuid", "123e4567e89b12d3a456426614174000", true),
+            ("uuid", "abc", false),
+            ("uuid4", "123e4567-e89b-42d3-a456-426614174000", true),
+            ("uuid4", "123e4567-e89b-12d3-a456-426614174000", false),
+            ("date", "2024-02-29", true),
+            ("date", "2024-13-01", false),
+            ("date-time", "2024-02-29T10:20:30Z", true),
+            ("date-time", "2024-02-29t10:20:30.5+01:00", true),
+            ("date-time", "2024-02-29 10:20:30Z", false),
+            ("date-time", "yesterday", false),
+            ("byte", "aGVsbG8=", true),
+            ("byte", "not base64!", false),
+            ("ipv4", "10.0.0.1", true),
+            ("ipv4", "010.0.0.1", true),
+            ("ipv4", "::1", false),
+            ("ipv6", "::1", true),
+            ("ipv6", "10.0.0.1", false),
+            ("cidr", "10.0.0.0/8", true),
+            ("cidr", "10.0.0.0/33", false),
+            ("hostname", "a.example.com", true),
+            ("hostname", "-a.example.com", false),
+            ("mac", "01:23:45:67:89:ab", true),
+            ("mac", "01:23:45", false),
+            ("duration", "1h30m", true),
+            ("duration", "3 days", true),
+            ("duration", "soon", false),
+            ("uri", "https://example.com/x", true),
+            ("uri", "/path", true),
+            ("uri", "relative/path", false),
+            ("email", "a@example.com", true),
+            ("email", "nobody", false),
+            ("hexcolor", "#ff00AA", true),
+            ("rgbcolor", "rgb(1, 2, 300)", false),
+            ("bsonobjectid", "507f1f77bcf86cd799439011", true),
+        ];
+        for (format, value, ok) in cases {
+            let f = Format::kept(format).expect("kept");
+            assert_eq!(f.valid(value), *ok, "{format} {value}");
+        }
+        for stripped in ["int32", "int64", "double", "quantity", "k8s-short-name"] {
+            assert!(Format::kept(stripped).is_none(), "{stripped}");
+        }
+    }
+}

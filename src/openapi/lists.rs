@@ -1,0 +1,172 @@
+//! The checks apiextensions runs after kube-openapi's, on the whole
+//! object: embedded resources (`x-kubernetes-embedded-resource`: apiVersion
+//! and kind), then `x-kubernetes-list-type` set and map uniqueness. Their
+//! paths are `field.Path`'s: map keys in brackets (`spec.labels[a]`).
+
+use serde_json::Value as Json;
+
+use super::compile::{ListType, Node};
+use super::render;
+use crate::field_error::{BadValue, ErrorType, FieldError};
+
+fn error(kind: ErrorType, field: String, value: String, detail: &str) -> FieldError {
+    FieldError {
+        kind,
+        field,
+        value: BadValue::Shown(value),
+        detail: detail.to_owned(),
+    }
+}
+
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// Walks `value` with `node`, calling `at` on every node (with its path).
+fn each<'a>(
+    node: &'a Node,
+    path: &str,
+    value: &'a Json,
+    at: &mut dyn FnMut(&'a Node, &str, &'a Json),
+) {
+    at(node, path, value);
+    match value {
+        Json::Object(fields) => {
+            for (name, prop) in &node.properties {
+                if let Some(v) = fields.get(name) {
+                    each(prop, &child(path, name), v, at);
+                }
+            }
+            if let Some(values) = &node.additional {
+                for (key, v) in fields {
+                    if !node.properties.contains_key(key) {
+                        each(values, &format!("{path}[{key}]"), v, at);
+                    }
+                }
+            }
+        }
+        Json::Array(items) => {
+            if let Some(item) = &node.items {
+                for (i, v) in items.iter().enumerate() {
+                    each(item, &format!("{path}[{i}]"), v, at);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The embedded resources' apiVersion and kind (not the root's).
+pub(super) fn embedded(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
+    each(root, "", object, &mut |node, path, value| {
+        if !node.embedded || path.is_empty() {
+            return;
+        }
+        let Some(fields) = value.as_object() else {
+            return;
+        };
+        for key in ["apiVersion", "kind"] {
+            let field = child(path, key);
+            match fields.get(key) {
+                None => out.push(error(ErrorType::Required, field, String::new(), "")),
+                Some(Json::String(s)) if s.is_empty() => {
+                    out.push(error(ErrorType::Invalid, field, render(&Json::from("")), "must not be empty"))
+                }
+                Some(Json::String(s)) if key == "apiVersion" && s.matches('/').count() > 1 => out.push(error(
+                    ErrorType::Invalid,
+                    field,
+                    render(&Json::from(s.as_str())),
+                    &format!("unexpected GroupVersion string: {s}"),
+                )),
+                Some(Json::String(s)) if key == "kind" && !dns1035(&s.to_ascii_lowercase()) => out.push(error(
+                    ErrorType::Invalid,
+                    field,
+                    render(&Json::from(s.as_str())),
+                    "may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                )),
+                _ => {}
+            }
+        }
+    });
+}
+
+fn dns1035(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_lowercase()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// Duplicates in `set` and `map` lists: the second occurrence of a value
+/// (or of a map's key tuple) is reported.
+pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
+    each(root, "", object, &mut |node, path, value| {
+        let Json::Array(items) = value else {
+            return;
+        };
+        match &node.list_type {
+            ListType::Atomic => {}
+            ListType::Set => {
+                let mut seen: Vec<&Json> = Vec::new();
+                let mut reported: Vec<&Json> = Vec::new();
+                for (i, v) in items.iter().enumerate() {
+                    if seen.contains(&v) {
+                        if !reported.contains(&v) {
+                            reported.push(v);
+                            out.push(error(
+                                ErrorType::Duplicate,
+                                format!("{path}[{i}]"),
+                                render(v),
+                                "",
+                            ));
+                        }
+                    } else {
+                        seen.push(v);
+                    }
+                }
+            }
+            ListType::Map(keys) => {
+                if let Some((i, bad)) = items
+                    .iter()
+                    .enumerate()
+                    .find(|(_, v)| !v.is_object() && !v.is_null())
+                {
+                    out.push(error(
+                        ErrorType::Invalid,
+                        format!("{path}[{i}]"),
+                        render(bad),
+                        "must be an object for an array of list-type map",
+                    ));
+                    return;
+                }
+                let mut seen: Vec<Json> = Vec::new();
+                for (i, v) in items.iter().enumerate() {
+                    let mut key = serde_json::Map::new();
+                    for k in keys {
+                        if let Some(x) = v.get(k) {
+                            key.insert(k.clone(), x.clone());
+                        }
+                    }
+                    let key = Json::Object(key);
+                    if seen.contains(&key) {
+                        out.push(error(
+                            ErrorType::Duplicate,
+                            format!("{path}[{i}]"),
+                            render(&key),
+                            "",
+                        ));
+                    } else {
+                        seen.push(key);
+                    }
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,476 @@
+//! kube-openapi's schema validation of one object, in its order: per node
+//! the type (and format-type) check, allOf/anyOf/oneOf/not, the string
+//! checks (the first of maxLength, minLength, pattern), the format, the
+//! numeric checks, the items then minItems/maxItems, the enum, then the
+//! object's property counts, additional properties, properties (in name
+//! order: upstream's Go map order is random) and required. Paths are
+//! kube-openapi's: map keys dotted (`spec.labels.a`), indices `[i]`.
+//!
+//! On UPDATE, errors of a node whose value equals its correlated old value
+//! are dropped (ratcheting): properties and map values correlate by key,
+//! list items only in `x-kubernetes-list-type: map` lists, by their keys.
+
+use serde_json::Value as Json;
+
+use super::compile::{ListType, Node};
+use super::render;
+use crate::field_error::{BadValue, ErrorType, FieldError};
+
+pub(super) struct Walk {
+    pub errors: Vec<FieldError>,
+    /// Paths of fields the schema does not declare (the API server prunes
+    /// them and warns of each).
+    pub unknown: Vec<String>,
+}
+
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+fn error(kind: ErrorType, path: &str, value: Option<String>, detail: String) -> FieldError {
+    FieldError {
+        kind,
+        field: path.to_owned(),
+        value: BadValue::Shown(value.unwrap_or_default()),
+        detail,
+    }
+}
+
+/// A `FieldError` of the default branch: `Invalid value: <value>: <detail>`.
+fn invalid(path: &str, value: &Json, detail: String) -> FieldError {
+    error(ErrorType::Invalid, path, Some(render(value)), detail)
+}
+
+/// The inferred type and format kube-openapi gives a value.
+fn inferred(value: &Json) -> (&'static str, &'static str) {
+    match value {
+        Json::Null => ("null", ""),
+        Json::Bool(_) => ("boolean", ""),
+        Json::String(_) => ("string", ""),
+        Json::Number(n) if n.is_i64() || n.is_u64() && n.as_i64().is_some() => ("integer", "int64"),
+        Json::Number(_) => ("number", "float64"),
+        Json::Array(_) => ("array", ""),
+        Json::Object(_) => ("object", ""),
+    }
+}
+
+/// go-openapi's `IsFloat64AJSONInteger`.
+fn float_is_integer(f: f64) -> bool {
+    if !f.is_finite() || f.abs() > 9_007_199_254_740_991.0 {
+        return false;
+    }
+    let t = f.trunc();
+    if f == t {
+        return true;
+    }
+    ((f - t) / (f.abs() + t.abs())).abs() < 1e-9
+}
+
+impl Walk {
+    pub fn new() -> Walk {
+        Walk {
+            errors: Vec::new(),
+            unknown: Vec::new(),
+        }
+    }
+
+    /// Validates `value` at `path` against `node`; `old` is the correlated
+    /// old value on UPDATE.
+    pub fn node(&mut self, node: &Node, path: &str, value: &Json, old: Option<&Json>) {
+        let mark = self.errors.len();
+        self.checks(node, path, value, old);
+        if self.errors.len() > mark && old == Some(value) {
+            self.errors.truncate(mark);
+        }
+    }
+
+    fn checks(&mut self, node: &Node, path: &str, value: &Json, old: Option<&Json>) {
+        self.type_check(node, path, value);
+        if value.is_null() {
+            self.enum_check(node, path, value);
+            return;
+        }
+        self.composite(node, path, value);
+        if let Json::String(s) = value {
+            self.string_checks(node, path, value, s);
+            if let Some((format, name)) = &node.format {
+                if !format.valid(s) {
+                    self.errors.push(type_invalid(path, name, s));
+                }
+            }
+        }
+        if let Json::Number(_) = value {
+            self.number_checks(node, path, value);
+        }
+        if let Json::Array(items) = value {
+            if let Some(item) = &node.items {
+                let olds = old.and_then(Json::as_array);
+                for (i, v) in items.iter().enumerate() {
+                    let old_item = match (&node.list_type, olds) {
+                        (ListType::Map(keys), Some(olds)) => correlate(v, olds, keys),
+                        _ => None,
+                    };
+                    self.node(item, &format!("{path}[{i}]"), v, old_item);
+                }
+            }
+            let n = items.len() as i64;
+            if let Some(min) = node.min_items.filter(|m| n < *m) {
+                self.errors.push(invalid(
+                    path,
+                    &Json::from(n),
+                    format!("{path} in body should have at least {min} items"),
+                ));
+            }
+            if let Some(max) = node.max_items.filter(|m| n > *m) {
+                self.errors.push(too_many(path, n, max));
+            }
+        }
+        self.enum_check(node, path, value);
+        if let Json::Object(fields) = value {
+            self.object_checks(node, path, fields, old.and_then(Json::as_object));
+        }
+    }
+
+    /// type.go: the declared types, with the format quirks of a kept
+    /// format on a value that is not a string.
+    fn type_check(&mut self, node: &Node, path: &str, value: &Json) {
+        if node.types.names.is_empty() && node.format.is_none() {
+            return;
+        }
+        let (ty, format) = inferred(value);
+        if value.is_null() {
+            if !node.nullable {
+                self.errors
+                    .push(type_invalid(path, &node.types.joined, "null"));
+            }
+            return;
+        }
+        let float_int = ty == "number"
+            && node.types.contains("integer")
+            && value.as_f64().is_some_and(float_is_integer);
+        let int_float = ty == "integer" && node.types.contains("number");
+        let listed = node.types.contains(ty) || float_int || int_float;
+        if let Some((_, name)) = &node.format {
+            if !matches!(value, Json::String(_) | Json::Array(_)) {
+                if !listed {
+                    self.errors.push(type_invalid(path, name, format));
+                }
+                return;
+            }
+            if !node.types.contains("integer") && !node.types.contains("number") {
+                return;
+            }
+        }
+        if !listed {
+            self.errors.push(type_invalid(path, &node.types.joined, ty));
+        }
+    }
+
+    fn composite(&mut self, node: &Node, path: &str, value: &Json) {
+        let quoted = crate::cel::go_quote(path);
+        let plain = |detail: String| error(ErrorType::Invalid, "", Some("\"\"".into()), detail);
+        if !node.all_of.is_empty() {
+            let mut failed = Vec::new();
+            for n in &node.all_of {
+                failed.extend(self.branch(n, path, value));
+            }
+            if !failed.is_empty() {
+                self.errors.push(plain(format!(
+                    "{quoted} must validate all the schemas (allOf)"
+                )));
+                self.errors.extend(failed);
+            }
+        }
+        if !node.any_of.is_empty() {
+            let results: Vec<Vec<FieldError>> = node
+                .any_of
+                .iter()
+                .map(|n| self.branch(n, path, value))
+                .collect();
+            if results.iter().all(|r| !r.is_empty()) {
+                self.errors.push(plain(format!(
+                    "{quoted} must validate at least one schema (anyOf)"
+                )));
+                if let Some(first) = results.into_iter().next() {
+                    self.errors.extend(first);
+                }
+            }
+        }
+        if !node.one_of.is_empty() {
+            let results: Vec<Vec<FieldError>> = node
+                .one_of
+                .iter()
+                .map(|n| self.branch(n, path, value))
+                .collect();
+            let valid = results.iter().filter(|r| r.is_empty()).count();
+            if valid != 1 {
+                let found = if valid == 0 {
+                    "Found none valid".to_owned()
+                } else {
+                    format!("Found {valid} valid alternatives")
+                };
+                self.errors.push(plain(format!(
+                    "{quoted} must validate one and only one schema (oneOf). {found}"
+                )));
+                if valid == 0 {
+                    if let Some(first) = results.into_iter().next() {
+                        self.errors.extend(first);
+                    }
+                }
+            }
+        }
+        if let Some(not) = &node.not {
+            if self.branch(not, path, value).is_empty() {
+                self.errors.push(plain(format!(
+                    "{quoted} must not validate the schema (not)"
+                )));
+            }
+        }
+    }
+
+    /// The errors of one branch of a composite, kept apart.
+    fn branch(&self, node: &Node, path: &str, value: &Json) -> Vec<FieldError> {
+        let mut w = Walk::new();
+        w.checks(node, path, value, None);
+        w.errors
+    }
+
+    fn string_checks(&mut self, node: &Node, path: &str, value: &Json, s: &str) {
+        let chars = s.chars().count() as i64;
+        if let Some(max) = node.max_length.filter(|m| chars > *m) {
+            let unit = if max == 1 { "byte" } else { "bytes" };
+            self.errors.push(error(
+                ErrorType::TooLong,
+                path,
+                None,
+                format!("may not be more than {max} {unit}"),
+            ));
+        } else if let Some(min) = node.min_length.filter(|m| chars < *m) {
+            self.errors.push(invalid(
+                path,
+                value,
+                format!("{path} in body should be at least {min} chars long"),
+            ));
+        } else if let Some((pattern, re)) = &node.pattern {
+            if !re.is_match(s) {
+                self.errors.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should match '{pattern}'"),
+                ));
+            }
+        }
+    }
+
+    fn number_checks(&mut self, node: &Node, path: &str, value: &Json) {
+        // An integer is compared with bounds cut to integers and shown so;
+        // a number with the bounds as written.
+        let int = value.as_i64();
+        let shown = |b: f64| match int {
+            Some(_) => format!("{}", b.trunc() as i64),
+            None => crate::cel::format_double(b),
+        };
+        let v = value.as_f64().unwrap_or(0.0);
+        let cmp_value = |b: f64| match int {
+            Some(i) => (i as f64, b.trunc()),
+            None => (v, b),
+        };
+        if let Some(factor) = node.multiple_of {
+            let ok = match int {
+                Some(i) => {
+                    let f = factor.trunc() as i64;
+                    f > 0 && i % f == 0
+                }
+                None => {
+                    let m = if factor < 1.0 {
+                        1.0 / factor * v
+                    } else {
+                        v / factor
+                    };
+                    float_is_integer(m)
+                }
+            };
+            if !ok {
+                self.errors.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be a multiple of {}", shown(factor)),
+                ));
+            }
+        }
+        if let Some(b) = node.minimum {
+            let (x, bound) = cmp_value(b.value);
+            let (bad, words) = if b.exclusive {
+                (x <= bound, "greater than")
+            } else {
+                (x < bound, "greater than or equal to")
+            };
+            if bad {
+                self.errors.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be {words} {}", shown(b.value)),
+                ));
+            }
+        }
+        if let Some(b) = node.maximum {
+            let (x, bound) = cmp_value(b.value);
+            let (bad, words) = if b.exclusive {
+                (x >= bound, "less than")
+            } else {
+                (x > bound, "less than or equal to")
+            };
+            if bad {
+                self.errors.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be {words} {}", shown(b.value)),
+                ));
+            }
+        }
+    }
+
+    fn enum_check(&mut self, node: &Node, path: &str, value: &Json) {
+        if node.enumeration.is_empty() || node.enumeration.iter().any(|e| same(e, value)) {
+            return;
+        }
+        let supported: Vec<String> = node
+            .enumeration
+            .iter()
+            .map(|e| match e {
+                Json::String(s) => crate::cel::go_quote(s),
+                other => crate::cel::go_quote(&serde_json::to_string(other).unwrap_or_default()),
+            })
+            .collect();
+        self.errors.push(error(
+            ErrorType::NotSupported,
+            path,
+            Some(render(value)),
+            format!("supported values: {}", supported.join(", ")),
+        ));
+    }
+
+    fn object_checks(
+        &mut self,
+        node: &Node,
+        path: &str,
+        fields: &serde_json::Map<String, Json>,
+        old: Option<&serde_json::Map<String, Json>>,
+    ) {
+        let n = fields.len() as i64;
+        if let Some(min) = node.min_properties.filter(|m| n < *m) {
+            self.errors.push(invalid(
+                path,
+                &Json::from(n),
+                format!("{path} in body should have at least {min} properties"),
+            ));
+        }
+        if let Some(max) = node.max_properties.filter(|m| n > *m) {
+            self.errors.push(too_many(path, n, max));
+        }
+        if node.no_additional && node.properties.is_empty() {
+            for key in fields.keys() {
+                self.errors.push(invalid(
+                    path,
+                    &Json::from(key.as_str()),
+                    format!("{}.{key} in body is a forbidden property", path),
+                ));
+            }
+        }
+        if let Some(values) = &node.additional {
+            for (key, v) in fields {
+                if node.properties.contains_key(key) || skipped_null(values, v) {
+                    continue;
+                }
+                let old_v = old.and_then(|o| o.get(key));
+                self.node(values, &child(path, key), v, old_v);
+            }
+        }
+        for (name, prop) in &node.properties {
+            if let Some(v) = fields.get(name) {
+                if skipped_null(prop, v) {
+                    continue;
+                }
+                let old_v = old.and_then(|o| o.get(name));
+                self.node(prop, &child(path, name), v, old_v);
+            }
+        }
+        for name in &node.required {
+            let present = match (fields.get(name), node.properties.get(name)) {
+                (Some(v), Some(prop)) => !skipped_null(prop, v),
+                (Some(_), None) => true,
+                (None, Some(prop)) => prop.has_default,
+                (None, None) => false,
+            };
+            if !present {
+                self.errors.push(error(
+                    ErrorType::Required,
+                    &child(path, name),
+                    None,
+                    String::new(),
+                ));
+            }
+        }
+        if node.additional.is_none() && !node.preserve_unknown && !node.no_additional {
+            let root_meta = |k: &str| {
+                (path.is_empty() || node.embedded)
+                    && matches!(k, "apiVersion" | "kind" | "metadata")
+            };
+            for key in fields.keys() {
+                if !node.properties.contains_key(key) && !root_meta(key) {
+                    self.unknown.push(child(path, key));
+                }
+            }
+        }
+    }
+}
+
+/// A null under a property that is not nullable is removed when the API
+/// server decodes the object (replaced by the default when it has one):
+/// validation never sees it.
+fn skipped_null(node: &Node, v: &Json) -> bool {
+    v.is_null() && !node.nullable
+}
+
+/// JSON equality with integers and floats of the same value equal, as Go's
+/// conversion to the enum entry's type makes them.
+fn same(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Number(x), Json::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+fn type_invalid(path: &str, ty: &str, got: &str) -> FieldError {
+    error(
+        ErrorType::TypeInvalid,
+        path,
+        Some(crate::cel::go_quote(got)),
+        format!(
+            "{path} in body must be of type {ty}: {}",
+            crate::cel::go_quote(got)
+        ),
+    )
+}
+
+fn too_many(path: &str, n: i64, max: i64) -> FieldError {
+    let unit = if max == 1 { "item" } else { "items" };
+    error(
+        ErrorType::TooMany,
+        path,
+        Some(n.to_string()),
+        format!("must have at most {max} {unit}"),
+    )
+}
+
+/// The old item of a list-type map with the same keys as `item`.
+pub(super) fn correlate<'o>(item: &Json, olds: &'o [Json], keys: &[String]) -> Option<&'o Json> {
+    let key_of =
+        |v: &Json| -> Vec<Option<Json>> { keys.iter().map(|k| v.get(k).cloned()).collect() };
+    let want = key_of(item);
+    olds.iter().find(|o| key_of(o) == want)
+}
