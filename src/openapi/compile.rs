@@ -108,7 +108,12 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
     let pattern = match &p.pattern {
         Some(pat) => Some((
             pat.clone(),
-            crate::cel::compile_go_regex(pat).map_err(|e| format!("{path}.pattern: {e}"))?,
+            crate::cel::compile_go_regex(pat).map_err(|e| {
+                format!(
+                    "{path}.pattern: Invalid value: {}: must be a valid regular expression, but isn't: {e}",
+                    crate::cel::go_quote(pat)
+                )
+            })?,
         )),
         None => None,
     };

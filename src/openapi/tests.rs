@@ -237,3 +237,15 @@ fn rendering_follows_the_api_server() {
     assert_eq!(render(&json!({"a": "<b>"})), "{\"a\":\"\\u003cb\\u003e\"}");
     assert_eq!(render(&Json::Null), "null");
 }
+
+#[test]
+fn a_pattern_go_refuses_is_refused_with_its_path() {
+    let props: JSONSchemaProps =
+        serde_json::from_value(spec(json!({"name": {"type": "string", "pattern": "a(b"}})))
+            .expect("schema");
+    let e = SchemaCheck::compile(&props).expect_err("refused");
+    assert!(
+        e.starts_with("openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: \"a(b\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `a(b`"),
+        "{e}"
+    );
+}

@@ -178,7 +178,7 @@ impl Validator {
                         problems.push(RuleProblem {
                             path: path.to_owned(),
                             rule: String::new(),
-                            reason: format!("Invalid value: {reason}"),
+                            reason: reason.to_owned(),
                         });
                     }
                 }
