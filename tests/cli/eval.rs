@@ -353,9 +353,9 @@ fn files_directories_and_standard_input_are_answered_together() {
 }
 
 /// The whole schema is checked, as the API server checks it before any
-/// rule: a wrong type, a pattern and missing required fields deny, and
-/// the rules it did not run are said; on UPDATE an unchanged bad value
-/// ratchets, a changed one does not.
+/// rule: a wrong type and a pattern deny, the rules it did not run are
+/// said, an undeclared field is warned of; on UPDATE an unchanged bad
+/// value ratchets, a changed one does not.
 #[test]
 fn schema_violations_are_denied_on_create_and_update() {
     let dir = tempfile::tempdir().unwrap();
