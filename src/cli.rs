@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::ConfigSource;
+use crate::kube_version::KubeVersion;
 use crate::server::ServeConfig;
 use crate::telemetry::LogFormat;
 
@@ -40,6 +41,7 @@ pub enum Command {
         files: Vec<PathBuf>,
         /// Fail on unacknowledged stash-only values too.
         strict: bool,
+        kubernetes: KubeVersion,
     },
     /// Evaluate offline: an object against a CRD, or one expression.
     Eval(EvalArgs),
@@ -79,6 +81,7 @@ pub enum EvalArgs {
         object: Vec<PathBuf>,
         old: Option<PathBuf>,
         output: OutputFormat,
+        kubernetes: KubeVersion,
     },
     /// The value of one expression, `self` bound to a JSON or YAML value
     /// and, when `old` is given, `oldSelf` to another.
@@ -86,6 +89,7 @@ pub enum EvalArgs {
         expr: String,
         this: Option<PathBuf>,
         old: Option<PathBuf>,
+        kubernetes: KubeVersion,
     },
 }
 
@@ -102,6 +106,7 @@ pub struct ConvertArgs {
     pub other_kinds: crate::conversion::files::OtherKinds,
     /// Print the documents that converted even when others failed.
     pub partial: bool,
+    pub kubernetes: KubeVersion,
 }
 
 /// `celhook check` settings.
@@ -113,6 +118,7 @@ pub struct CheckArgs {
     pub output: OutputFormat,
     /// Skipped files and documents fail the check too.
     pub strict: bool,
+    pub kubernetes: KubeVersion,
 }
 
 /// `celhook test` settings.
@@ -124,6 +130,7 @@ pub struct TestArgs {
     pub paths: Vec<PathBuf>,
     /// How to print the results.
     pub output: TestOutput,
+    pub kubernetes: KubeVersion,
 }
 
 /// How `check` prints its report or `eval` its answers: for people or
@@ -272,9 +279,25 @@ enum CliCommand {
     StorageMigration(StorageMigrationCliArgs),
 }
 
+/// `--kubernetes-version`, shared by the commands that compile a config.
+#[derive(Debug, Args)]
+pub(crate) struct VersionArg {
+    /// The Kubernetes version to answer as (1.30 to 1.34): the CEL libraries rules and policies may use, and the built-in kinds' schemas. `check` judges expressions as that API server judges them when they are written (against its compatibility version, one minor behind); the other commands run them as it runs stored ones.
+    #[arg(
+        long = "kubernetes-version",
+        env = "CELHOOK_KUBERNETES_VERSION",
+        value_name = "1.MINOR",
+        default_value_t = KubeVersion::default()
+    )]
+    pub(crate) kubernetes_version: KubeVersion,
+}
+
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["crd", "expr"])))]
 struct EvalCliArgs {
+    #[command(flatten)]
+    version_arg: VersionArg,
+
     /// CRD manifest whose rules apply (with --object), or a config directory of CRDs.
     #[arg(long, value_name = "PATH", requires = "object")]
     crd: Option<PathBuf>,
@@ -302,6 +325,9 @@ struct EvalCliArgs {
 
 #[derive(Debug, Args)]
 struct TestCliArgs {
+    #[command(flatten)]
+    version_arg: VersionArg,
+
     /// The config every test runs against (a file, or a directory read with its subdirectories), instead of
     /// each test's spec.config.
     #[arg(long, value_name = "PATH")]
@@ -319,6 +345,9 @@ struct TestCliArgs {
 
 #[derive(Debug, Args)]
 struct ConvertCliArgs {
+    #[command(flatten)]
+    version_arg: VersionArg,
+
     /// CRDs and conversion documents: a directory (with its subdirectories) or one file; without it, the examples built into the binary.
     #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: Option<PathBuf>,
@@ -392,6 +421,9 @@ struct CertsCliArgs {
 
 #[derive(Debug, Args)]
 struct CheckCliArgs {
+    #[command(flatten)]
+    version_arg: VersionArg,
+
     /// CRD manifests (YAML or JSON) to check: a file, or a directory read with its subdirectories.
     #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: PathBuf,
@@ -488,6 +520,7 @@ impl Cli {
                 source: ConfigSource::Dir(args.config),
                 output: args.output.into(),
                 strict: args.strict,
+                kubernetes: args.version_arg.kubernetes_version,
             }),
             CliCommand::Convert(args) if args.round_trip => Command::RoundTrip {
                 source: args
@@ -495,6 +528,7 @@ impl Cli {
                     .map_or(ConfigSource::Embedded, ConfigSource::Dir),
                 files: args.files,
                 strict: args.strict,
+                kubernetes: args.version_arg.kubernetes_version,
             },
             CliCommand::Convert(args) => Command::Convert(ConvertArgs {
                 source: args
@@ -509,12 +543,14 @@ impl Cli {
                     crate::conversion::files::OtherKinds::PassThrough
                 },
                 partial: args.partial,
+                kubernetes: args.version_arg.kubernetes_version,
             }),
             CliCommand::Eval(args) => Command::Eval(match (args.expr, args.crd, args.object) {
                 (Some(expr), _, _) => EvalArgs::Expr {
                     expr,
                     this: args.this,
                     old: args.old,
+                    kubernetes: args.version_arg.kubernetes_version,
                 },
                 // clap's group and `requires` rules guarantee --crd with --object.
                 (None, crd, object) => EvalArgs::Object {
@@ -523,12 +559,14 @@ impl Cli {
                     object,
                     old: args.old,
                     output: args.output.into(),
+                    kubernetes: args.version_arg.kubernetes_version,
                 },
             }),
             CliCommand::Test(args) => Command::Test(TestArgs {
                 config: args.config,
                 paths: args.paths,
                 output: args.output,
+                kubernetes: args.version_arg.kubernetes_version,
             }),
             CliCommand::Certs(args) => Command::Certs(crate::certs::CertsArgs {
                 out_dir: args.out_dir,

@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 use crate::cel::{self, Program};
 use crate::cli::OutputFormat;
 use crate::config::{self, Catalog};
+use crate::kube_version::KubeVersion;
 use crate::review::{AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation};
 use crate::schema::Schema;
 
@@ -156,10 +157,14 @@ fn objects_of(path: &Path, text: &str) -> Result<Objects, CommandError> {
 }
 
 /// The CRDs of `crd_file` (a file, or a config directory), loaded and compiled.
-pub fn load_crd(crd_file: &Path) -> Result<Catalog, CommandError> {
+pub fn load_crd(crd_file: &Path, kubernetes: KubeVersion) -> Result<Catalog, CommandError> {
     let files = config::files::config_files(crd_file)
         .map_err(|e| file_error(crd_file, format!("cannot read file: {e}")))?;
-    let loaded = config::load_files(&files);
+    let options = config::Options {
+        kubernetes,
+        written: false,
+    };
+    let loaded = config::load_files(&files, options);
     if loaded.report.has_errors() {
         let lines: Vec<String> = crate::config::report::problems(&loaded.report)
             .map(|p| crate::config::report::format_problem(&p))
@@ -178,6 +183,7 @@ pub fn answer_objects(
     object_files: &[PathBuf],
     old_file: Option<&Path>,
     output: OutputFormat,
+    kubernetes: KubeVersion,
 ) -> Result<(String, bool), CommandError> {
     let Objects { objects, several } = read_all_objects(object_files)?;
     let olds = match old_file {
@@ -197,7 +203,7 @@ pub fn answer_objects(
         }
         None => vec![None; objects.len()],
     };
-    let catalog = load_crd(crd_file)?;
+    let catalog = load_crd(crd_file, kubernetes)?;
     let mut answers = Vec::with_capacity(objects.len());
     for ((label, object), old) in objects.iter().zip(&olds) {
         let label = format!(
@@ -361,13 +367,15 @@ pub fn eval_expr(
     expr: &str,
     this: Option<&Json>,
     old: Option<&Json>,
+    kubernetes: KubeVersion,
 ) -> Result<Result<Json, String>, CommandError> {
     let schema = Schema::untyped(true);
     let env = if old.is_some() {
         cel::Environment::crd_rule(false)
     } else {
         cel::Environment::conversion()
-    };
+    }
+    .at(kubernetes.stored());
     let program =
         Program::compile(expr, &schema, env).map_err(|e| CommandError::Compile(e.message))?;
     let null = Json::Null;
@@ -385,15 +393,21 @@ mod tests {
     fn expressions_evaluate_over_a_dynamic_self() {
         let this = serde_json::json!({"a": [1, 2, 3]});
         assert_eq!(
-            eval_expr("self.a.map(x, x * 2)", Some(&this), None).unwrap(),
+            eval_expr(
+                "self.a.map(x, x * 2)",
+                Some(&this),
+                None,
+                KubeVersion::default()
+            )
+            .unwrap(),
             Ok(serde_json::json!([2, 4, 6]))
         );
         assert_eq!(
-            eval_expr("self.b", Some(&this), None).unwrap(),
+            eval_expr("self.b", Some(&this), None, KubeVersion::default()).unwrap(),
             Err("no such key: b".to_owned())
         );
         assert!(matches!(
-            eval_expr("self.", None, None),
+            eval_expr("self.", None, None, KubeVersion::default()),
             Err(CommandError::Compile(_))
         ));
     }
@@ -402,10 +416,21 @@ mod tests {
     fn old_self_is_declared_only_with_an_old_value() {
         let (this, old) = (serde_json::json!({"n": 3}), serde_json::json!({"n": 2}));
         assert_eq!(
-            eval_expr("self.n - oldSelf.n", Some(&this), Some(&old)).unwrap(),
+            eval_expr(
+                "self.n - oldSelf.n",
+                Some(&this),
+                Some(&old),
+                KubeVersion::default()
+            )
+            .unwrap(),
             Ok(serde_json::json!(1))
         );
-        match eval_expr("self.n - oldSelf.n", Some(&this), None) {
+        match eval_expr(
+            "self.n - oldSelf.n",
+            Some(&this),
+            None,
+            KubeVersion::default(),
+        ) {
             Err(CommandError::Compile(m)) => {
                 assert!(m.contains("undeclared reference to 'oldSelf'"), "{m}")
             }

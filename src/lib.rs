@@ -23,6 +23,7 @@ pub mod field_error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod kinds;
+pub mod kube_version;
 pub mod metrics;
 pub mod migration;
 pub mod openapi;

@@ -67,9 +67,10 @@ fn main() -> ExitCode {
             source,
             files,
             strict,
+            kubernetes,
         } => {
             telemetry::init(LogFormat::Text);
-            round_trip(&source, &files, strict)
+            round_trip(&source, &files, strict, kubernetes)
         }
         Command::Serve { config, log_format } => {
             telemetry::init(log_format);
@@ -137,16 +138,28 @@ fn eval(args: &EvalArgs) -> ExitCode {
             object,
             old,
             output,
-        } => eval::answer_objects(crd, version.as_deref(), object, old.as_deref(), *output).map(
-            |(text, allowed)| {
-                out(&text);
-                allowed
-            },
-        ),
-        EvalArgs::Expr { expr, this, old } => (|| {
+            kubernetes,
+        } => eval::answer_objects(
+            crd,
+            version.as_deref(),
+            object,
+            old.as_deref(),
+            *output,
+            *kubernetes,
+        )
+        .map(|(text, allowed)| {
+            out(&text);
+            allowed
+        }),
+        EvalArgs::Expr {
+            expr,
+            this,
+            old,
+            kubernetes,
+        } => (|| {
             let this = this.as_deref().map(eval::read_document).transpose()?;
             let old = old.as_deref().map(eval::read_document).transpose()?;
-            match eval::eval_expr(expr, this.as_ref(), old.as_ref())? {
+            match eval::eval_expr(expr, this.as_ref(), old.as_ref(), *kubernetes)? {
                 Ok(v) => {
                     out(&format!("{v}\n"));
                     Ok(true)
@@ -179,7 +192,7 @@ fn test(args: &TestArgs) -> ExitCode {
         TestOutput::Json => ReportFormat::Json,
         TestOutput::Junit => ReportFormat::Junit,
     };
-    let run = testing::run(&args.paths, args.config.as_deref());
+    let run = testing::run(&args.paths, args.config.as_deref(), args.kubernetes);
     if format != ReportFormat::Text {
         for problem in &run.problems {
             eprintln!("celhook test: {problem}");
@@ -189,8 +202,22 @@ fn test(args: &TestArgs) -> ExitCode {
     ExitCode::from(run.exit_code())
 }
 
+/// A config compiled as the API server of `kubernetes` runs stored
+/// expressions.
+fn stored(kubernetes: celhook::kube_version::KubeVersion) -> config::Options {
+    config::Options {
+        kubernetes,
+        written: false,
+    }
+}
+
 fn check(args: &CheckArgs) -> ExitCode {
-    let loaded = config::load(&args.source);
+    // `check` judges the config as the API server judges it when written.
+    let options = config::Options {
+        kubernetes: args.kubernetes,
+        written: true,
+    };
+    let loaded = config::load_as(&args.source, options);
     let rendered = match args.output {
         OutputFormat::Text => Ok(config::report::render_text(&loaded.report)),
         OutputFormat::Json => config::report::render_json(&loaded.report),
@@ -212,7 +239,7 @@ fn check(args: &CheckArgs) -> ExitCode {
 /// `celhook convert`: prints every document that converted (or passed
 /// through), and each failure on stderr; exit 1 when anything failed.
 fn convert(args: &ConvertArgs) -> ExitCode {
-    let loaded = config::load(&args.source);
+    let loaded = config::load_as(&args.source, stored(args.kubernetes));
     if loaded.report.has_errors() {
         for problem in config::report::problems(&loaded.report) {
             eprintln!("{}", config::report::format_problem(&problem));
@@ -313,7 +340,7 @@ fn check_desired(catalog: &config::Catalog, to: &str) -> Result<(), String> {
 }
 
 fn serve(config: ServeConfig) -> ExitCode {
-    let loaded = config::load(&config.config_source);
+    let loaded = config::load_as(&config.config_source, stored(config.kubernetes));
     if loaded.report.has_errors() {
         for problem in config::report::problems(&loaded.report) {
             tracing::error!(problem = %config::report::format_problem(&problem), "config problem");
@@ -421,8 +448,9 @@ fn round_trip(
     source: &config::ConfigSource,
     files: &[std::path::PathBuf],
     strict: bool,
+    kubernetes: celhook::kube_version::KubeVersion,
 ) -> ExitCode {
-    let loaded = config::load(source);
+    let loaded = config::load_as(source, stored(kubernetes));
     if loaded.report.has_errors() {
         for problem in config::report::problems(&loaded.report) {
             eprintln!("{}", config::report::format_problem(&problem));

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{self, Catalog, ConfigSource};
+use crate::kube_version::KubeVersion;
 use crate::review::{AdmissionRequest, AdmissionResponse, GroupVersionKind};
 
 mod load;
@@ -184,7 +185,7 @@ impl Run {
 /// Loads the tests of `paths` (files, and directories walked for
 /// `*.yaml`, `*.yml` and `*.json` files) and runs every case against its
 /// config: `config` when given, else the test's `spec.config`.
-pub fn run(paths: &[PathBuf], config: Option<&Path>) -> Run {
+pub fn run(paths: &[PathBuf], config: Option<&Path>, kubernetes: KubeVersion) -> Run {
     let mut run = Run::default();
     let tests = load::discover(paths, &mut run.problems);
     // Tests sharing a config load it once; a config that does not load is
@@ -206,7 +207,11 @@ pub fn run(paths: &[PathBuf], config: Option<&Path>) -> Run {
         let key = std::fs::canonicalize(&config_path).unwrap_or_else(|_| config_path.clone());
         let shown = config_path.display();
         if !catalogs.contains_key(&key) {
-            let loaded = config::load(&ConfigSource::Dir(config_path.clone()));
+            let options = config::Options {
+                kubernetes,
+                written: false,
+            };
+            let loaded = config::load_as(&ConfigSource::Dir(config_path.clone()), options);
             if loaded.report.has_errors() {
                 let lines: Vec<String> = config::report::problems(&loaded.report)
                     .map(|p| config::report::format_problem(&p))

@@ -18,6 +18,9 @@ fn duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
+    #[command(flatten)]
+    version_arg: super::VersionArg,
+
     /// CRD manifests (YAML or JSON): a directory, read with its subdirectories, or one file; without it, the example CRDs built into the binary.
     #[arg(long, env = "CELHOOK_CONFIG", value_name = "PATH")]
     config: Option<PathBuf>,
@@ -234,6 +237,7 @@ impl ServeArgs {
             config_source: args
                 .config
                 .map_or(ConfigSource::Embedded, ConfigSource::Dir),
+            kubernetes: args.version_arg.kubernetes_version,
             listen: args.listen,
             tls,
             max_request_bytes: args.max_request_bytes,

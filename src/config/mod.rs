@@ -11,7 +11,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use crate::cel;
 use crate::conversion;
+use crate::kube_version::KubeVersion;
 use crate::policy::load as policy;
 use crate::schema::Schema;
 use crate::validation::Validator;
@@ -148,9 +150,36 @@ pub struct Loaded {
     pub report: Report,
 }
 
+/// What a config is compiled as: the Kubernetes version whose libraries
+/// and built-in kinds apply, and whether its expressions are judged as
+/// the API server judges them when they are written (`check`: against its
+/// compatibility version, one minor behind) or as it runs stored ones.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub kubernetes: KubeVersion,
+    pub written: bool,
+}
+
+impl Options {
+    /// The libraries of what the API server compiles: CRD rules and
+    /// policies.
+    fn api_server_libraries(self) -> cel::environment::Version {
+        if self.written {
+            self.kubernetes.written()
+        } else {
+            self.kubernetes.stored()
+        }
+    }
+}
+
 /// Loads and compiles every CRD from `source`.
 pub fn load(source: &ConfigSource) -> Loaded {
-    let mut loader = Loader::default();
+    load_as(source, Options::default())
+}
+
+/// [`load`] as `options` say.
+pub fn load_as(source: &ConfigSource, options: Options) -> Loaded {
+    let mut loader = Loader::new(options);
     match source {
         ConfigSource::Dir(path) => loader.path(path),
         ConfigSource::Embedded => {
@@ -166,7 +195,7 @@ pub fn load(source: &ConfigSource) -> Loaded {
 /// files, each a `(name, text)` pair: the fuzz targets and tests load
 /// configs this way without a directory.
 pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
-    let mut loader = Loader::default();
+    let mut loader = Loader::new(Options::default());
     for (name, text) in files {
         loader.text(name.as_ref(), text);
     }
@@ -174,8 +203,8 @@ pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
 }
 
 /// Loads and compiles the CRDs of the given files (for the offline tools).
-pub fn load_files(files: &[PathBuf]) -> Loaded {
-    let mut loader = Loader::default();
+pub fn load_files(files: &[PathBuf], options: Options) -> Loaded {
+    let mut loader = Loader::new(options);
     for path in files {
         let name = path.display().to_string();
         match std::fs::read_to_string(path) {
@@ -203,6 +232,14 @@ struct Loader {
     /// Policies, bindings, Namespaces and other objects (parameters), and
     /// the CRD kinds they may refer to, compiled last.
     policy_sources: crate::policy::load::Sources,
+    /// The Kubernetes minor of the built-in kinds' schemas.
+    kinds: u32,
+    /// The Kubernetes minor whose CEL libraries the API server's
+    /// expressions (CRD rules, policies) may use.
+    libraries: cel::environment::Version,
+    /// The same for celhook's own documents (conversions, rules
+    /// documents): celhook runs them, so they are never judged as written.
+    own_libraries: cel::environment::Version,
 }
 
 /// A compiled CRD's name and (version, `openAPIV3Schema`) list.
@@ -212,6 +249,15 @@ type CrdOpenApi = (String, Vec<(String, JSONSchemaProps)>);
 type CrdSchemas = (String, String, Vec<(String, Schema)>);
 
 impl Loader {
+    fn new(options: Options) -> Loader {
+        Loader {
+            kinds: options.kubernetes.minor().into(),
+            libraries: options.api_server_libraries(),
+            own_libraries: options.kubernetes.stored(),
+            ..Loader::default()
+        }
+    }
+
     /// After every file (a conversion, rules document or policy may come
     /// before the CRD it names): compiles what waits on the CRDs.
     fn finish(mut self) -> Loaded {
@@ -414,7 +460,7 @@ impl Loader {
                 compiled.push((v.name.clone(), Validator::compile(Schema::default()).ok()));
                 continue;
             };
-            match Validator::from_openapi(props) {
+            match Validator::from_openapi_as(props, self.libraries) {
                 Ok(val) => compiled.push((v.name.clone(), Some(val))),
                 Err(problems) => {
                     for p in problems {
@@ -521,7 +567,7 @@ impl Loader {
                     group,
                     kind,
                 };
-                match conversion::document::compile(doc, info, versions) {
+                match conversion::document::compile(doc, info, versions, self.own_libraries) {
                     Ok(compiled) => {
                         let found = conversion::document::check_examples(
                             &compiled.conversion,

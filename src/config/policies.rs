@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use super::{Loader, Problem};
 use crate::schema::Schema;
-use crate::{cel, kinds, policy};
+use crate::{kinds, policy};
 
 /// The schemas policies are type-checked against: the config's CRDs and
-/// the built-in kinds (of the Kubernetes version the engine answers as).
+/// the built-in kinds (of the Kubernetes version celhook answers as).
 struct KindSchemas<'a> {
     loader: &'a Loader,
     crd_resources: &'a HashMap<(String, String), String>,
@@ -32,7 +32,7 @@ impl policy::load::Schemas for KindSchemas<'_> {
             .get(&(group.to_owned(), resource.to_owned()))
         {
             Some(kind) => kind.clone(),
-            None => kinds::kinds(cel::environment::LATEST)
+            None => kinds::kinds(self.loader.kinds)
                 .into_iter()
                 .find(|(g, v, k)| g == group && v == version && kinds::resource_of(k) == resource)
                 .map(|(_, _, k)| k)?,
@@ -57,7 +57,7 @@ impl Loader {
             loader: self,
             crd_resources: &crd_resources,
         };
-        let loaded = policy::load(sources, &schemas);
+        let loaded = policy::load(sources, &schemas, self.libraries);
         let problem = |p: policy::PolicyProblem| Problem {
             file: p.file,
             document: Some(p.document),

@@ -6,7 +6,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 
 use super::{Loader, Problem};
-use crate::{cel, kinds, rules};
+use crate::{kinds, rules};
 
 impl Loader {
     pub(super) fn rule_documents(&mut self) {
@@ -65,12 +65,12 @@ impl Loader {
                 let reason = format!(
                     "no CustomResourceDefinition in the config serves {}, and it is not a built-in kind of Kubernetes 1.{}",
                     rules::qualified(&parsed.group, &parsed.kind),
-                    cel::environment::LATEST
+                    self.kinds
                 );
                 report(self, vec![located("spec.target", reason)]);
                 continue;
             };
-            match rules::compile(&parsed, &sources, origin) {
+            match rules::compile(&parsed, &sources, origin, self.own_libraries) {
                 Ok(sets) => {
                     self.report.documents.push(super::DocumentReport {
                         name: parsed.name.clone(),
@@ -93,9 +93,9 @@ impl Loader {
     /// vendor's CRD wins over nothing), else a built-in kind. Rules see the
     /// full `metadata` of the object (ObjectMeta), on CRDs too.
     pub(super) fn schemas_of(&self, group: &str, kind: &str) -> Option<KindSchemas> {
-        // The version the engine answers as: its libraries and the kinds'
+        // The version celhook answers as: its libraries and the kinds'
         // schemas agree.
-        let newest = cel::environment::LATEST;
+        let newest = self.kinds;
         if let Some((crd, versions)) = self.crd_openapi.get(&(group.to_owned(), kind.to_owned())) {
             let meta = kinds::object_meta(newest)
                 .and_then(|m| serde_json::from_value::<JSONSchemaProps>(m).ok());

@@ -130,6 +130,7 @@ pub fn compile(
     doc: Json,
     crd: CrdInfo<'_>,
     versions: &[(String, Schema)],
+    libraries: crate::cel::environment::Version,
 ) -> Result<Compiled, Vec<DocumentProblem>> {
     let problem =
         |version: Option<&str>, path: String, rule: Option<&str>, reason: String| DocumentProblem {
@@ -228,7 +229,8 @@ pub fn compile(
                             continue;
                         }
                     };
-                    match Program::compile(&a.expr, source, Environment::conversion()) {
+                    match Program::compile(&a.expr, source, Environment::conversion().at(libraries))
+                    {
                         Ok(program) => out.push(Assignment {
                             at,
                             path,

@@ -85,7 +85,10 @@ pub const PER_CALL_LIMIT: u64 = cel::PER_EXPRESSION_COST_LIMIT;
 const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
 
 /// Compiles a policy, or says everything that is wrong with it.
-pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
+pub fn policy(
+    doc: &ValidatingAdmissionPolicy,
+    libraries: cel::environment::Version,
+) -> Result<Policy, Vec<Located>> {
     let mut problems = Vec::new();
     let name = required_name(&doc.metadata, &mut problems);
     let Some(spec) = &doc.spec else {
@@ -146,6 +149,7 @@ pub fn policy(doc: &ValidatingAdmissionPolicy) -> Result<Policy, Vec<Located>> {
         declared: Vec::new(),
         composition: !variable_sources.is_empty(),
         params: param_kind.is_some(),
+        libraries,
         problems,
     };
     let match_conditions = c.match_conditions(spec.match_conditions.as_deref().unwrap_or_default());

@@ -71,12 +71,14 @@ pub(super) struct Compiler {
     pub(super) composition: bool,
     /// The policy has a paramKind (else `params` is undeclared).
     pub(super) params: bool,
+    /// The Kubernetes minor whose libraries the expressions may use.
+    pub(super) libraries: cel::environment::Version,
     pub(super) problems: Vec<Located>,
 }
 
 impl Compiler {
     fn env(&self, kind: Kind) -> Environment {
-        environment(kind == Kind::Message, self.params)
+        environment(kind == Kind::Message, self.params, self.libraries)
     }
 
     /// Compiles `source` at `path`; `want` are the result types it may
@@ -242,8 +244,12 @@ fn over_the_limit_always(program: &Program) -> Option<String> {
 
 /// The policy environment of an expression: messageExpressions have no
 /// `authorizer`, a policy without paramKind no `params`.
-pub(super) fn environment(message: bool, params: bool) -> Environment {
-    let env = Environment::admission_policy();
+pub(super) fn environment(
+    message: bool,
+    params: bool,
+    libraries: cel::environment::Version,
+) -> Environment {
+    let env = Environment::admission_policy().at(libraries);
     match (message, params) {
         (false, true) => env,
         (false, false) => env.without(&["params"]),

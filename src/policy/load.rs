@@ -110,7 +110,11 @@ pub trait Schemas {
 
 /// Compiles everything in `sources`; policies are type-checked against
 /// the kinds they match as the API server checks them (warnings).
-pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
+pub fn load(
+    sources: Sources,
+    schemas: &dyn Schemas,
+    libraries: crate::cel::environment::Version,
+) -> Loaded {
     let mut out = Loaded::default();
     let mut policies: Vec<(Arc<Policy>, String)> = Vec::new();
     let mut seen = HashMap::new();
@@ -120,7 +124,7 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
         let Some(parsed) = at.parse::<ValidatingAdmissionPolicy>(doc, &mut out.errors) else {
             continue;
         };
-        match compile::policy(&parsed) {
+        match compile::policy(&parsed, libraries) {
             Ok(policy) => {
                 if let Some(other) = seen.insert(policy.name.clone(), file.clone()) {
                     out.errors.push(problem(
@@ -147,7 +151,7 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
                     }
                 }
                 if let Some(spec) = &parsed.spec {
-                    for w in type_check(spec, schemas) {
+                    for w in type_check(spec, schemas, libraries) {
                         out.warnings
                             .push(problem(Some(w.field_ref), w.warning.trim_end().to_owned()));
                     }
@@ -259,6 +263,7 @@ pub fn load(sources: Sources, schemas: &dyn Schemas) -> Loaded {
 fn type_check(
     spec: &k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec,
     schemas: &dyn Schemas,
+    libraries: crate::cel::environment::Version,
 ) -> Vec<typecheck::Warning> {
     let mut kinds: Vec<((String, String, String), Schema)> = Vec::new();
     for (g, v, r) in typecheck::resources(spec) {
@@ -281,7 +286,7 @@ fn type_check(
         .param_kind
         .as_ref()
         .and_then(|p| schemas.by_kind(p.api_version.as_deref()?, p.kind.as_deref()?));
-    typecheck::check(spec, &checked, params.as_ref())
+    typecheck::check(spec, &checked, params.as_ref(), libraries)
 }
 
 fn type_of(doc: &Json) -> (String, String) {

@@ -87,6 +87,7 @@ pub fn compile(
     doc: &Document,
     sources: &[(String, JSONSchemaProps)],
     origin: Origin,
+    libraries: cel::environment::Version,
 ) -> Result<Vec<RuleSet>, Vec<Located>> {
     let mut problems = Vec::new();
     let wanted: Vec<&str> = match &doc.versions {
@@ -110,7 +111,7 @@ pub fn compile(
         }
         None => sources.iter().map(|(v, _)| v.as_str()).collect(),
     };
-    let match_conditions = match_conditions(doc, &mut problems);
+    let match_conditions = match_conditions(doc, libraries, &mut problems);
     let info = Arc::new(Info {
         name: doc.name.clone(),
         group: doc.group.clone(),
@@ -124,7 +125,7 @@ pub fn compile(
         if !wanted.contains(&version.as_str()) {
             continue;
         }
-        match compile_version(doc, version, props, origin) {
+        match compile_version(doc, version, props, origin, libraries) {
             Ok(validator) => sets.push(RuleSet {
                 info: info.clone(),
                 version: version.clone(),
@@ -143,7 +144,11 @@ pub fn compile(
 /// Compiles the document's matchConditions as the API server compiles a
 /// webhook's: dynamic `object`, `oldObject`, `request`, a bool (or dyn)
 /// result.
-fn match_conditions(doc: &Document, problems: &mut Vec<Located>) -> Vec<Condition> {
+fn match_conditions(
+    doc: &Document,
+    libraries: cel::environment::Version,
+    problems: &mut Vec<Located>,
+) -> Vec<Condition> {
     let any = Schema::untyped(true);
     let mut out = Vec::new();
     for (i, c) in doc.match_conditions.iter().enumerate() {
@@ -153,7 +158,8 @@ fn match_conditions(doc: &Document, problems: &mut Vec<Located>) -> Vec<Conditio
             rule: Some(c.expression.clone()),
             reason,
         };
-        match Program::compile(&c.expression, &any, cel::Environment::match_condition()) {
+        let env = cel::Environment::match_condition().at(libraries);
+        match Program::compile(&c.expression, &any, env) {
             Ok(program) if matches!(program.result_type(), "bool" | "dyn") => out.push(Condition {
                 name: c.name.clone(),
                 expression: c.expression.clone(),
@@ -174,6 +180,7 @@ fn compile_version(
     version: &str,
     props: &JSONSchemaProps,
     origin: Origin,
+    libraries: cel::environment::Version,
 ) -> Result<Validator, Vec<Located>> {
     let located = |path: String, rule: Option<String>, reason: String| Located {
         version: Some(version.to_owned()),
@@ -214,8 +221,8 @@ fn compile_version(
         return Err(problems);
     }
     let compiled = match origin {
-        Origin::Crd => Validator::compile(schema),
-        Origin::BuiltIn => Validator::compile_per_evaluation(schema),
+        Origin::Crd => Validator::compile_as(schema, libraries, false),
+        Origin::BuiltIn => Validator::compile_as(schema, libraries, true),
     };
     compiled.map_err(|found| {
         found

@@ -49,6 +49,8 @@ pub struct AppState {
     pub max_convert_request_bytes: usize,
     /// How requests are answered beyond the rules.
     pub policy: crate::admission::Policy,
+    /// What a reloaded config is compiled as.
+    pub config_options: crate::config::Options,
     ready: AtomicBool,
     draining: AtomicBool,
 }
@@ -66,6 +68,10 @@ impl AppState {
             limits: Limits::of(config),
             max_convert_request_bytes: config.max_convert_request_bytes,
             policy: config.policy,
+            config_options: crate::config::Options {
+                kubernetes: config.kubernetes,
+                written: false,
+            },
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
         }

@@ -282,7 +282,7 @@ enum Settle {
 }
 
 fn reload_config_settled(state: &AppState, dir: &Path, settled: bool) -> Settle {
-    let loaded = config::load(&ConfigSource::Dir(dir.to_owned()));
+    let loaded = config::load_as(&ConfigSource::Dir(dir.to_owned()), state.config_options);
     if loaded.report.has_errors() {
         state.metrics.observe_config_reload_failure();
         for problem in config::report::problems(&loaded.report) {

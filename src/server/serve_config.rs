@@ -40,6 +40,8 @@ pub struct ServeConfig {
     /// Where the CRDs come from (kept for hot reload; [`spawn`] takes the
     /// already loaded catalog).
     pub config_source: ConfigSource,
+    /// The Kubernetes version the config is compiled as (also on reload).
+    pub kubernetes: crate::kube_version::KubeVersion,
     /// The TLS listen address; port 0 picks a free port.
     pub listen: SocketAddr,
     /// The serving certificate.
@@ -106,6 +108,7 @@ impl ServeConfig {
     pub fn new() -> Self {
         Self {
             config_source: ConfigSource::Embedded,
+            kubernetes: crate::kube_version::KubeVersion::default(),
             listen: SocketAddr::from(([0, 0, 0, 0], 8443)),
             tls: TlsSource::SelfSigned,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,

@@ -8,7 +8,6 @@ use crate::schema::ListType;
 
 /// What compiling one schema collects: problems, and the estimated cost of
 /// every expression for the schema-wide limit.
-#[derive(Default)]
 pub(super) struct Compilation {
     pub(super) problems: Vec<RuleProblem>,
     /// (path, rule, estimated cost) of every rule and messageExpression.
@@ -16,6 +15,19 @@ pub(super) struct Compilation {
     /// Estimate each rule per evaluation, not times how often it can run
     /// per object (see [`Validator::compile_per_evaluation`]).
     pub(super) per_evaluation: bool,
+    /// The Kubernetes minor whose libraries the rules may use.
+    pub(super) libraries: cel::environment::Version,
+}
+
+impl Default for Compilation {
+    fn default() -> Self {
+        Compilation {
+            problems: Vec::new(),
+            costs: Vec::new(),
+            per_evaluation: false,
+            libraries: cel::environment::LATEST,
+        }
+    }
 }
 
 const COST_HINT: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
@@ -66,6 +78,7 @@ pub(super) fn compile_node(
     } else {
         cardinality.unwrap_or_else(|| cel::max_cardinality(schema))
     };
+    let libraries = cx.libraries;
     let problems = &mut cx.problems;
     let costs = &mut cx.costs;
     // Data of unknown type has no CEL type: rules there cannot compile.
@@ -141,7 +154,7 @@ pub(super) fn compile_node(
             }
         };
         let optional_old_self = v.optional_old_self.unwrap_or(false);
-        let opts = cel::Environment::crd_rule(optional_old_self);
+        let opts = cel::Environment::crd_rule(optional_old_self).at(libraries);
         let program = match Program::compile(&v.rule, schema, opts) {
             Ok(p) if p.result_type() == "bool" => p,
             Ok(_) => {
@@ -199,7 +212,7 @@ pub(super) fn compile_node(
                 None
             }
             Some(m) => {
-                let opts = cel::Environment::message_expression();
+                let opts = cel::Environment::message_expression().at(libraries);
                 match Program::compile(m, schema, opts) {
                     Ok(p) if p.result_type() == "string" => {
                         // Counted in the CRD's total even when over its own

@@ -8,7 +8,7 @@ mod walk;
 
 use serde_json::Value as Json;
 
-use crate::cel::Program;
+use crate::cel::{self, Program};
 use crate::metrics::{Metrics, RuleObservation};
 use crate::schema::Schema;
 use compile::{compile_node, Compilation};
@@ -107,6 +107,20 @@ impl Validator {
         Self::compile_with(schema, Compilation::default())
     }
 
+    /// [`Validator::compile`] with the libraries of Kubernetes
+    /// `1.<libraries>`, each rule's estimate checked per evaluation when
+    /// `per_evaluation` (see [`Validator::compile_per_evaluation`]).
+    pub fn compile_as(
+        schema: Schema,
+        libraries: cel::environment::Version,
+        per_evaluation: bool,
+    ) -> Result<Validator, Vec<RuleProblem>> {
+        let mut cx = Compilation::default();
+        cx.libraries = libraries;
+        cx.per_evaluation = per_evaluation;
+        Self::compile_with(schema, cx)
+    }
+
     /// [`Validator::compile`] for the schema of a built-in kind: the API
     /// server bounds the lists and strings of those in code, not in their
     /// OpenAPI schema, so the CRD estimate (each rule's cost times how many
@@ -115,9 +129,7 @@ impl Validator {
     /// ValidatingAdmissionPolicy expression's is) against the same limits;
     /// the runtime budget per object is unchanged.
     pub fn compile_per_evaluation(schema: Schema) -> Result<Validator, Vec<RuleProblem>> {
-        let mut cx = Compilation::default();
-        cx.per_evaluation = true;
-        Self::compile_with(schema, cx)
+        Self::compile_as(schema, cel::environment::LATEST, true)
     }
 
     fn compile_with(schema: Schema, mut cx: Compilation) -> Result<Validator, Vec<RuleProblem>> {
@@ -142,6 +154,15 @@ impl Validator {
     pub fn from_openapi(
         props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
     ) -> Result<Validator, Vec<RuleProblem>> {
+        Self::from_openapi_as(props, cel::environment::LATEST)
+    }
+
+    /// [`Validator::from_openapi`] with the libraries of Kubernetes
+    /// `1.<libraries>`.
+    pub fn from_openapi_as(
+        props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
+        libraries: cel::environment::Version,
+    ) -> Result<Validator, Vec<RuleProblem>> {
         // A structural schema has no additionalProperties at its root (a
         // resource is an object, not a map); the rules are still checked.
         let root_map = props.additional_properties.is_some().then(|| RuleProblem {
@@ -151,7 +172,7 @@ impl Validator {
         });
         match Schema::from_openapi(props) {
             Ok(schema) => {
-                let validator = match (Validator::compile(schema), root_map) {
+                let validator = match (Validator::compile_as(schema, libraries, false), root_map) {
                     (Ok(v), None) => v,
                     (Ok(_), Some(root)) => return Err(vec![root]),
                     (Err(mut problems), Some(root)) => {

@@ -311,3 +311,88 @@ fn check_skips_samples_with_a_warning_and_strict_fails_on_them() {
     let strict = run(celhook().args(["check", "--config", &config, "--strict"]));
     assert_eq!(strict.status.code(), Some(1));
 }
+
+/// `--kubernetes-version`: `check` judges a rule as that API server judges
+/// one being written (its compatibility version, one minor behind: the
+/// semver library, 1.33, needs 1.34), `eval` as it runs a stored one.
+#[test]
+fn the_kubernetes_version_decides_which_libraries_a_rule_may_use() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: releases.example.com}
+spec:
+  group: example.com
+  names: {kind: Release, plural: releases}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                version: {type: string, maxLength: 64}
+              x-kubernetes-validations:
+                - rule: "isSemver(self.version)"
+                  message: not a semver
+"#;
+    std::fs::write(dir.path().join("crd.yaml"), crd).expect("write");
+    let config = dir.path().display().to_string();
+    let check = |version: &str| {
+        run(celhook().args([
+            "check",
+            "--config",
+            &config,
+            "--kubernetes-version",
+            version,
+        ]))
+    };
+    let out = check("1.34");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = check("1.33");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("undeclared reference to 'isSemver'"),
+        "{text}"
+    );
+
+    let object = dir.path().join("object.yaml");
+    std::fs::write(
+        &object,
+        "apiVersion: example.com/v1\nkind: Release\nmetadata: {name: r}\nspec: {version: not-semver}\n",
+    )
+    .expect("write");
+    let object = object.display().to_string();
+    let crd_file = dir.path().join("crd.yaml").display().to_string();
+    let out = run(celhook().args([
+        "eval",
+        "--crd",
+        &crd_file,
+        "--object",
+        &object,
+        "--kubernetes-version",
+        "1.33",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("spec: Invalid value: \"object\": not a semver"),
+        "{text}"
+    );
+
+    let out = run(celhook().args(["check", "--config", &config, "--kubernetes-version", "1.35"]));
+    assert_eq!(out.status.code(), Some(64), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("give one of 1.30 to 1.34"), "{err}");
+}

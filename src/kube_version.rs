@@ -1,0 +1,98 @@
+//! The Kubernetes version celhook answers as (`--kubernetes-version`):
+//! which CEL libraries a rule may use, and the built-in kinds' schemas.
+//! An API server compiles an expression being written (a new CRD, a
+//! changed rule) against its compatibility version, one minor behind
+//! itself, so that a rollback can still run it; expressions it already
+//! stores run with everything its own minor knows.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A Kubernetes minor celhook answers as: 1.30 to 1.34 today. 1.35 changed
+/// the texts of failed rules and 1.36 the numeric formats; until celhook
+/// answers with those, it refuses to claim those versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion(u8);
+
+impl KubeVersion {
+    pub const OLDEST: KubeVersion = KubeVersion(30);
+    pub const NEWEST: KubeVersion = KubeVersion(34);
+
+    /// The minor (`34` for 1.34).
+    pub fn minor(self) -> u8 {
+        self.0
+    }
+
+    /// The library version of expressions being written: the
+    /// compatibility version, one minor behind (1.30 fixed it at 1.29,
+    /// later versions compute it).
+    pub fn written(self) -> crate::cel::environment::Version {
+        (self.0 - 1).into()
+    }
+
+    /// The library version of expressions the API server stores and runs.
+    pub fn stored(self) -> crate::cel::environment::Version {
+        self.0.into()
+    }
+}
+
+impl Default for KubeVersion {
+    fn default() -> Self {
+        KubeVersion::NEWEST
+    }
+}
+
+impl fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "1.{}", self.0)
+    }
+}
+
+impl FromStr for KubeVersion {
+    type Err = String;
+
+    /// `1.34`, `v1.34` or `1.34.2` (the patch is ignored).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bare = s.strip_prefix('v').unwrap_or(s);
+        let mut parts = bare.split('.');
+        let minor = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("1"), Some(minor), patch, None)
+                if patch.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                minor.parse::<u8>().ok()
+            }
+            _ => None,
+        };
+        match minor {
+            Some(m) if (Self::OLDEST.0..=Self::NEWEST.0).contains(&m) => Ok(KubeVersion(m)),
+            _ => Err(format!(
+                "{s:?} is not a Kubernetes version celhook answers as: give one of {} to {} (e.g. 1.34)",
+                Self::OLDEST,
+                Self::NEWEST
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_and_say_which_libraries_apply() {
+        for (text, minor) in [("1.34", 34), ("v1.30", 30), ("1.32.2", 32)] {
+            assert_eq!(
+                text.parse::<KubeVersion>().map(KubeVersion::minor),
+                Ok(minor)
+            );
+        }
+        for bad in ["1.29", "1.35", "2.30", "1", "1.x", "1.34.", ""] {
+            let e = bad.parse::<KubeVersion>().expect_err(bad);
+            assert!(e.contains("give one of 1.30 to 1.34"), "{e}");
+        }
+        let v: KubeVersion = "1.34".parse().unwrap();
+        assert_eq!((v.written(), v.stored()), (33, 34));
+        assert_eq!(KubeVersion::OLDEST.written(), 29);
+        assert_eq!(KubeVersion::default().to_string(), "1.34");
+    }
+}
