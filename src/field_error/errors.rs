@@ -128,9 +128,10 @@ impl std::fmt::Display for FieldError {
 /// several as `[a, b]`, each distinct text once.
 pub fn aggregate(errors: &[FieldError]) -> String {
     let mut seen: Vec<String> = Vec::new();
+    let mut known = std::collections::HashSet::with_capacity(errors.len());
     for e in errors {
         let text = e.to_string();
-        if !seen.contains(&text) {
+        if known.insert(text.clone()) {
             seen.push(text);
         }
     }

@@ -52,8 +52,10 @@ pub(super) struct Node {
     pub nullable: bool,
     pub has_default: bool,
     pub enumeration: Vec<Json>,
-    /// The pattern as written and compiled (Go's RE2, unanchored).
-    pub pattern: Option<(String, Regex)>,
+    /// The pattern as written, and compiled (Go's RE2, unanchored) or why
+    /// not: kube-openapi reports a pattern it cannot compile on each value
+    /// it checks, so such a schema still loads.
+    pub pattern: Option<(String, Result<Regex, String>)>,
     pub minimum: Option<Bound>,
     pub maximum: Option<Bound>,
     pub multiple_of: Option<f64>,
@@ -79,8 +81,7 @@ pub(super) struct Node {
     pub not: Option<Box<Node>>,
 }
 
-/// Compiles a schema node and everything below it. A pattern that does
-/// not compile is an error: the API server refuses such a CRD.
+/// Compiles a schema node and everything below it.
 pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
     let int_or_string = p.x_kubernetes_int_or_string == Some(true);
     let types = if int_or_string {
@@ -105,18 +106,10 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
         .format
         .as_deref()
         .and_then(|f| Format::kept(f).map(|k| (k, f.to_owned())));
-    let pattern = match &p.pattern {
-        Some(pat) => Some((
-            pat.clone(),
-            crate::cel::compile_go_regex(pat).map_err(|e| {
-                format!(
-                    "{path}.pattern: Invalid value: {}: must be a valid regular expression, but isn't: {e}",
-                    crate::cel::go_quote(pat)
-                )
-            })?,
-        )),
-        None => None,
-    };
+    let pattern = p
+        .pattern
+        .as_ref()
+        .map(|pat| (pat.clone(), crate::cel::compile_go_regex(pat)));
     let bound = |value: Option<f64>, exclusive: Option<bool>| {
         value.map(|value| Bound {
             value,

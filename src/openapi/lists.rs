@@ -3,6 +3,8 @@
 //! and kind), then `x-kubernetes-list-type` set and map uniqueness. Their
 //! paths are `field.Path`'s: map keys in brackets (`spec.labels[a]`).
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::Value as Json;
 
 use super::compile::{ListType, Node};
@@ -105,7 +107,8 @@ fn dns1035(s: &str) -> bool {
 }
 
 /// Duplicates in `set` and `map` lists: the second occurrence of a value
-/// (or of a map's key tuple) is reported.
+/// (or of a map's key tuple) is reported. Each item's identity (its JSON
+/// text, keys sorted) is looked up once: one pass, however long the list.
 pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
     each(root, "", object, &mut |node, path, value| {
         let Json::Array(items) = value else {
@@ -114,21 +117,18 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
         match &node.list_type {
             ListType::Atomic => {}
             ListType::Set => {
-                let mut seen: Vec<&Json> = Vec::new();
-                let mut reported: Vec<&Json> = Vec::new();
+                // Value -> already reported.
+                let mut seen: HashMap<String, bool> = HashMap::with_capacity(items.len());
                 for (i, v) in items.iter().enumerate() {
-                    if seen.contains(&v) {
-                        if !reported.contains(&v) {
-                            reported.push(v);
-                            out.push(error(
-                                ErrorType::Duplicate,
-                                format!("{path}[{i}]"),
-                                render(v),
-                                "",
-                            ));
+                    match seen.get_mut(&identity(v)) {
+                        Some(reported) if !*reported => {
+                            *reported = true;
+                            out.push(duplicate(path, i, v));
                         }
-                    } else {
-                        seen.push(v);
+                        Some(_) => {}
+                        None => {
+                            seen.insert(identity(v), false);
+                        }
                     }
                 }
             }
@@ -146,27 +146,41 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
                     ));
                     return;
                 }
-                let mut seen: Vec<Json> = Vec::new();
+                let mut seen: HashSet<String> = HashSet::with_capacity(items.len());
                 for (i, v) in items.iter().enumerate() {
-                    let mut key = serde_json::Map::new();
-                    for k in keys {
-                        if let Some(x) = v.get(k) {
-                            key.insert(k.clone(), x.clone());
-                        }
-                    }
-                    let key = Json::Object(key);
-                    if seen.contains(&key) {
-                        out.push(error(
-                            ErrorType::Duplicate,
-                            format!("{path}[{i}]"),
-                            render(&key),
-                            "",
-                        ));
-                    } else {
-                        seen.push(key);
+                    let key = map_key(v, keys);
+                    if !seen.insert(identity(&key)) {
+                        out.push(duplicate(path, i, &key));
                     }
                 }
             }
         }
     });
+}
+
+fn duplicate(path: &str, i: usize, value: &Json) -> FieldError {
+    error(
+        ErrorType::Duplicate,
+        format!("{path}[{i}]"),
+        render(value),
+        "",
+    )
+}
+
+/// A value's identity for equality: its JSON text, object keys sorted
+/// (serde_json's maps are ordered by key). An integer and a float of the
+/// same value differ, as Go's `==` on the decoded values.
+pub(super) fn identity(v: &Json) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// The key fields of a list-map item present in it, as an object.
+pub(super) fn map_key(item: &Json, keys: &[String]) -> Json {
+    let mut key = serde_json::Map::new();
+    for k in keys {
+        if let Some(x) = item.get(k) {
+            key.insert(k.clone(), x.clone());
+        }
+    }
+    Json::Object(key)
 }

@@ -12,7 +12,10 @@
 
 use serde_json::Value as Json;
 
+use std::collections::HashMap;
+
 use super::compile::{ListType, Node};
+use super::lists::{identity, map_key};
 use super::render;
 use crate::field_error::{BadValue, ErrorType, FieldError};
 
@@ -108,10 +111,20 @@ impl Walk {
         }
         if let Json::Array(items) = value {
             if let Some(item) = &node.items {
-                let olds = old.and_then(Json::as_array);
+                // Old items of a list-map by their keys, each looked up
+                // once.
+                let olds: HashMap<String, &Json> = match (&node.list_type, old) {
+                    (ListType::Map(keys), Some(Json::Array(olds))) => olds
+                        .iter()
+                        .map(|o| (identity(&map_key(o, keys)), o))
+                        .collect(),
+                    _ => HashMap::new(),
+                };
                 for (i, v) in items.iter().enumerate() {
-                    let old_item = match (&node.list_type, olds) {
-                        (ListType::Map(keys), Some(olds)) => correlate(v, olds, keys),
+                    let old_item = match &node.list_type {
+                        ListType::Map(keys) if !olds.is_empty() => {
+                            olds.get(&identity(&map_key(v, keys))).copied()
+                        }
                         _ => None,
                     };
                     self.node(item, &format!("{path}[{i}]"), v, old_item);
@@ -170,21 +183,12 @@ impl Walk {
         }
     }
 
+    /// anyOf, oneOf, allOf, not, in kube-openapi's order. For anyOf and
+    /// oneOf upstream adds the errors of the branch that matched best;
+    /// celhook adds the first branch's.
     fn composite(&mut self, node: &Node, path: &str, value: &Json) {
         let quoted = crate::cel::go_quote(path);
         let plain = |detail: String| error(ErrorType::Invalid, "", Some("\"\"".into()), detail);
-        if !node.all_of.is_empty() {
-            let mut failed = Vec::new();
-            for n in &node.all_of {
-                failed.extend(self.branch(n, path, value));
-            }
-            if !failed.is_empty() {
-                self.errors.push(plain(format!(
-                    "{quoted} must validate all the schemas (allOf)"
-                )));
-                self.errors.extend(failed);
-            }
-        }
         if !node.any_of.is_empty() {
             let results: Vec<Vec<FieldError>> = node
                 .any_of
@@ -223,6 +227,26 @@ impl Walk {
                 }
             }
         }
+        if !node.all_of.is_empty() {
+            let results: Vec<Vec<FieldError>> = node
+                .all_of
+                .iter()
+                .map(|n| self.branch(n, path, value))
+                .collect();
+            let validated = results.iter().filter(|r| r.is_empty()).count();
+            if validated < results.len() {
+                // The branches' errors, then what they mean together.
+                self.errors.extend(results.into_iter().flatten());
+                let none = if validated == 0 {
+                    ". None validated"
+                } else {
+                    ""
+                };
+                self.errors.push(plain(format!(
+                    "{quoted} must validate all the schemas (allOf){none}"
+                )));
+            }
+        }
         if let Some(not) = &node.not {
             if self.branch(not, path, value).is_empty() {
                 self.errors.push(plain(format!(
@@ -256,12 +280,18 @@ impl Walk {
                 format!("{path} in body should be at least {min} chars long"),
             ));
         } else if let Some((pattern, re)) = &node.pattern {
-            if !re.is_match(s) {
-                self.errors.push(invalid(
+            match re {
+                Ok(re) if re.is_match(s) => {}
+                Ok(_) => self.errors.push(invalid(
                     path,
                     value,
                     format!("{path} in body should match '{pattern}'"),
-                ));
+                )),
+                Err(e) => self.errors.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should match '{pattern}, but pattern is invalid: {e}'"),
+                )),
             }
         }
     }
@@ -335,7 +365,10 @@ impl Walk {
     }
 
     fn enum_check(&mut self, node: &Node, path: &str, value: &Json) {
-        if node.enumeration.is_empty() || node.enumeration.iter().any(|e| same(e, value)) {
+        // kube-openapi passes over null entries: a null value matches none.
+        if node.enumeration.is_empty()
+            || (!value.is_null() && node.enumeration.iter().any(|e| same(e, value)))
+        {
             return;
         }
         let supported: Vec<String> = node
@@ -396,12 +429,21 @@ impl Walk {
                     continue;
                 }
                 let old_v = old.and_then(|o| o.get(name));
+                // An object's metadata is ObjectMeta, decoded (and its
+                // unknown fields dropped) by the API server apart from the
+                // schema, which usually declares it bare.
+                let meta = name == "metadata" && (path.is_empty() || node.embedded);
+                let unknown = self.unknown.len();
                 self.node(prop, &child(path, name), v, old_v);
+                if meta {
+                    self.unknown.truncate(unknown);
+                }
             }
         }
         for name in &node.required {
+            // A null or absent field with a default gets the default.
             let present = match (fields.get(name), node.properties.get(name)) {
-                (Some(v), Some(prop)) => !skipped_null(prop, v),
+                (Some(v), Some(prop)) => !skipped_null(prop, v) || prop.has_default,
                 (Some(_), None) => true,
                 (None, Some(prop)) => prop.has_default,
                 (None, None) => false,
@@ -465,12 +507,4 @@ fn too_many(path: &str, n: i64, max: i64) -> FieldError {
         Some(n.to_string()),
         format!("must have at most {max} {unit}"),
     )
-}
-
-/// The old item of a list-type map with the same keys as `item`.
-pub(super) fn correlate<'o>(item: &Json, olds: &'o [Json], keys: &[String]) -> Option<&'o Json> {
-    let key_of =
-        |v: &Json| -> Vec<Option<Json>> { keys.iter().map(|k| v.get(k).cloned()).collect() };
-    let want = key_of(item);
-    olds.iter().find(|o| key_of(o) == want)
 }
