@@ -99,6 +99,10 @@ pub fn admission_review(data: &[u8]) {
         };
         let res = crate::admission::answer(catalog(), &req);
         assert_eq!(res.uid, req.uid, "the answer echoes the uid");
+        // The whole-schema check (`eval`, `serve --check-schema`) on the
+        // same input: it must not panic either, and answers the same uid.
+        let checked = crate::admission::review(catalog(), &req, &crate::admission::OFFLINE);
+        assert_eq!(checked.response.uid, req.uid);
         let out = review::encode_admission(version, &res).expect("the answer encodes");
         let answer: Json = serde_json::from_slice(&out).expect("the answer is JSON");
         assert_eq!(answer["apiVersion"], version.api_version());
