@@ -194,10 +194,10 @@ pub fn load_as(source: &ConfigSource, options: Options) -> Loaded {
 /// Loads and compiles the CRDs (and conversion documents) of in-memory
 /// files, each a `(name, text)` pair: the fuzz targets and tests load
 /// configs this way without a directory.
-pub fn load_texts<S: AsRef<str>>(files: &[(S, &str)]) -> Loaded {
+pub fn load_texts<S: AsRef<str>, T: AsRef<str>>(files: &[(S, T)]) -> Loaded {
     let mut loader = Loader::new(Options::default());
     for (name, text) in files {
-        loader.text(name.as_ref(), text);
+        loader.text(name.as_ref(), text.as_ref());
     }
     loader.finish()
 }
@@ -232,14 +232,8 @@ struct Loader {
     /// Policies, bindings, Namespaces and other objects (parameters), and
     /// the CRD kinds they may refer to, compiled last.
     policy_sources: crate::policy::load::Sources,
-    /// The Kubernetes minor of the built-in kinds' schemas.
-    kinds: u32,
-    /// The Kubernetes minor whose CEL libraries the API server's
-    /// expressions (CRD rules, policies) may use.
-    libraries: cel::environment::Version,
-    /// The same for celhook's own documents (conversions, rules
-    /// documents): celhook runs them, so they are never judged as written.
-    own_libraries: cel::environment::Version,
+    /// The Kubernetes version and how expressions are judged.
+    options: Options,
 }
 
 /// A compiled CRD's name and (version, `openAPIV3Schema`) list.
@@ -251,11 +245,25 @@ type CrdSchemas = (String, String, Vec<(String, Schema)>);
 impl Loader {
     fn new(options: Options) -> Loader {
         Loader {
-            kinds: options.kubernetes.minor().into(),
-            libraries: options.api_server_libraries(),
-            own_libraries: options.kubernetes.stored(),
+            options,
             ..Loader::default()
         }
+    }
+
+    /// The Kubernetes minor of the built-in kinds' schemas.
+    fn kinds(&self) -> u32 {
+        self.options.kubernetes.minor().into()
+    }
+
+    /// The libraries of what the API server compiles (CRD rules, policies).
+    fn libraries(&self) -> cel::environment::Version {
+        self.options.api_server_libraries()
+    }
+
+    /// The libraries of celhook's own documents (conversions, rules
+    /// documents): celhook runs them, so they are never judged as written.
+    fn own_libraries(&self) -> cel::environment::Version {
+        self.options.kubernetes.stored()
     }
 
     /// After every file (a conversion, rules document or policy may come
@@ -460,7 +468,7 @@ impl Loader {
                 compiled.push((v.name.clone(), Validator::compile(Schema::default()).ok()));
                 continue;
             };
-            match Validator::from_openapi_as(props, self.libraries) {
+            match Validator::from_openapi_as(props, self.libraries()) {
                 Ok(val) => compiled.push((v.name.clone(), Some(val))),
                 Err(problems) => {
                     for p in problems {
@@ -567,7 +575,7 @@ impl Loader {
                     group,
                     kind,
                 };
-                match conversion::document::compile(doc, info, versions, self.own_libraries) {
+                match conversion::document::compile(doc, info, versions, self.own_libraries()) {
                     Ok(compiled) => {
                         let found = conversion::document::check_examples(
                             &compiled.conversion,

@@ -32,7 +32,7 @@ impl policy::load::Schemas for KindSchemas<'_> {
             .get(&(group.to_owned(), resource.to_owned()))
         {
             Some(kind) => kind.clone(),
-            None => kinds::kinds(self.loader.kinds)
+            None => kinds::kinds(self.loader.kinds())
                 .into_iter()
                 .find(|(g, v, k)| g == group && v == version && kinds::resource_of(k) == resource)
                 .map(|(_, _, k)| k)?,
@@ -57,7 +57,7 @@ impl Loader {
             loader: self,
             crd_resources: &crd_resources,
         };
-        let loaded = policy::load(sources, &schemas, self.libraries);
+        let loaded = policy::load(sources, &schemas, self.libraries());
         let problem = |p: policy::PolicyProblem| Problem {
             file: p.file,
             document: Some(p.document),

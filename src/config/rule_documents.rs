@@ -65,12 +65,12 @@ impl Loader {
                 let reason = format!(
                     "no CustomResourceDefinition in the config serves {}, and it is not a built-in kind of Kubernetes 1.{}",
                     rules::qualified(&parsed.group, &parsed.kind),
-                    self.kinds
+                    self.kinds()
                 );
                 report(self, vec![located("spec.target", reason)]);
                 continue;
             };
-            match rules::compile(&parsed, &sources, origin, self.own_libraries) {
+            match rules::compile(&parsed, &sources, origin, self.own_libraries()) {
                 Ok(sets) => {
                     self.report.documents.push(super::DocumentReport {
                         name: parsed.name.clone(),
@@ -95,7 +95,7 @@ impl Loader {
     pub(super) fn schemas_of(&self, group: &str, kind: &str) -> Option<KindSchemas> {
         // The version celhook answers as: its libraries and the kinds'
         // schemas agree.
-        let newest = self.kinds;
+        let newest = self.kinds();
         if let Some((crd, versions)) = self.crd_openapi.get(&(group.to_owned(), kind.to_owned())) {
             let meta = kinds::object_meta(newest)
                 .and_then(|m| serde_json::from_value::<JSONSchemaProps>(m).ok());

@@ -190,11 +190,7 @@ impl Walk {
         let quoted = crate::cel::go_quote(path);
         let plain = |detail: String| error(ErrorType::Invalid, "", Some("\"\"".into()), detail);
         if !node.any_of.is_empty() {
-            let results: Vec<Vec<FieldError>> = node
-                .any_of
-                .iter()
-                .map(|n| self.branch(n, path, value))
-                .collect();
+            let results = self.branches(&node.any_of, path, value);
             if results.iter().all(|r| !r.is_empty()) {
                 self.errors.push(plain(format!(
                     "{quoted} must validate at least one schema (anyOf)"
@@ -205,11 +201,7 @@ impl Walk {
             }
         }
         if !node.one_of.is_empty() {
-            let results: Vec<Vec<FieldError>> = node
-                .one_of
-                .iter()
-                .map(|n| self.branch(n, path, value))
-                .collect();
+            let results = self.branches(&node.one_of, path, value);
             let valid = results.iter().filter(|r| r.is_empty()).count();
             if valid != 1 {
                 let found = if valid == 0 {
@@ -228,11 +220,7 @@ impl Walk {
             }
         }
         if !node.all_of.is_empty() {
-            let results: Vec<Vec<FieldError>> = node
-                .all_of
-                .iter()
-                .map(|n| self.branch(n, path, value))
-                .collect();
+            let results = self.branches(&node.all_of, path, value);
             let validated = results.iter().filter(|r| r.is_empty()).count();
             if validated < results.len() {
                 // The branches' errors, then what they mean together.
@@ -254,6 +242,11 @@ impl Walk {
                 )));
             }
         }
+    }
+
+    /// The errors of each branch of a composite.
+    fn branches(&self, nodes: &[Node], path: &str, value: &Json) -> Vec<Vec<FieldError>> {
+        nodes.iter().map(|n| self.branch(n, path, value)).collect()
     }
 
     /// The errors of one branch of a composite, kept apart.

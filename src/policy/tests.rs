@@ -36,11 +36,7 @@ fn load(docs: &[Json]) -> config::Loaded {
         .enumerate()
         .map(|(i, d)| (format!("policies/{i}.yaml"), d.to_string()))
         .collect();
-    let refs: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect();
-    config::load_texts(&refs)
+    config::load_texts(&texts)
 }
 
 fn errors(loaded: &config::Loaded) -> Vec<&Problem> {
@@ -425,11 +421,7 @@ fn namespace_object_is_the_informer_subset_and_annotations_see_all_of_it() {
         ("b.yaml".to_owned(), binding(json!(["Deny"])).to_string()),
         ("ns.yaml".to_owned(), namespace.to_string()),
     ];
-    let refs: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect();
-    let loaded = config::load_texts(&refs);
+    let loaded = config::load_texts(&texts);
     assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
     let outcome = super::review(
         loaded.catalog.policies(),

@@ -116,11 +116,7 @@ async fn run_case(case: &Value) -> Result<(), String> {
         .enumerate()
         .map(|(i, m)| (format!("case/{i}.json"), m.to_string()))
         .collect();
-    let texts: Vec<(&str, &str)> = manifests
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect();
-    let loaded = config::load_texts(&texts);
+    let loaded = config::load_texts(&manifests);
     let problems: Vec<String> = loaded
         .report
         .errors
@@ -316,11 +312,7 @@ async fn each_half_of_the_checks_has_its_own_path() {
         )
     })
     .collect();
-    let refs: Vec<(&str, &str)> = texts
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect();
-    let loaded = config::load_texts(&refs);
+    let loaded = config::load_texts(&texts);
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     let server = start_with(ServeConfig::for_tests(), loaded.catalog).await;
     let client = client(&server, Http::H1);
