@@ -176,7 +176,7 @@ fn schema_rules<'a>(
             blocked = found.blocks_rules() && crd.validator.rule_count() > 0;
             errors = found.errors;
             if blocked {
-                errors.push(crate::openapi::rules_not_checked());
+                errors.push(crate::openapi::rules_not_checked(crd.validator.kubernetes));
             }
         }
         if !blocked {

@@ -8,15 +8,15 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A Kubernetes minor celhook answers as: 1.30 to 1.34 today. 1.35 changed
-/// the texts of failed rules and 1.36 the numeric formats; until celhook
-/// answers with those, it refuses to claim those versions.
+/// A Kubernetes minor celhook answers as, 1.30 to 1.37. What changes with
+/// it is listed in `docs/known-differences.md` ("Kubernetes versions"):
+/// libraries, and the texts and checks below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KubeVersion(u8);
 
 impl KubeVersion {
     pub const OLDEST: KubeVersion = KubeVersion(30);
-    pub const NEWEST: KubeVersion = KubeVersion(34);
+    pub const NEWEST: KubeVersion = KubeVersion(37);
 
     /// The minor (`34` for 1.34).
     pub fn minor(self) -> u8 {
@@ -33,6 +33,44 @@ impl KubeVersion {
     /// The library version of expressions the API server stores and runs.
     pub fn stored(self) -> crate::cel::environment::Version {
         self.0.into()
+    }
+
+    /// From 1.35 a failed rule shows the value of a scalar node, and no
+    /// value for an object or a list, where earlier versions show the
+    /// node's schema type (k/k PR #132798).
+    pub fn failed_rules_show_values(self) -> bool {
+        self.0 >= 35
+    }
+
+    /// From 1.34 a field error renders a map, a list or null as JSON;
+    /// earlier versions print Go's `%#v` of the decoded value (k/k PR
+    /// #132314).
+    pub fn values_as_json(self) -> bool {
+        self.0 >= 34
+    }
+
+    /// `maxLength` says "may not be more than N bytes" from 1.32 ("may
+    /// not be longer than N" before).
+    pub fn too_long_in_bytes(self) -> bool {
+        self.0 >= 32
+    }
+
+    /// From 1.34 a limit of one reads "1 byte" and "1 item".
+    pub fn singular_limits(self) -> bool {
+        self.0 >= 34
+    }
+
+    /// From 1.35 the formats `k8s-short-name` and `k8s-long-name` are
+    /// enforced (introduced at compatibility version 1.34, which is 1.35's).
+    pub fn checks_k8s_name_formats(self) -> bool {
+        self.0 >= 35
+    }
+
+    /// From 1.36 `int32`, `int64`, `float` and `double` are kept on
+    /// integer and number fields and their ranges enforced ("Checked
+    /// value must be of type ..."), and formats of the other types dropped.
+    pub fn checks_numeric_formats(self) -> bool {
+        self.0 >= 36
     }
 }
 
@@ -86,13 +124,27 @@ mod tests {
                 Ok(minor)
             );
         }
-        for bad in ["1.29", "1.35", "2.30", "1", "1.x", "1.34.", ""] {
+        for bad in ["1.29", "1.38", "2.30", "1", "1.x", "1.34.", ""] {
             let e = bad.parse::<KubeVersion>().expect_err(bad);
-            assert!(e.contains("give one of 1.30 to 1.34"), "{e}");
+            assert!(e.contains("give one of 1.30 to 1.37"), "{e}");
         }
         let v: KubeVersion = "1.34".parse().unwrap();
         assert_eq!((v.written(), v.stored()), (33, 34));
         assert_eq!(KubeVersion::OLDEST.written(), 29);
-        assert_eq!(KubeVersion::default().to_string(), "1.34");
+        assert_eq!(KubeVersion::default().to_string(), "1.37");
+        let texts = |m: &str| {
+            let v: KubeVersion = m.parse().unwrap();
+            [
+                v.too_long_in_bytes(),
+                v.values_as_json(),
+                v.failed_rules_show_values(),
+                v.checks_numeric_formats(),
+            ]
+        };
+        assert_eq!(texts("1.31"), [false; 4]);
+        assert_eq!(texts("1.32"), [true, false, false, false]);
+        assert_eq!(texts("1.34"), [true, true, false, false]);
+        assert_eq!(texts("1.35"), [true, true, true, false]);
+        assert_eq!(texts("1.36"), [true; 4]);
     }
 }

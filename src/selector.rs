@@ -219,7 +219,7 @@ fn is_label_token(s: &str) -> bool {
 }
 
 /// `SUBDOMAIN_PATTERN` without a regex engine.
-fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     s.split('.').all(|label| {
         edge(label.chars().next())

@@ -468,7 +468,7 @@ impl Loader {
                 compiled.push((v.name.clone(), Validator::compile(Schema::default()).ok()));
                 continue;
             };
-            match Validator::from_openapi_as(props, self.libraries()) {
+            match Validator::from_openapi_as(props, self.libraries(), self.options.kubernetes) {
                 Ok(val) => compiled.push((v.name.clone(), Some(val))),
                 Err(problems) => {
                     for p in problems {

@@ -70,7 +70,7 @@ impl Loader {
                 report(self, vec![located("spec.target", reason)]);
                 continue;
             };
-            match rules::compile(&parsed, &sources, origin, self.own_libraries()) {
+            match rules::compile(&parsed, &sources, origin, self.options.kubernetes) {
                 Ok(sets) => {
                     self.report.documents.push(super::DocumentReport {
                         name: parsed.name.clone(),

@@ -77,6 +77,9 @@ pub enum BadValue {
     Type(&'static str),
     /// The value as the API server renders it (see `openapi::render`).
     Shown(String),
+    /// No value (`field.OmitValueType`): a failed rule on an object or a
+    /// list from Kubernetes 1.35.
+    Omitted,
 }
 
 /// One field error.
@@ -94,10 +97,16 @@ impl FieldError {
     pub fn body(&self) -> String {
         let mut s = self.kind.words().to_owned();
         if self.kind.shows_value() {
-            s.push_str(": ");
             match &self.value {
-                BadValue::Type(t) => s.push_str(&go_quote(t)),
-                BadValue::Shown(v) => s.push_str(v),
+                BadValue::Type(t) => {
+                    s.push_str(": ");
+                    s.push_str(&go_quote(t));
+                }
+                BadValue::Shown(v) => {
+                    s.push_str(": ");
+                    s.push_str(v);
+                }
+                BadValue::Omitted => {}
             }
         }
         // A duplicate error names the value only; it has no detail.

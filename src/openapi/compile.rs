@@ -12,6 +12,7 @@ use regex::Regex;
 use serde_json::Value as Json;
 
 use super::formats::Format;
+use crate::kube_version::KubeVersion;
 
 /// The JSON types a node accepts (an empty list accepts any).
 #[derive(Debug, Clone, Default)]
@@ -82,7 +83,7 @@ pub(super) struct Node {
 }
 
 /// Compiles a schema node and everything below it.
-pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
+pub(super) fn compile(p: &JSONSchemaProps, path: &str, v: KubeVersion) -> Result<Node, String> {
     let int_or_string = p.x_kubernetes_int_or_string == Some(true);
     let types = if int_or_string {
         Types {
@@ -102,10 +103,11 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
             _ => Types::default(),
         }
     };
+    let single = (types.names.len() == 1).then(|| types.names[0]);
     let format = p
         .format
         .as_deref()
-        .and_then(|f| Format::kept(f).map(|k| (k, f.to_owned())));
+        .and_then(|f| Format::kept(f, single, v).map(|k| (k, f.to_owned())));
     let pattern = p
         .pattern
         .as_ref()
@@ -120,7 +122,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
     for (name, child) in p.properties.iter().flatten() {
         properties.insert(
             name.clone(),
-            compile(child, &format!("{path}.properties[{name}]"))?,
+            compile(child, &format!("{path}.properties[{name}]"), v)?,
         );
     }
     let (additional, no_additional) = match &p.additional_properties {
@@ -128,6 +130,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
             Some(Box::new(compile(
                 s,
                 &format!("{path}.additionalProperties"),
+                v,
             )?)),
             false,
         ),
@@ -136,7 +139,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
     };
     let items = match &p.items {
         Some(JSONSchemaPropsOrArray::Schema(s)) => {
-            Some(Box::new(compile(s, &format!("{path}.items"))?))
+            Some(Box::new(compile(s, &format!("{path}.items"), v)?))
         }
         _ => None,
     };
@@ -149,7 +152,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
         list.iter()
             .flatten()
             .enumerate()
-            .map(|(i, s)| compile(s, &format!("{path}.{name}[{i}]")))
+            .map(|(i, s)| compile(s, &format!("{path}.{name}[{i}]"), v))
             .collect()
     };
     Ok(Node {
@@ -180,7 +183,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str) -> Result<Node, String> {
         any_of: each(&p.any_of, "anyOf")?,
         one_of: each(&p.one_of, "oneOf")?,
         not: match &p.not {
-            Some(n) => Some(Box::new(compile(n, &format!("{path}.not"))?)),
+            Some(n) => Some(Box::new(compile(n, &format!("{path}.not"), v)?)),
             None => None,
         },
     })

@@ -4,6 +4,9 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::kube_version::KubeVersion;
+use crate::selector::is_dns_subdomain;
+
 /// A kept format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Format {
@@ -29,14 +32,36 @@ pub(super) enum Format {
     /// isbn, isbn10, isbn13, creditcard, ssn: kept by the API server;
     /// celhook does not check them (see docs/known-differences.md).
     Unchecked,
+    /// From 1.35 (compatibility version 1.34).
+    K8sShortName,
+    K8sLongName,
+    /// Numeric formats, kept from 1.36 on integer and number fields: they
+    /// check no string, but bound the numbers (`Format::range`).
+    Int32,
+    Int64,
+    Float,
+    Double,
 }
 
 impl Format {
-    /// The format as kept for a CRD of Kubernetes 1.34 (whose default
-    /// compatibility version, 1.33, predates `k8s-short-name` and
-    /// `k8s-long-name`); `None` for a stripped one. Names are compared
-    /// without `-`, as the registry does.
-    pub fn kept(name: &str) -> Option<Format> {
+    /// The format as the API server of `version` keeps it on a field of
+    /// the single type `ty` (`None` for none or several, as
+    /// int-or-string); `None` for a stripped one. Names are compared
+    /// without `-`, as the registry does. Up to 1.35 a string format is
+    /// kept on any type (kube-openapi then reports a number as a bad
+    /// `date`); from 1.36 only on strings, and integers and numbers keep
+    /// their own formats.
+    pub fn kept(name: &str, ty: Option<&str>, version: KubeVersion) -> Option<Format> {
+        if version.checks_numeric_formats() {
+            match (ty, name) {
+                (None | Some("string"), _) => {}
+                (Some("integer"), "int32") => return Some(Format::Int32),
+                (Some("integer"), "int64") => return Some(Format::Int64),
+                (Some("number"), "float") => return Some(Format::Float),
+                (Some("number"), "double") => return Some(Format::Double),
+                _ => return None,
+            }
+        }
         let key: String = name.chars().filter(|c| *c != '-').collect();
         Some(match key.as_str() {
             "bsonobjectid" => Format::BsonObjectId,
@@ -59,6 +84,22 @@ impl Format {
             "datetime" => Format::DateTime,
             "duration" => Format::Duration,
             "isbn" | "isbn10" | "isbn13" | "creditcard" | "ssn" => Format::Unchecked,
+            "k8sshortname" if version.checks_k8s_name_formats() => Format::K8sShortName,
+            "k8slongname" if version.checks_k8s_name_formats() => Format::K8sLongName,
+            _ => return None,
+        })
+    }
+
+    /// The numeric range a kept numeric format bounds values to:
+    /// `(type, format)` as kube-openapi names them in "Checked value must
+    /// be of type integer with format int32". Plain `integer` fields are
+    /// bounded to int64 (`"default format"`, an empty format).
+    pub fn range(self) -> Option<(&'static str, &'static str)> {
+        Some(match self {
+            Format::Int32 => ("integer", "int32"),
+            Format::Int64 => ("integer", "int64"),
+            Format::Float => ("number", "float"),
+            Format::Double => ("number", "double"),
             _ => return None,
         })
     }
@@ -85,6 +126,12 @@ impl Format {
             Format::RgbColor => rgb(s),
             Format::Byte => base64(s),
             Format::Password | Format::Unchecked => true,
+            // A DNS label and a DNS subdomain, as kube-openapi's
+            // registry checks them.
+            Format::K8sShortName => s.len() <= 63 && !s.contains('.') && is_dns_subdomain(s),
+            Format::K8sLongName => s.len() <= 253 && is_dns_subdomain(s),
+            // Numeric formats check numbers, never strings.
+            Format::Int32 | Format::Int64 | Format::Float | Format::Double => true,
             Format::Date => date(s),
             Format::DateTime => date_time(s),
             Format::Duration => duration(s),
@@ -385,12 +432,59 @@ mod tests {
             ("rgbcolor", "rgb(1, 2, 300)", false),
             ("bsonobjectid", "507f1f77bcf86cd799439011", true),
         ];
+        let newest = KubeVersion::NEWEST;
         for (format, value, ok) in cases {
-            let f = Format::kept(format).expect("kept");
+            let f = Format::kept(format, Some("string"), newest).expect("kept");
             assert_eq!(f.valid(value), *ok, "{format} {value}");
         }
-        for stripped in ["int32", "int64", "double", "quantity", "k8s-short-name"] {
-            assert!(Format::kept(stripped).is_none(), "{stripped}");
+        for stripped in ["int32", "int64", "double", "quantity"] {
+            assert!(
+                Format::kept(stripped, Some("string"), newest).is_none(),
+                "{stripped}"
+            );
         }
+    }
+
+    #[test]
+    fn which_formats_are_kept_depends_on_the_version_and_the_type() {
+        let at = |m: &str| m.parse::<KubeVersion>().unwrap();
+        // The Kubernetes names are enforced from 1.35 (compatibility 1.34).
+        assert!(Format::kept("k8s-short-name", Some("string"), at("1.34")).is_none());
+        let short = Format::kept("k8s-short-name", Some("string"), at("1.35")).expect("kept");
+        let long = Format::kept("k8s-long-name", None, at("1.35")).expect("kept");
+        for (value, short_ok, long_ok) in [
+            ("a", true, true),
+            ("a-", false, false),
+            ("a.b", false, true),
+            ("a.-", false, false),
+            ("A", false, false),
+            (&"a".repeat(64) as &str, false, true),
+        ] {
+            assert_eq!(
+                (short.valid(value), long.valid(value)),
+                (short_ok, long_ok),
+                "{value}"
+            );
+        }
+        // Numeric formats from 1.36, on their own types only; a string
+        // format on another type is kept before 1.36 and dropped after.
+        assert!(Format::kept("int32", Some("integer"), at("1.35")).is_none());
+        assert_eq!(
+            Format::kept("int32", Some("integer"), at("1.36")),
+            Some(Format::Int32)
+        );
+        assert_eq!(
+            Format::kept("double", Some("number"), at("1.36")),
+            Some(Format::Double)
+        );
+        assert!(Format::kept("int32", Some("number"), at("1.36")).is_none());
+        assert_eq!(
+            Format::kept("date", Some("integer"), at("1.35")),
+            Some(Format::Date)
+        );
+        assert!(Format::kept("date", Some("integer"), at("1.36")).is_none());
+        assert!(Format::kept("date", Some("object"), at("1.36")).is_none());
+        // int-or-string has two types: string formats stay.
+        assert_eq!(Format::kept("date", None, at("1.36")), Some(Format::Date));
     }
 }

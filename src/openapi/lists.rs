@@ -8,8 +8,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value as Json;
 
 use super::compile::{ListType, Node};
-use super::render;
+use super::render_for;
 use crate::field_error::{BadValue, ErrorType, FieldError};
+use crate::kube_version::KubeVersion;
 
 fn error(kind: ErrorType, field: String, value: String, detail: &str) -> FieldError {
     FieldError {
@@ -63,7 +64,7 @@ fn each<'a>(
 }
 
 /// The embedded resources' apiVersion and kind (not the root's).
-pub(super) fn embedded(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
+pub(super) fn embedded(root: &Node, object: &Json, v: KubeVersion, out: &mut Vec<FieldError>) {
     each(root, "", object, &mut |node, path, value| {
         if !node.embedded || path.is_empty() {
             return;
@@ -74,20 +75,26 @@ pub(super) fn embedded(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
         for key in ["apiVersion", "kind"] {
             let field = child(path, key);
             match fields.get(key) {
-                None => out.push(error(ErrorType::Required, field, String::new(), "")),
+                // "must not be empty" was dropped in 1.34.
+                None => out.push(error(
+                    ErrorType::Required,
+                    field,
+                    String::new(),
+                    if v.values_as_json() { "" } else { "must not be empty" },
+                )),
                 Some(Json::String(s)) if s.is_empty() => {
-                    out.push(error(ErrorType::Invalid, field, render(&Json::from("")), "must not be empty"))
+                    out.push(error(ErrorType::Invalid, field, render_for(&Json::from(""), v), "must not be empty"))
                 }
                 Some(Json::String(s)) if key == "apiVersion" && s.matches('/').count() > 1 => out.push(error(
                     ErrorType::Invalid,
                     field,
-                    render(&Json::from(s.as_str())),
+                    render_for(&Json::from(s.as_str()), v),
                     &format!("unexpected GroupVersion string: {s}"),
                 )),
                 Some(Json::String(s)) if key == "kind" && !dns1035(&s.to_ascii_lowercase()) => out.push(error(
                     ErrorType::Invalid,
                     field,
-                    render(&Json::from(s.as_str())),
+                    render_for(&Json::from(s.as_str()), v),
                     "may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
                 )),
                 _ => {}
@@ -109,7 +116,12 @@ fn dns1035(s: &str) -> bool {
 /// Duplicates in `set` and `map` lists: the second occurrence of a value
 /// (or of a map's key tuple) is reported. Each item's identity (its JSON
 /// text, keys sorted) is looked up once: one pass, however long the list.
-pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) {
+pub(super) fn list_types(
+    root: &Node,
+    object: &Json,
+    version: KubeVersion,
+    out: &mut Vec<FieldError>,
+) {
     each(root, "", object, &mut |node, path, value| {
         let Json::Array(items) = value else {
             return;
@@ -123,7 +135,7 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
                     match seen.get_mut(&identity(v)) {
                         Some(reported) if !*reported => {
                             *reported = true;
-                            out.push(duplicate(path, i, v));
+                            out.push(duplicate(path, i, v, version));
                         }
                         Some(_) => {}
                         None => {
@@ -141,7 +153,7 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
                     out.push(error(
                         ErrorType::Invalid,
                         format!("{path}[{i}]"),
-                        render(bad),
+                        render_for(bad, version),
                         "must be an object for an array of list-type map",
                     ));
                     return;
@@ -150,7 +162,7 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
                 for (i, v) in items.iter().enumerate() {
                     let key = map_key(v, keys);
                     if !seen.insert(identity(&key)) {
-                        out.push(duplicate(path, i, &key));
+                        out.push(duplicate(path, i, &key, version));
                     }
                 }
             }
@@ -158,11 +170,11 @@ pub(super) fn list_types(root: &Node, object: &Json, out: &mut Vec<FieldError>) 
     });
 }
 
-fn duplicate(path: &str, i: usize, value: &Json) -> FieldError {
+fn duplicate(path: &str, i: usize, value: &Json, v: KubeVersion) -> FieldError {
     error(
         ErrorType::Duplicate,
         format!("{path}[{i}]"),
-        render(value),
+        render_for(value, v),
         "",
     )
 }

@@ -1,5 +1,6 @@
-//! The API server's schema errors, text for text (Kubernetes 1.34), from
-//! the cases of apiextensions' and kube-openapi's validation tests.
+//! The API server's schema errors, text for text (the newest version
+//! unless a test names another), from the cases of apiextensions' and
+//! kube-openapi's validation tests.
 
 use serde_json::{json, Value as Json};
 
@@ -10,8 +11,13 @@ fn check(schema: Json, object: Json) -> Vec<String> {
 }
 
 fn check_update(schema: Json, object: Json, old: Option<Json>) -> Vec<String> {
+    check_at("1.37", schema, object, old)
+}
+
+fn check_at(version: &str, schema: Json, object: Json, old: Option<Json>) -> Vec<String> {
+    let version: KubeVersion = version.parse().expect("version");
     let props: JSONSchemaProps = serde_json::from_value(schema).expect("schema");
-    let c = SchemaCheck::compile(&props).expect("compiles");
+    let c = SchemaCheck::compile(&props, version).expect("compiles");
     c.check(&object, old.as_ref())
         .errors
         .iter()
@@ -60,7 +66,12 @@ fn a_kept_format_checks_strings_and_names_itself_for_other_types() {
         ]
     );
     // int32 is stripped before 1.36: no range check.
-    assert!(check(s, json!({"spec": {"count": 4_294_967_296i64}})).is_empty());
+    let big = json!({"spec": {"count": 4_294_967_296i64}});
+    assert!(check_at("1.35", s.clone(), big.clone(), None).is_empty());
+    assert_eq!(
+        check(s, big),
+        ["<nil>: Invalid value: \"\": Checked value must be of type integer with format int32 in spec.count"]
+    );
 }
 
 #[test]
@@ -196,7 +207,7 @@ fn unknown_fields_are_listed_apart_and_preserved_ones_are_not() {
         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
     }));
     let props: JSONSchemaProps = serde_json::from_value(s).expect("schema");
-    let found = SchemaCheck::compile(&props).expect("compiles").check(
+    let found = SchemaCheck::compile(&props, KubeVersion::NEWEST).expect("compiles").check(
         &json!({"apiVersion": "x/v1", "kind": "K", "metadata": {}, "spec": {"known": "a", "extra": 1, "free": {"any": 1}}, "status": {}}),
         None,
     );
@@ -255,7 +266,7 @@ fn metadata_is_not_the_schema_s_and_defaults_fill_required_fields() {
     s["properties"]["metadata"] = json!({"type": "object"});
     s["properties"]["spec"]["required"] = json!(["tag"]);
     let props: JSONSchemaProps = serde_json::from_value(s).expect("schema");
-    let found = SchemaCheck::compile(&props).expect("compiles").check(
+    let found = SchemaCheck::compile(&props, KubeVersion::NEWEST).expect("compiles").check(
         &json!({"metadata": {"name": "x", "labels": {"a": "b"}}, "spec": {"tag": null, "mode": null}}),
         None,
     );
@@ -297,5 +308,108 @@ fn long_lists_are_checked_in_one_pass() {
     assert_eq!(
         check(s, json!({"spec": {"tags": items}})),
         ["spec.tags[200000]: Duplicate value: 7"]
+    );
+}
+
+#[test]
+fn texts_follow_the_version() {
+    let s = spec(json!({
+        "name": {"type": "string", "maxLength": 1},
+        "tags": {"type": "array", "maxItems": 1, "x-kubernetes-list-type": "set",
+            "items": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}},
+        "mode": {"type": "object", "nullable": true, "enum": [{"a": 1}]},
+        "inner": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+    }));
+    let object = json!({"spec": {
+        "name": "ab",
+        "tags": [{"a": 1, "b": "x"}, {"b": "x", "a": 1}],
+        "mode": {"a": [2, null]},
+        "inner": {"kind": "K"},
+    }});
+    let at = |v: &str| check_at(v, s.clone(), object.clone(), None);
+    // Siblings in name order.
+    assert_eq!(
+        at("1.31"),
+        [
+            "spec.mode: Unsupported value: map[string]interface {}{\"a\":[]interface {}{2, interface {}(nil)}}: supported values: \"{\\\"a\\\":1}\"",
+            "spec.name: Too long: may not be longer than 1",
+            "spec.tags: Too many: 2: must have at most 1 items",
+            "spec.inner.apiVersion: Required value: must not be empty",
+            "spec.tags[1]: Duplicate value: map[string]interface {}{\"a\":1, \"b\":\"x\"}",
+        ]
+    );
+    assert_eq!(
+        at("1.33")[1],
+        "spec.name: Too long: may not be more than 1 bytes"
+    );
+    assert_eq!(
+        at("1.34"),
+        [
+            "spec.mode: Unsupported value: {\"a\":[2,null]}: supported values: \"{\\\"a\\\":1}\"",
+            "spec.name: Too long: may not be more than 1 byte",
+            "spec.tags: Too many: 2: must have at most 1 item",
+            "spec.inner.apiVersion: Required value",
+            "spec.tags[1]: Duplicate value: {\"a\":1,\"b\":\"x\"}",
+        ]
+    );
+    assert_eq!(at("1.37"), at("1.34"));
+    assert_eq!(
+        rules_not_checked("1.33".parse().unwrap())
+            .body()
+            .split(':')
+            .nth(1),
+        Some(" \"null\"")
+    );
+    assert_eq!(
+        rules_not_checked("1.34".parse().unwrap())
+            .body()
+            .split(':')
+            .nth(1),
+        Some(" null")
+    );
+}
+
+#[test]
+fn numeric_formats_bound_numbers_from_1_36() {
+    let s = spec(json!({
+        "small": {"type": "integer", "format": "int32", "maximum": 10},
+        "plain": {"type": "integer", "maximum": 10.5},
+        "f": {"type": "number", "format": "float"},
+        "d": {"type": "number", "format": "double"},
+        "when": {"type": "integer", "format": "date"},
+    }));
+    let object = json!({"spec": {"small": 2147483648_i64, "plain": 1.5, "f": 1e39, "d": 1e300, "when": "x"}});
+    let mut found = check_at("1.36", s.clone(), object.clone(), None);
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "<nil>: Invalid value: \"\": Checked value must be of type integer (default format) in spec.plain",
+            "<nil>: Invalid value: \"\": Checked value must be of type integer with format int32 in spec.small",
+            "<nil>: Invalid value: \"\": Checked value must be of type number with format float in spec.f",
+            "<nil>: Invalid value: \"\": Maximum boundary value must be of type integer (default format) in spec.plain",
+            "spec.plain: Invalid value: \"number\": spec.plain in body must be of type integer: \"number\"",
+            "spec.small: Invalid value: 2147483648: spec.small in body should be less than or equal to 10",
+            "spec.when: Invalid value: \"string\": spec.when in body must be of type integer: \"string\"",
+        ]
+    );
+    // Before 1.36 the numeric formats were stripped and `date` kept, and
+    // checked on a string even on an integer field.
+    let mut before = check_at("1.35", s, object, None);
+    before.sort();
+    assert_eq!(
+        before,
+        [
+            "spec.plain: Invalid value: \"number\": spec.plain in body must be of type integer: \"number\"",
+            "spec.small: Invalid value: 2147483648: spec.small in body should be less than or equal to 10",
+            "spec.when: Invalid value: \"string\": spec.when in body must be of type integer: \"string\"",
+            "spec.when: Invalid value: \"x\": spec.when in body must be of type date: \"x\"",
+        ]
+    );
+    // A float on an int32 field names the format.
+    let s = spec(json!({"n": {"type": "integer", "format": "int64"}}));
+    assert_eq!(
+        check_at("1.36", s, json!({"spec": {"n": true}}), None),
+        ["spec.n: Invalid value: \"\": spec.n in body must be of type int64: \"\""]
     );
 }

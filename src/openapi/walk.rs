@@ -16,14 +16,17 @@ use std::collections::HashMap;
 
 use super::compile::{ListType, Node};
 use super::lists::{identity, map_key};
-use super::render;
+use super::render_for;
 use crate::field_error::{BadValue, ErrorType, FieldError};
+use crate::kube_version::KubeVersion;
 
 pub(super) struct Walk {
     pub errors: Vec<FieldError>,
     /// Paths of fields the schema does not declare (the API server prunes
     /// them and warns of each).
     pub unknown: Vec<String>,
+    /// Whose texts and checks.
+    version: KubeVersion,
 }
 
 fn child(path: &str, name: &str) -> String {
@@ -43,9 +46,10 @@ fn error(kind: ErrorType, path: &str, value: Option<String>, detail: String) -> 
     }
 }
 
-/// A `FieldError` of the default branch: `Invalid value: <value>: <detail>`.
-fn invalid(path: &str, value: &Json, detail: String) -> FieldError {
-    error(ErrorType::Invalid, path, Some(render(value)), detail)
+/// A kube-openapi error that is a plain Go error, not a field's: the API
+/// server reports it at `<nil>` with an empty value.
+fn plain(detail: String) -> FieldError {
+    error(ErrorType::Invalid, "", Some("\"\"".into()), detail)
 }
 
 /// The inferred type and format kube-openapi gives a value.
@@ -58,6 +62,39 @@ fn inferred(value: &Json) -> (&'static str, &'static str) {
         Json::Number(_) => ("number", "float64"),
         Json::Array(_) => ("array", ""),
         Json::Object(_) => ("object", ""),
+    }
+}
+
+/// The numeric type and format a field's numbers must fit (1.36+): a
+/// field of the single type integer (int64 unless `int32`), or number with
+/// `float`; `None` where any number fits.
+fn numeric_range(node: &Node) -> Option<(&'static str, &'static str)> {
+    let format = node.format.as_ref().and_then(|(f, _)| f.range());
+    match (node.types.names.as_slice(), format) {
+        (["integer"], Some(r)) => Some(r),
+        (["integer"], None) => Some(("integer", "")),
+        (["number"], Some(r @ (_, "float"))) => Some(r),
+        _ => None,
+    }
+}
+
+/// kube-openapi's `IsValueValidAgainstRange`: the value, printed as Go
+/// prints it without an exponent, parses as the type and format.
+fn in_range(n: &Json, (ty, format): (&str, &str)) -> bool {
+    let int = n.as_i64();
+    let f = n.as_f64().unwrap_or(0.0);
+    match (ty, format) {
+        ("integer", "int32") => match int {
+            Some(i) => i32::try_from(i).is_ok(),
+            None => f.fract() == 0.0 && f >= i32::MIN as f64 && f <= i32::MAX as f64,
+        },
+        // 2^63 itself does not fit an int64.
+        ("integer", _) => {
+            let two_63 = 2f64.powi(63);
+            int.is_some() || (f.fract() == 0.0 && (-two_63..two_63).contains(&f))
+        }
+        ("number", "float") => !(f as f32).is_infinite(),
+        _ => true,
     }
 }
 
@@ -74,11 +111,22 @@ fn float_is_integer(f: f64) -> bool {
 }
 
 impl Walk {
-    pub fn new() -> Walk {
+    pub fn new(version: KubeVersion) -> Walk {
         Walk {
             errors: Vec::new(),
             unknown: Vec::new(),
+            version,
         }
+    }
+
+    /// A `FieldError` of the default branch: `Invalid value: <value>: <detail>`.
+    fn invalid(&self, path: &str, value: &Json, detail: String) -> FieldError {
+        error(
+            ErrorType::Invalid,
+            path,
+            Some(render_for(value, self.version)),
+            detail,
+        )
     }
 
     /// Validates `value` at `path` against `node`; `old` is the correlated
@@ -132,14 +180,14 @@ impl Walk {
             }
             let n = items.len() as i64;
             if let Some(min) = node.min_items.filter(|m| n < *m) {
-                self.errors.push(invalid(
+                self.errors.push(self.invalid(
                     path,
                     &Json::from(n),
                     format!("{path} in body should have at least {min} items"),
                 ));
             }
             if let Some(max) = node.max_items.filter(|m| n > *m) {
-                self.errors.push(too_many(path, n, max));
+                self.errors.push(too_many(path, n, max, self.version));
             }
         }
         self.enum_check(node, path, value);
@@ -188,7 +236,6 @@ impl Walk {
     /// celhook adds the first branch's.
     fn composite(&mut self, node: &Node, path: &str, value: &Json) {
         let quoted = crate::cel::go_quote(path);
-        let plain = |detail: String| error(ErrorType::Invalid, "", Some("\"\"".into()), detail);
         if !node.any_of.is_empty() {
             let results = self.branches(&node.any_of, path, value);
             if results.iter().all(|r| !r.is_empty()) {
@@ -251,7 +298,7 @@ impl Walk {
 
     /// The errors of one branch of a composite, kept apart.
     fn branch(&self, node: &Node, path: &str, value: &Json) -> Vec<FieldError> {
-        let mut w = Walk::new();
+        let mut w = Walk::new(self.version);
         w.checks(node, path, value, None);
         w.errors
     }
@@ -259,15 +306,16 @@ impl Walk {
     fn string_checks(&mut self, node: &Node, path: &str, value: &Json, s: &str) {
         let chars = s.chars().count() as i64;
         if let Some(max) = node.max_length.filter(|m| chars > *m) {
-            let unit = if max == 1 { "byte" } else { "bytes" };
-            self.errors.push(error(
-                ErrorType::TooLong,
-                path,
-                None,
-                format!("may not be more than {max} {unit}"),
-            ));
+            let v = self.version;
+            let detail = match (v.too_long_in_bytes(), v.singular_limits() && max == 1) {
+                (false, _) => format!("may not be longer than {max}"),
+                (true, true) => "may not be more than 1 byte".to_owned(),
+                (true, false) => format!("may not be more than {max} bytes"),
+            };
+            self.errors
+                .push(error(ErrorType::TooLong, path, None, detail));
         } else if let Some(min) = node.min_length.filter(|m| chars < *m) {
-            self.errors.push(invalid(
+            self.errors.push(self.invalid(
                 path,
                 value,
                 format!("{path} in body should be at least {min} chars long"),
@@ -275,12 +323,12 @@ impl Walk {
         } else if let Some((pattern, re)) = &node.pattern {
             match re {
                 Ok(re) if re.is_match(s) => {}
-                Ok(_) => self.errors.push(invalid(
+                Ok(_) => self.errors.push(self.invalid(
                     path,
                     value,
                     format!("{path} in body should match '{pattern}'"),
                 )),
-                Err(e) => self.errors.push(invalid(
+                Err(e) => self.errors.push(self.invalid(
                     path,
                     value,
                     format!("{path} in body should match '{pattern}, but pattern is invalid: {e}'"),
@@ -290,20 +338,43 @@ impl Walk {
     }
 
     fn number_checks(&mut self, node: &Node, path: &str, value: &Json) {
-        // An integer is compared with bounds cut to integers and shown so;
-        // a number with the bounds as written.
-        let int = value.as_i64();
-        let shown = |b: f64| match int {
+        // From 1.36 the value, and each bound, must fit the field's numeric
+        // type and format; a bound that does not is still applied, as a
+        // plain number.
+        let range = self
+            .version
+            .checks_numeric_formats()
+            .then(|| numeric_range(node))
+            .flatten();
+        let fits = |n: &Json| range.is_none_or(|r| in_range(n, r));
+        let out_of_range = |prefix: &str| {
+            let (ty, format) = range.unwrap_or_default();
+            plain(if format.is_empty() {
+                format!("{prefix} value must be of type {ty} (default format) in {path}")
+            } else {
+                format!("{prefix} value must be of type {ty} with format {format} in {path}")
+            })
+        };
+        if !fits(value) {
+            self.errors.push(out_of_range("Checked"));
+        }
+        let v = value.as_f64().unwrap_or(0.0);
+        // An integer against a bound that fits is compared with the bound
+        // cut to an integer, and shown so; otherwise as numbers.
+        let native = |b: f64| fits(&Json::from(b)).then_some(value.as_i64()).flatten();
+        let shown = |b: f64| match native(b) {
             Some(_) => format!("{}", b.trunc() as i64),
             None => crate::cel::format_double(b),
         };
-        let v = value.as_f64().unwrap_or(0.0);
-        let cmp_value = |b: f64| match int {
+        let compared = |b: f64| match native(b) {
             Some(i) => (i as f64, b.trunc()),
             None => (v, b),
         };
         if let Some(factor) = node.multiple_of {
-            let ok = match int {
+            if !fits(&Json::from(factor)) {
+                self.errors.push(out_of_range("MultipleOf"));
+            }
+            let ok = match native(factor) {
                 Some(i) => {
                     let f = factor.trunc() as i64;
                     f > 0 && i % f == 0
@@ -318,37 +389,31 @@ impl Walk {
                 }
             };
             if !ok {
-                self.errors.push(invalid(
+                self.errors.push(self.invalid(
                     path,
                     value,
                     format!("{path} in body should be a multiple of {}", shown(factor)),
                 ));
             }
         }
-        if let Some(b) = node.minimum {
-            let (x, bound) = cmp_value(b.value);
-            let (bad, words) = if b.exclusive {
-                (x <= bound, "greater than")
-            } else {
-                (x < bound, "greater than or equal to")
-            };
-            if bad {
-                self.errors.push(invalid(
-                    path,
-                    value,
-                    format!("{path} in body should be {words} {}", shown(b.value)),
-                ));
+        for (bound, lower) in [(node.minimum, true), (node.maximum, false)] {
+            let Some(b) = bound else { continue };
+            if !fits(&Json::from(b.value)) {
+                self.errors.push(out_of_range(if lower {
+                    "Minimum boundary"
+                } else {
+                    "Maximum boundary"
+                }));
             }
-        }
-        if let Some(b) = node.maximum {
-            let (x, bound) = cmp_value(b.value);
-            let (bad, words) = if b.exclusive {
-                (x >= bound, "less than")
-            } else {
-                (x > bound, "less than or equal to")
+            let (x, limit) = compared(b.value);
+            let (bad, words) = match (lower, b.exclusive) {
+                (true, true) => (x <= limit, "greater than"),
+                (true, false) => (x < limit, "greater than or equal to"),
+                (false, true) => (x >= limit, "less than"),
+                (false, false) => (x > limit, "less than or equal to"),
             };
             if bad {
-                self.errors.push(invalid(
+                self.errors.push(self.invalid(
                     path,
                     value,
                     format!("{path} in body should be {words} {}", shown(b.value)),
@@ -375,7 +440,7 @@ impl Walk {
         self.errors.push(error(
             ErrorType::NotSupported,
             path,
-            Some(render(value)),
+            Some(render_for(value, self.version)),
             format!("supported values: {}", supported.join(", ")),
         ));
     }
@@ -389,18 +454,18 @@ impl Walk {
     ) {
         let n = fields.len() as i64;
         if let Some(min) = node.min_properties.filter(|m| n < *m) {
-            self.errors.push(invalid(
+            self.errors.push(self.invalid(
                 path,
                 &Json::from(n),
                 format!("{path} in body should have at least {min} properties"),
             ));
         }
         if let Some(max) = node.max_properties.filter(|m| n > *m) {
-            self.errors.push(too_many(path, n, max));
+            self.errors.push(too_many(path, n, max, self.version));
         }
         if node.no_additional && node.properties.is_empty() {
             for key in fields.keys() {
-                self.errors.push(invalid(
+                self.errors.push(self.invalid(
                     path,
                     &Json::from(key.as_str()),
                     format!("{}.{key} in body is a forbidden property", path),
@@ -492,8 +557,12 @@ fn type_invalid(path: &str, ty: &str, got: &str) -> FieldError {
     )
 }
 
-fn too_many(path: &str, n: i64, max: i64) -> FieldError {
-    let unit = if max == 1 { "item" } else { "items" };
+fn too_many(path: &str, n: i64, max: i64, v: KubeVersion) -> FieldError {
+    let unit = if max == 1 && v.singular_limits() {
+        "item"
+    } else {
+        "items"
+    };
     error(
         ErrorType::TooMany,
         path,

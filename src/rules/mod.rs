@@ -16,6 +16,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSche
 use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
+use crate::kube_version::KubeVersion;
 use crate::metrics::RuleObservation;
 use crate::schema::Schema;
 pub use crate::validation::qualified;
@@ -87,8 +88,10 @@ pub fn compile(
     doc: &Document,
     sources: &[(String, JSONSchemaProps)],
     origin: Origin,
-    libraries: cel::environment::Version,
+    kubernetes: KubeVersion,
 ) -> Result<Vec<RuleSet>, Vec<Located>> {
+    // celhook runs its own documents: everything the version knows.
+    let libraries = kubernetes.stored();
     let mut problems = Vec::new();
     let wanted: Vec<&str> = match &doc.versions {
         Some(listed) => {
@@ -129,7 +132,7 @@ pub fn compile(
             Ok(validator) => sets.push(RuleSet {
                 info: info.clone(),
                 version: version.clone(),
-                validator,
+                validator: validator.answering_as(kubernetes),
             }),
             Err(found) => problems.extend(found),
         }

@@ -123,9 +123,9 @@ fn a_deployment_is_checked_field_by_field_with_the_api_servers_texts() {
     assert!(!res.allowed);
     assert_eq!(
         message(&res),
-        "Deployment.apps \"web\" is invalid: [metadata.labels: Invalid value: \"object\": every Deployment names its team, \
+        "Deployment.apps \"web\" is invalid: [metadata.labels: Invalid value: every Deployment names its team, \
          spec: Forbidden: at most 10 replicas, \
-         spec.template.spec.containers[1].image: Invalid value: \"object\": must not use the latest tag]"
+         spec.template.spec.containers[1].image: Invalid value: must not use the latest tag]"
     );
     let status = res.status.as_ref().expect("status");
     assert_eq!(status.code, 422);
@@ -153,7 +153,7 @@ fn transition_rules_follow_list_map_keys_and_unchanged_values_ratchet() {
     let res = crate::admission::answer(&c, &request(DEPLOYMENT, unpinned, Some(old)));
     assert_eq!(
         message(&res),
-        "Deployment.apps \"web\" is invalid: spec.template.spec.containers[1].image: Invalid value: \"object\": an image pinned by digest stays pinned"
+        "Deployment.apps \"web\" is invalid: spec.template.spec.containers[1].image: Invalid value: an image pinned by digest stays pinned"
     );
 
     // 20 replicas written before the rule existed: an UPDATE that leaves
@@ -191,7 +191,8 @@ fn with_actions(actions: &str) -> String {
 #[test]
 fn warn_and_audit_documents_allow_and_say_why() {
     let bad = deployment(3, &[("app", "x:latest")], json!({"team": "a"}));
-    let failure = "spec.template.spec.containers[0].image: Invalid value: \"object\": must not use the latest tag";
+    let failure =
+        "spec.template.spec.containers[0].image: Invalid value: must not use the latest tag";
 
     let c = catalog(&[("rules.yaml", &with_actions("[Warn]"))]);
     let res = crate::admission::answer(&c, &request(DEPLOYMENT, bad.clone(), None));
@@ -301,7 +302,7 @@ fn a_layer_of_rules_on_a_vendor_crd_sees_full_metadata() {
     );
     assert_eq!(
         message(&res),
-        "Widget.vendor.example.com \"w\" is invalid: [metadata: Invalid value: \"object\": not in default, spec: Invalid value: \"object\": widgets are small here]"
+        "Widget.vendor.example.com \"w\" is invalid: [metadata: Invalid value: not in default, spec: Invalid value: widgets are small here]"
     );
     // The CRD's own rule runs too (it is in the config), the document's on top.
     let res = crate::admission::answer(&c, &request(kind, widget(-1, ports.clone(), "shop"), None));
@@ -321,7 +322,7 @@ fn a_layer_of_rules_on_a_vendor_crd_sees_full_metadata() {
     );
     assert_eq!(
         message(&res),
-        "Widget.vendor.example.com \"w\" is invalid: spec.ports[1]: Invalid value: \"object\": a named port keeps its number"
+        "Widget.vendor.example.com \"w\" is invalid: spec.ports[1]: Invalid value: a named port keeps its number"
     );
 }
 
@@ -383,7 +384,7 @@ fn bad_documents_are_refused_with_file_document_path_and_reason() {
     let cases = [
         (
             HYGIENE.replace("kind: Deployment", "kind: Deploymnet"),
-            "rules.yaml: ValidationRules \"deployment-hygiene\" (document 0): spec.target: no CustomResourceDefinition in the config serves Deploymnet.apps, and it is not a built-in kind of Kubernetes 1.34",
+            "rules.yaml: ValidationRules \"deployment-hygiene\" (document 0): spec.target: no CustomResourceDefinition in the config serves Deploymnet.apps, and it is not a built-in kind of Kubernetes 1.37",
         ),
         (
             HYGIENE.replace("path: spec\n", "path: spec.replica\n"),

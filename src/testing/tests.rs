@@ -298,7 +298,7 @@ fn a_failing_case_says_what_differed_and_what_was_answered() {
     let text = run.render(ReportFormat::Text);
     assert!(
         text.starts_with(
-            "FAIL t.yaml: t/leak\n  allowed: expected true, got false\n  answer: denied: ConfigMap \"c\" is invalid: data: Invalid value: \"object\": no passwords in ConfigMaps\n    data (FieldValueInvalid): "
+            "FAIL t.yaml: t/leak\n  allowed: expected true, got false\n  answer: denied: ConfigMap \"c\" is invalid: data: Invalid value: no passwords in ConfigMaps\n    data (FieldValueInvalid): "
         ),
         "{text}"
     );

@@ -9,6 +9,7 @@ mod walk;
 use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
+use crate::kube_version::KubeVersion;
 use crate::metrics::{Metrics, RuleObservation};
 use crate::schema::Schema;
 use compile::{compile_node, Compilation};
@@ -94,6 +95,8 @@ pub struct Validator {
     /// The whole `openAPIV3Schema` (types, formats, bounds, ...), for the
     /// callers that check it (`openapi`); compiled by `from_openapi`.
     pub schema_check: Option<crate::openapi::SchemaCheck>,
+    /// The Kubernetes version whose texts failed rules answer with.
+    pub kubernetes: KubeVersion,
 }
 
 impl Validator {
@@ -141,6 +144,7 @@ impl Validator {
                 schema,
                 root,
                 schema_check: None,
+                kubernetes: KubeVersion::default(),
             })
         } else {
             Err(problems)
@@ -154,14 +158,16 @@ impl Validator {
     pub fn from_openapi(
         props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
     ) -> Result<Validator, Vec<RuleProblem>> {
-        Self::from_openapi_as(props, cel::environment::LATEST)
+        Self::from_openapi_as(props, cel::environment::LATEST, KubeVersion::default())
     }
 
     /// [`Validator::from_openapi`] with the libraries of Kubernetes
-    /// `1.<libraries>`.
+    /// `1.<libraries>`, answering with the texts and schema checks of
+    /// `kubernetes`.
     pub fn from_openapi_as(
         props: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps,
         libraries: cel::environment::Version,
+        kubernetes: KubeVersion,
     ) -> Result<Validator, Vec<RuleProblem>> {
         // A structural schema has no additionalProperties at its root (a
         // resource is an object, not a map); the rules are still checked.
@@ -173,7 +179,7 @@ impl Validator {
         match Schema::from_openapi(props) {
             Ok(schema) => {
                 let validator = match (Validator::compile_as(schema, libraries, false), root_map) {
-                    (Ok(v), None) => v,
+                    (Ok(v), None) => v.answering_as(kubernetes),
                     (Ok(_), Some(root)) => return Err(vec![root]),
                     (Err(mut problems), Some(root)) => {
                         problems.insert(0, root);
@@ -192,7 +198,7 @@ impl Validator {
                     &mut problems,
                 );
                 let mut validator = validator;
-                match crate::openapi::SchemaCheck::compile(props) {
+                match crate::openapi::SchemaCheck::compile(props, kubernetes) {
                     Ok(check) => validator.schema_check = Some(check),
                     Err(e) => {
                         let (path, reason) = e.split_once(": ").unwrap_or(("openAPIV3Schema", &e));
@@ -245,7 +251,7 @@ impl Validator {
             return;
         };
         if let Some(default) = &props.default {
-            let mut w = Walk::new();
+            let mut w = Walk::new(self.kubernetes);
             let mut at = String::new();
             w.node(
                 node,
@@ -315,10 +321,16 @@ impl Validator {
         cx.problems
     }
 
+    /// Failed rules answer with the texts of `kubernetes`.
+    pub fn answering_as(mut self, kubernetes: KubeVersion) -> Validator {
+        self.kubernetes = kubernetes;
+        self
+    }
+
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
     pub fn validate(&self, object: &Json, old: Option<&Json>) -> Findings<'_> {
-        let mut w = Walk::new();
+        let mut w = Walk::new(self.kubernetes);
         let mut path = String::new();
         w.node(
             &self.root,

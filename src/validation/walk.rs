@@ -15,18 +15,33 @@ pub(super) struct Walk<'a> {
     budget: u64,
     /// A cost limit was reached: no further rules run anywhere.
     stopped: bool,
+    kubernetes: KubeVersion,
 }
 
 impl Walk<'_> {
     /// A walk of one object, with the object's whole cost budget.
-    pub(super) fn new() -> Self {
+    pub(super) fn new(kubernetes: KubeVersion) -> Self {
         Walk {
             errors: Vec::new(),
             warnings: Vec::new(),
             observed: Vec::new(),
             budget: cel::PER_OBJECT_COST_BUDGET,
             stopped: false,
+            kubernetes,
         }
+    }
+}
+
+/// The value a failed rule shows: up to 1.34 the node's schema type; from
+/// 1.35 the value of a scalar node, and none for an object or a list.
+fn failed_value(kubernetes: KubeVersion, schema: &Schema, value: &Json) -> BadValue {
+    let ty = schema.ty.openapi_name();
+    if !kubernetes.failed_rules_show_values() {
+        BadValue::Type(ty)
+    } else if matches!(ty, "object" | "array") {
+        BadValue::Omitted
+    } else {
+        BadValue::Shown(crate::openapi::render(value))
     }
 }
 
@@ -313,7 +328,7 @@ impl<'a> Walk<'a> {
             let err = FieldError {
                 kind: rule.kind,
                 field,
-                value: BadValue::Type(schema.ty.openapi_name()),
+                value: failed_value(self.kubernetes, schema, new),
                 detail,
             };
             if !uses_old && unchanged.get() {

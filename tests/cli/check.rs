@@ -391,8 +391,8 @@ spec:
         "{text}"
     );
 
-    let out = run(celhook().args(["check", "--config", &config, "--kubernetes-version", "1.35"]));
+    let out = run(celhook().args(["check", "--config", &config, "--kubernetes-version", "1.38"]));
     assert_eq!(out.status.code(), Some(64), "a usage error");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("give one of 1.30 to 1.34"), "{err}");
+    assert!(err.contains("give one of 1.30 to 1.37"), "{err}");
 }

@@ -38,7 +38,22 @@ fn an_invalid_object_is_denied_with_the_api_server_text() {
     assert_eq!(code, 1, "{stdout}");
     assert_eq!(
         stdout,
-        "denied: CronTab.stable.example.com \"my-new-cron-object\" is invalid: spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n  spec (FieldValueInvalid): Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n"
+        "denied: CronTab.stable.example.com \"my-new-cron-object\" is invalid: spec: Invalid value: replicas should be smaller than or equal to maxReplicas.\n  spec (FieldValueInvalid): Invalid value: replicas should be smaller than or equal to maxReplicas.\n"
+    );
+    // Up to 1.34 a failed rule on an object shows the node's type.
+    let (code, stdout, _) = celhook(&[
+        "eval",
+        "--crd",
+        &crontab_crd(),
+        "--object",
+        &obj,
+        "--kubernetes-version",
+        "1.34",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas."),
+        "{stdout}"
     );
 }
 
@@ -62,7 +77,7 @@ fn transition_rules_run_only_with_an_old_object() {
     ]);
     assert_eq!(code, 1);
     assert!(
-        stdout.contains("spec.level (FieldValueInvalid): Invalid value: \"string\": cannot transition directly between 'low' and 'high'"),
+        stdout.contains("spec.level (FieldValueInvalid): Invalid value: \"high\": cannot transition directly between 'low' and 'high'"),
         "{stdout}"
     );
 }
@@ -167,8 +182,8 @@ fn every_object_of_a_file_is_answered() {
     assert_eq!(
         stdout,
         "document 0 (default/ok): allowed\n\
-         document 1 (default/bad): denied: CronTab.stable.example.com \"bad\" is invalid: spec: Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n  \
-         spec (FieldValueInvalid): Invalid value: \"object\": replicas should be smaller than or equal to maxReplicas.\n"
+         document 1 (default/bad): denied: CronTab.stable.example.com \"bad\" is invalid: spec: Invalid value: replicas should be smaller than or equal to maxReplicas.\n  \
+         spec (FieldValueInvalid): Invalid value: replicas should be smaller than or equal to maxReplicas.\n"
     );
     let (code, stdout, _) = celhook(&[
         "eval",

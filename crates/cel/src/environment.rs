@@ -12,7 +12,7 @@ use crate::registry::{Func, Since};
 pub type Version = Since;
 
 /// The newest Kubernetes minor whose libraries this build carries.
-pub const LATEST: Version = 34;
+pub const LATEST: Version = 37;
 
 /// The API server's per-expression runtime cost limit.
 pub const PER_EXPRESSION_COST_LIMIT: u64 = 1_000_000;

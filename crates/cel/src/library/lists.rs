@@ -124,6 +124,27 @@ pub static MAX: Function = AGGREGATE
     .checks(extreme_check)
     .calls(|a| extreme(a, false));
 
+/// Kubernetes lists library version 1 (1.37): whether a list holds the
+/// element; on anything else, whether the target equals it.
+pub static INCLUDES: Function = AGGREGATE
+    .named("includes", 37, "list_includes_dyn_dyn")
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .checks(|a| (a.len() == 2).then_some(Ty::Bool))
+    .calls(|a| {
+        let (target, element) = match a {
+            [t, e] => (t, e),
+            _ => return Err(overload()),
+        };
+        // An element of another type is not equal, as cel-go's Equal
+        // answers inside a list.
+        let same = |x: &Value<'_>| equals(x, element).unwrap_or(false);
+        Ok(Value::Bool(match target {
+            Value::List(l) => l.iter().any(|x| same(&x)),
+            other => same(other),
+        }))
+    });
+
 /// A list result costs its length plus cel-go's 11 for building it.
 fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
     match result {

@@ -71,6 +71,7 @@ pub static ALL: &[Func] = &[
     &lists::SUM,
     &lists::MIN,
     &lists::MAX,
+    &lists::INCLUDES,
     &lists::SLICE,
     &lists::FLATTEN,
     &lists::DISTINCT,

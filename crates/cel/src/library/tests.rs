@@ -669,3 +669,18 @@ fn every_row_names_its_overloads_and_versions() {
     let string = lookup("string", false, 1).expect("string()");
     assert!(string.overload_ids().any(|o| o == ("ip_to_string", 30)));
 }
+
+#[test]
+fn includes_finds_an_element_or_compares_a_scalar() {
+    // Kubernetes' lists library v1 (lists.go `includes`): a list holds the
+    // element; any other target is compared with it.
+    values(&[
+        ("[1, 2, 3].includes(2)", json!(true)),
+        ("[1, 2, 3].includes(4)", json!(false)),
+        ("[1, 2, 3].includes(2.0)", json!(true)),
+        ("[[1], [2]].includes([2])", json!(true)),
+        ("['a'].includes(1)", json!(false)),
+        ("'model-a'.includes('model-a')", json!(true)),
+        ("'model-a'.includes('model-b')", json!(false)),
+    ]);
+}

@@ -289,6 +289,14 @@ fn an_older_kubernetes_version_lacks_newer_functions_and_macros() {
         "{}",
         err.message
     );
+    // The Kubernetes lists library v1 (`includes`) arrived in 1.37.
+    assert!(rule("self.includes(2)", 37).is_ok());
+    let err = rule("self.includes(2)", 36).unwrap_err();
+    assert!(
+        err.message.contains("undeclared reference to 'includes'"),
+        "{}",
+        err.message
+    );
     // The newest version this build knows is the default.
     assert_eq!(
         Environment::crd_rule(false).version,
