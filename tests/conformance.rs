@@ -15,9 +15,11 @@
 //!   the runtime and estimated costs.
 //!
 //! The data format is described in `tests/conformance/README.md`. The run
-//! prints `conformance 1.NN: N/M` per version and a table per area,
-//! rewrites `tests/conformance/FAILURES.md`, and fails when a version's N
-//! drops below its line in `tests/conformance/baseline.txt`. It is a
+//! prints `conformance 1.NN: N/M` per version, the exact-cost ports
+//! (`cost/`, upstream's cost tests number for number) apart as
+//! `exact cost 1.NN: N/M`, and a table per area; it rewrites
+//! `tests/conformance/FAILURES.md`, and fails when a figure drops below its
+//! line in `tests/conformance/baseline.txt`. It is a
 //! `harness = false` test so the table is always shown; it ends with a
 //! libtest-style `test result:` line.
 
@@ -38,6 +40,9 @@ use serde_json::{Map, Value as Json};
 
 /// Passed and total cases, per area.
 type Areas = BTreeMap<String, (usize, usize)>;
+
+/// One figure: `conformance` or `exact cost`, the version, passed, total.
+type Figure = (&'static str, KubeVersion, usize, usize);
 
 /// A failed case: area, name, versions it failed at, and what differed.
 struct Failure {
@@ -74,10 +79,11 @@ fn main() {
     let versions: Vec<KubeVersion> = (KubeVersion::OLDEST.minor()..=KubeVersion::NEWEST.minor())
         .map(|m| format!("1.{m}").parse().expect("a known version"))
         .collect();
-    let mut per_version: Vec<(KubeVersion, Areas)> = Vec::new();
+    let mut per_version: Vec<(KubeVersion, Areas, Areas)> = Vec::new();
     let mut failures: Vec<Failure> = Vec::new();
     for &version in &versions {
         let mut areas = Areas::new();
+        let mut cost_areas = Areas::new();
         let mut names_seen: BTreeMap<String, usize> = BTreeMap::new();
         for file in &loaded {
             for (i, case) in file.cases.iter().enumerate() {
@@ -96,7 +102,12 @@ fn main() {
                 }
                 let outcome = panic::catch_unwind(AssertUnwindSafe(|| run_case(case, version)))
                     .unwrap_or_else(|p| Err(format!("celhook panicked: {}", panic_text(&p))));
-                let entry = areas.entry(file.area.clone()).or_default();
+                let counted = if file.cost {
+                    &mut cost_areas
+                } else {
+                    &mut areas
+                };
+                let entry = counted.entry(file.area.clone()).or_default();
                 entry.1 += 1;
                 match outcome {
                     Ok(()) => entry.0 += 1,
@@ -104,26 +115,28 @@ fn main() {
                 }
             }
         }
-        per_version.push((version, areas));
+        per_version.push((version, areas, cost_areas));
     }
     let _ = panic::take_hook();
 
-    let (newest, newest_areas) = per_version.last().expect("versions");
+    let (newest, newest_areas, newest_cost) = per_version.last().expect("versions");
+    let mut all_areas = newest_areas.clone();
+    all_areas.extend(newest_cost.clone());
     println!("areas at {newest}:");
-    print_table(newest_areas);
-    let figures: Vec<(KubeVersion, usize, usize)> = per_version
-        .iter()
-        .map(|(v, a)| {
-            (
-                *v,
-                a.values().map(|x| x.0).sum(),
-                a.values().map(|x| x.1).sum(),
-            )
-        })
-        .collect();
-    for (v, passed, total) in &figures {
+    print_table(&all_areas);
+    let sum = |a: &Areas| (a.values().map(|x| x.0).sum(), a.values().map(|x| x.1).sum());
+    let mut figures: Vec<Figure> = Vec::new();
+    for (v, areas, _) in &per_version {
+        let (p, t) = sum(areas);
+        figures.push(("conformance", *v, p, t));
+    }
+    for (v, _, cost) in &per_version {
+        let (p, t) = sum(cost);
+        figures.push(("exact cost", *v, p, t));
+    }
+    for (suite, v, passed, total) in &figures {
         println!(
-            "conformance {v}: {passed}/{total} ({})",
+            "{suite} {v}: {passed}/{total} ({})",
             percent(*passed, *total)
         );
     }
@@ -141,7 +154,7 @@ fn main() {
         return;
     }
 
-    if let Err(e) = write_failures(&root, &figures, newest_areas, &failures) {
+    if let Err(e) = write_failures(&root, &figures, &all_areas, &failures) {
         fatal(&format!("cannot write FAILURES.md: {e}"));
     }
     let baseline = match read_baseline(&root.join("baseline.txt")) {
@@ -149,14 +162,15 @@ fn main() {
         Err(e) => fatal(&format!("tests/conformance/baseline.txt: {e}")),
     };
     let mut dropped = Vec::new();
-    for (v, passed, _) in &figures {
-        match baseline.get(v) {
-            Some(b) if passed < b => dropped.push(format!("{v}: {passed} < {b}")),
-            Some(b) if passed > b => {
-                println!("{v} is above its baseline ({b}): raise it to {passed} in tests/conformance/baseline.txt")
-            }
+    for (suite, v, passed, _) in &figures {
+        let key = format!("{suite} {v}");
+        match baseline.get(&key) {
+            Some(b) if passed < b => dropped.push(format!("{key}: {passed} < {b}")),
+            Some(b) if passed > b => println!(
+                "{key} is above its baseline ({b}): raise it to {passed} in tests/conformance/baseline.txt"
+            ),
             Some(_) => {}
-            None => dropped.push(format!("{v}: no baseline")),
+            None => dropped.push(format!("{key}: no baseline")),
         }
     }
     if dropped.is_empty() {
@@ -236,17 +250,16 @@ fn percent(passed: usize, total: usize) -> String {
     format!("{:.1}%", passed as f64 * 100.0 / total as f64)
 }
 
-/// `1.NN <passed>` per line.
-fn read_baseline(path: &Path) -> Result<BTreeMap<KubeVersion, usize>, String> {
+/// `<suite> 1.NN <passed>` per line (`conformance 1.34 2525`).
+fn read_baseline(path: &Path) -> Result<BTreeMap<String, usize>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let (v, n) = line
-            .split_once(' ')
-            .ok_or_else(|| format!("{line:?} is not `1.NN <passed>`"))?;
-        let v: KubeVersion = v.parse()?;
+        let (key, n) = line
+            .rsplit_once(' ')
+            .ok_or_else(|| format!("{line:?} is not `<suite> 1.NN <passed>`"))?;
         let n: usize = n.trim().parse().map_err(|e| format!("{line:?}: {e}"))?;
-        out.insert(v, n);
+        out.insert(key.to_owned(), n);
     }
     Ok(out)
 }
@@ -263,7 +276,7 @@ fn print_table(areas: &Areas) {
 
 fn write_failures(
     root: &Path,
-    figures: &[(KubeVersion, usize, usize)],
+    figures: &[Figure],
     newest_areas: &Areas,
     failures: &[Failure],
 ) -> std::io::Result<()> {
@@ -275,12 +288,12 @@ fn write_failures(
     );
     let _ = writeln!(
         s,
-        "| version | passed | total | |\n| --- | ---: | ---: | ---: |"
+        "| suite | version | passed | total | |\n| --- | --- | ---: | ---: | ---: |"
     );
-    for (v, p, t) in figures {
-        let _ = writeln!(s, "| {v} | {p} | {t} | {} |", percent(*p, *t));
+    for (suite, v, p, t) in figures {
+        let _ = writeln!(s, "| {suite} | {v} | {p} | {t} | {} |", percent(*p, *t));
     }
-    let newest = figures.last().map(|f| f.0.to_string()).unwrap_or_default();
+    let newest = KubeVersion::NEWEST;
     let _ = writeln!(s, "\nAreas at {newest}:\n");
     let _ = writeln!(s, "| area | passed | total |\n| --- | ---: | ---: |");
     for (area, (p, t)) in newest_areas {

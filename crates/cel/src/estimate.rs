@@ -170,7 +170,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 LoopKind::Filter | LoopKind::SortBy => range,
                 _ => Shape::sized(n.max(sb.size.min(n))),
             };
-            (cr + n * (cf + cb + step) + 2.0, shape)
+            (cr + n * (cf + cb + step) + 1.0, shape)
         }
     }
 }

@@ -8,6 +8,8 @@ use serde_json::{Map, Value as Json};
 
 pub struct CaseFile {
     pub area: String,
+    /// The exact-cost ports (`cost/`), counted apart from the rest.
+    pub cost: bool,
     pub cases: Vec<Map<String, Json>>,
 }
 
@@ -104,7 +106,15 @@ pub fn load_file(path: &Path) -> Result<CaseFile, String> {
         }
         out.push(c);
     }
-    Ok(CaseFile { area, cases: out })
+    let cost = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "cost");
+    Ok(CaseFile {
+        area,
+        cost,
+        cases: out,
+    })
 }
 
 pub fn case_name(case: &Map<String, Json>, i: usize) -> String {
