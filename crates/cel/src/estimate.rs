@@ -71,6 +71,12 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let (cb, _) = walk(b, env);
             (ca + cb + 1.0, sa.element(false))
         }
+        Ir::OptOr { target, alt, .. } => {
+            let (ct, st) = walk(target, env);
+            let (ca, sa) = walk(alt, env);
+            // cel-go's estimator prices `or` and `orValue` as calls.
+            (ct + ca + 1.0, if st.size >= sa.size { st } else { sa })
+        }
         Ir::And(a, b) | Ir::Or(a, b) => {
             let (ca, _) = walk(a, env);
             let (cb, _) = walk(b, env);
@@ -162,7 +168,8 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 LoopKind::Exists => 4.0,
                 LoopKind::ExistsOne => 2.0,
                 LoopKind::Filter => 13.0,
-                LoopKind::TransformMap => 32.0,
+                LoopKind::TransformMap => 3.0,
+                LoopKind::TransformMapEntry => 2.0,
                 _ => 12.0,
             };
             let shape = match l.kind {

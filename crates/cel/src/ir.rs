@@ -34,6 +34,14 @@ pub(crate) enum Ir {
     Not(Box<Ir>),
     Cond(Box<Ir>, Box<Ir>, Box<Ir>),
     Bin(BinOp, Box<Ir>, Box<Ir>),
+    /// `target.or(alt)` (`value: false`) or `target.orValue(alt)`: `alt`
+    /// runs only when `target` is an empty optional, as cel-go plans them
+    /// (not as calls: nothing is charged for the step itself).
+    OptOr {
+        target: Box<Ir>,
+        alt: Box<Ir>,
+        value: bool,
+    },
     List(Vec<Ir>, Vec<bool>),
     /// A list literal of constants, built once: evaluating it allocates
     /// nothing (`x in ['TCP', 'UDP']`).
@@ -75,7 +83,10 @@ impl Ir {
             | Ir::OptIndex(a, b)
             | Ir::And(a, b)
             | Ir::Or(a, b)
-            | Ir::Bin(_, a, b) => {
+            | Ir::Bin(_, a, b)
+            | Ir::OptOr {
+                target: a, alt: b, ..
+            } => {
                 f(a);
                 f(b);
             }

@@ -246,7 +246,14 @@ fn children_mut(ir: &mut Ir) -> Vec<&mut Ir> {
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
         Ir::Not(a) | Ir::Matches(a, _) => vec![a],
-        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+        Ir::Index(a, b)
+        | Ir::OptIndex(a, b)
+        | Ir::And(a, b)
+        | Ir::Or(a, b)
+        | Ir::Bin(_, a, b)
+        | Ir::OptOr {
+            target: a, alt: b, ..
+        } => {
             vec![a, b]
         }
         Ir::Cond(a, b, c) => vec![a, b, c],
@@ -324,7 +331,14 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => count(operand, loops, seen),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => count(inner, loops, seen),
         Ir::Not(a) | Ir::Matches(a, _) => count(a, loops, seen),
-        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+        Ir::Index(a, b)
+        | Ir::OptIndex(a, b)
+        | Ir::And(a, b)
+        | Ir::Or(a, b)
+        | Ir::Bin(_, a, b)
+        | Ir::OptOr {
+            target: a, alt: b, ..
+        } => {
             count(a, loops, seen);
             count(b, loops, seen);
         }
@@ -366,7 +380,14 @@ fn wrap(ir: &mut Ir, cells: &HashMap<Chain, Kind>) {
         Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => wrap(operand, cells),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => wrap(inner, cells),
         Ir::Not(a) | Ir::Matches(a, _) => wrap(a, cells),
-        Ir::Index(a, b) | Ir::OptIndex(a, b) | Ir::And(a, b) | Ir::Or(a, b) | Ir::Bin(_, a, b) => {
+        Ir::Index(a, b)
+        | Ir::OptIndex(a, b)
+        | Ir::And(a, b)
+        | Ir::Or(a, b)
+        | Ir::Bin(_, a, b)
+        | Ir::OptOr {
+            target: a, alt: b, ..
+        } => {
             wrap(a, cells);
             wrap(b, cells);
         }

@@ -217,6 +217,20 @@ impl<'s> Compiler<'_, 's> {
         let Some(ty) = func.typed(&tys) else {
             return Err(self.no_overload(id, fname, member, &tys));
         };
+        // `or` and `orValue` short-circuit, as cel-go plans them.
+        let or_value = func == &library::optional::OR_VALUE;
+        if or_value || func == &library::optional::OR {
+            let mut args = args.into_iter();
+            if let (Some(target), Some(alt)) = (args.next(), args.next()) {
+                let ir = Ir::OptOr {
+                    target: Box::new(target),
+                    alt: Box::new(alt),
+                    value: or_value,
+                };
+                return Ok((ir, ty));
+            }
+            return Err(self.no_overload(id, fname, member, &tys));
+        }
         // `'<literal>'.format([<literal list>])` is checked clause by clause.
         if let (true, [Ir::Const(Const::Str(fmt)), Ir::List(..) | Ir::ConstList(..)], [list_arg]) = (
             func == &library::string_format::FORMAT,

@@ -50,23 +50,30 @@ pub static CONTAINS: Function = SET_FUNCTION
     .costs_before(product_cost)
     .estimates(product_estimate);
 
-pub static EQUIVALENT: Function = SET_FUNCTION
-    .named("sets.equivalent", 29, "list_sets_equivalent_list")
-    .calls(|a| {
-        let (x, y) = both(a)?;
-        Ok(Value::Bool(contains_all(&x, &y)? && contains_all(&y, &x)?))
-    })
-    .costs(|a, _| product_cost(a))
-    .costs_before(product_cost)
-    .estimates(product_estimate);
-
-fn intersects_cost(a: &[Value<'_>]) -> u64 {
+/// Equivalence is two containment checks: cel-go prices it at twice the
+/// product of the sizes.
+fn equivalent_cost(a: &[Value<'_>]) -> u64 {
     1u64.saturating_add(
         arg_size(a, 0)
             .saturating_mul(arg_size(a, 1))
             .saturating_mul(2),
     )
 }
+
+pub static EQUIVALENT: Function = SET_FUNCTION
+    .named("sets.equivalent", 29, "list_sets_equivalent_list")
+    .calls(|a| {
+        let (x, y) = both(a)?;
+        Ok(Value::Bool(contains_all(&x, &y)? && contains_all(&y, &x)?))
+    })
+    .costs(|a, _| equivalent_cost(a))
+    .costs_before(equivalent_cost)
+    .estimates(|s| {
+        (
+            1.0 + shape_size(s, 0) * shape_size(s, 1) * 2.0,
+            Shape::sized(1.0),
+        )
+    });
 
 pub static INTERSECTS: Function = SET_FUNCTION
     .named("sets.intersects", 29, "list_sets_intersects_list")
@@ -81,11 +88,6 @@ pub static INTERSECTS: Function = SET_FUNCTION
         }
         Ok(Value::Bool(false))
     })
-    .costs(|a, _| intersects_cost(a))
-    .costs_before(intersects_cost)
-    .estimates(|s| {
-        (
-            1.0 + shape_size(s, 0) * shape_size(s, 1) * 2.0,
-            Shape::sized(1.0),
-        )
-    });
+    .costs(|a, _| product_cost(a))
+    .costs_before(product_cost)
+    .estimates(product_estimate);

@@ -684,3 +684,16 @@ fn includes_finds_an_element_or_compares_a_scalar() {
         ("'model-a'.includes('model-b')", json!(false)),
     ]);
 }
+
+#[test]
+fn or_and_or_value_run_their_argument_only_when_needed() {
+    // cel-go plans `or` and `orValue` as short circuits: an error in an
+    // argument that is not needed does not surface.
+    values(&[
+        ("optional.of(1).orValue(1 / 0)", json!(1)),
+        ("optional.of(1).or(optional.of(1 / 0)).value()", json!(1)),
+        ("optional.none().orValue(2)", json!(2)),
+        ("optional.none().or(optional.of(3)).value()", json!(3)),
+    ]);
+    errors(&[("optional.none().orValue(1 / 0)", "division by zero")]);
+}

@@ -47,9 +47,19 @@ pub(super) fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>,
             return eval(&l.body, f);
         }
         LoopKind::OptMap | LoopKind::OptFlatMap => {
+            // cel-go expands `t.optMap(v, e)` to `t.hasValue() ?
+            // optional.of(cel.bind(v, t.value(), e)) : optional.none()`
+            // (`optFlatMap` without the `optional.of`): `t` runs twice when
+            // it has a value, and each call is charged.
+            let before = f.cost;
             let v = eval(&l.range, f)?;
+            let target_cost = f.cost - before;
+            f.charge(1)?;
             let inner = match v {
-                Value::Optional(None) => return Ok(Value::Optional(None)),
+                Value::Optional(None) => {
+                    f.charge(1)?;
+                    return Ok(Value::Optional(None));
+                }
                 Value::Optional(Some(inner)) => (*inner).clone(),
                 // The macro tests hasValue() first, which is what fails.
                 other => {
@@ -59,8 +69,13 @@ pub(super) fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>,
                     )))
                 }
             };
+            f.charge(target_cost)?;
+            f.charge(1)?;
             f.bind(l.var, inner);
             let out = eval(&l.body, f)?;
+            if l.kind == LoopKind::OptMap {
+                f.charge(1)?;
+            }
             return if l.kind == LoopKind::OptMap {
                 Ok(Value::Optional(Some(Rc::new(out))))
             } else {
@@ -281,28 +296,34 @@ pub(super) fn run_steps<'a>(
                     f.charge(13)?;
                 }
             }
+            // cel-go inserts each entry with `cel.@mapInsert(__result__,
+            // k, v)`: the accumulator and key reads and the call.
             LoopKind::TransformMap => {
                 let v = eval(&l.body, f)?;
                 let k = f.vars[l.var].clone();
                 out_map.push((k, v));
-                f.charge(32)?;
+                f.charge(3)?;
             }
-            LoopKind::TransformMapEntry => match eval(&l.body, f)? {
-                Value::Map(m) => {
-                    for (k, v) in m.entries() {
-                        for (existing, _) in &out_map {
-                            if equals(existing, &k)? {
-                                return Err(EvalError::new(format!(
-                                    "insert failed: key {} already exists",
-                                    key_text(&k)
-                                )));
+            // `cel.@mapInsert(__result__, entry)`: the accumulator read and
+            // the call.
+            LoopKind::TransformMapEntry => {
+                match eval(&l.body, f).and_then(|v| f.charge(2).map(|()| v))? {
+                    Value::Map(m) => {
+                        for (k, v) in m.entries() {
+                            for (existing, _) in &out_map {
+                                if equals(existing, &k)? {
+                                    return Err(EvalError::new(format!(
+                                        "insert failed: key {} already exists",
+                                        key_text(&k)
+                                    )));
+                                }
                             }
+                            out_map.push((k, v));
                         }
-                        out_map.push((k, v));
                     }
+                    _ => return Err(EvalError::no_overload()),
                 }
-                _ => return Err(EvalError::no_overload()),
-            },
+            }
             LoopKind::SortBy => {
                 let key = eval(&l.body, f)?;
                 keyed.push((key, elem));
@@ -322,6 +343,14 @@ pub(super) fn run_steps<'a>(
             Ok(Value::Map(Map::Owned(Rc::new(out_map))))
         }
         LoopKind::SortBy => {
+            // cel-go expands `sortBy` to a bind of the list whose result is
+            // `@sortByAssociatedKeys(input, input.map(e, key))`: two reads of
+            // the input, and the call, priced by lists v3 as a worst-case
+            // quadratic sort of the keys.
+            let n = keyed.len() as f64;
+            let strings = matches!(keyed.first(), Some((Value::Str(_) | Value::Bytes(_), _)));
+            let factor = if strings { 2.1 } else { 2.0 };
+            f.charge(2 + (n * n * factor) as u64 + 11)?;
             let mut keys: Vec<Value<'a>> = keyed.iter().map(|(k, _)| k.clone()).collect();
             sort_values(&mut keys)?;
             let mut failed = false;

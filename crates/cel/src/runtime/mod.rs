@@ -186,6 +186,19 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             select(&v, field, *test, *position)
         }
+        Ir::OptOr { target, alt, value } => match eval(target, f)? {
+            Value::Optional(Some(v)) if *value => Ok((*v).clone()),
+            present @ Value::Optional(Some(_)) => Ok(present),
+            Value::Optional(None) => {
+                let other = eval(alt, f)?;
+                match (other, *value) {
+                    (o, true) | (o @ Value::Optional(_), false) => Ok(o),
+                    (_, false) => Err(EvalError::no_overload()),
+                }
+            }
+            // cel-go hands a non-optional target back as it is.
+            other => Ok(other),
+        },
         Ir::And(a, b) => logical(a, b, false, f),
         Ir::Or(a, b) => logical(a, b, true, f),
         Ir::Not(a) => {
@@ -379,15 +392,18 @@ fn memo<'a>(
 fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     match ir {
         Ir::OptSelect { operand, field } => {
-            // cel-go charges the selection, and one more when the field is
-            // there, but not the variable it starts from.
+            // cel-go plans `a.b.?c` as one attribute: 1 for the attribute,
+            // 1 for each field read, and 1 for `?c` when the field is there.
+            // A bare variable's read is the attribute's charge.
             let v = match &**operand {
                 Ir::Var(slot) => f.vars[*slot].clone(),
                 other => eval(other, f)?,
             };
             // On an optional the selection is charged only when it finds
-            // the field (below), as a plain selection on an optional is.
-            if !matches!(v, Value::Optional(_)) {
+            // the field (below), as a plain selection on an optional is;
+            // a chain of field reads was charged as the attribute.
+            let chained = !matches!(**operand, Ir::Var(_)) && is_attribute(operand);
+            if !matches!(v, Value::Optional(_)) && !chained {
                 f.charge(1)?;
             }
             let inner = match v {
@@ -408,7 +424,17 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
-            let b = eval(b, f)?;
+            let b = if is_attribute(b) {
+                // cel-go resolves a key that is itself a variable or a
+                // field read (`m[k]`, `m[self.key]`) as a qualifier of
+                // the indexed value: only the index step is charged.
+                let before = f.cost;
+                let key = eval(b, f);
+                f.cost = before;
+                key?
+            } else {
+                eval(b, f)?
+            };
             f.charge(1)?;
             match a {
                 Value::Optional(None) => Ok(Value::Optional(None)),
@@ -419,9 +445,13 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             }
         }
         Ir::OptIndex(a, b) => {
+            // As `?.` above: an attribute chain was charged as such.
+            let chained = !matches!(**a, Ir::Var(_)) && is_attribute(a);
             let a = eval(a, f)?;
             let b = eval(b, f)?;
-            f.charge(1)?;
+            if !chained {
+                f.charge(1)?;
+            }
             let found = matches!(
                 &a,
                 Value::Optional(Some(_)) | Value::List(_) | Value::Map(_)
@@ -650,6 +680,22 @@ fn int_compare(op: BinOp, i: i64, j: i64) -> Option<bool> {
 fn int_arith<'a>(op: BinOp, i: i64, j: i64, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     f.charge(1)?;
     binary(op, Value::Int(i), Value::Int(j))
+}
+
+/// A variable, or field reads and constant indexes on one: what cel-go
+/// plans as an attribute.
+fn is_attribute(ir: &Ir) -> bool {
+    match ir {
+        Ir::Var(_) => true,
+        Ir::Select {
+            operand,
+            test: false,
+            ..
+        } => is_attribute(operand),
+        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_)),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_attribute(inner),
+        _ => false,
+    }
 }
 
 /// A literal made only of constants, which cel-go builds once.
