@@ -24,20 +24,24 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize) -> f64 {
     walk(ir, &mut env).0
 }
 
+/// A literal's size: characters of a string, bytes of bytes, else 1.
+fn const_shape(c: &Const) -> Shape<'static> {
+    let mut shape = Shape::sized(match c {
+        Const::Str(s) => s.chars().count() as f64,
+        Const::Bytes(b) => b.len() as f64,
+        _ => 1.0,
+    });
+    shape.text = matches!(c, Const::Str(_) | Const::Bytes(_));
+    shape
+}
+
 fn ceil(x: f64) -> f64 {
     x.ceil()
 }
 
 fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
     match ir {
-        Ir::Const(c) => (
-            0.0,
-            Shape::sized(match c {
-                Const::Str(s) => s.chars().count() as f64,
-                Const::Bytes(b) => b.len() as f64,
-                _ => 1.0,
-            }),
-        ),
+        Ir::Const(c) => (0.0, const_shape(c)),
         Ir::Var(slot) => (1.0, env.get(*slot).copied().unwrap_or_else(Shape::unknown)),
         // `variables` and the selection of the variable.
         Ir::Lazy(_) => (2.0, Shape::unknown()),
@@ -94,27 +98,41 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let (ca, sa) = walk(a, env);
             let (cb, sb) = walk(b, env);
             let (own, size) = match op {
-                // cel-go's estimator prices comparisons flat; only the
-                // runtime charges string and bytes comparisons by length.
-                BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => (1.0, 1.0),
+                // Equality by the smaller side's size, a tenth per unit; the
+                // API server sizes a scalar field 0 and a literal 1.
+                BinOp::Eq | BinOp::Ne => {
+                    (ceil(equality_size(&sa).min(equality_size(&sb)) * 0.1), 1.0)
+                }
+                // Orderings flat; only the runtime charges string and
+                // bytes orderings by length.
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => (1.0, 1.0),
                 BinOp::In => (sb.size, 1.0),
                 BinOp::Add => (ceil((sa.size + sb.size) * 0.1).max(1.0), sa.size + sb.size),
                 _ => (1.0, 1.0),
             };
             (ca + cb + own, Shape::sized(size))
         }
-        Ir::ConstList(items) => (0.0, Shape::sized(items.len() as f64)),
+        // cel-go's estimator prices a list literal at 10 even when its
+        // runtime builds it once.
+        // Its elements have no size the Kubernetes size estimator knows
+        // (no schema path): a call that traverses them prices them at
+        // their largest.
+        Ir::ConstList(items) => {
+            let mut shape = Shape::sized(items.len() as f64);
+            let text = items
+                .iter()
+                .all(|c| matches!(c, Const::Str(_) | Const::Bytes(_)));
+            shape.items = Some((u64::MAX as f64, text && !items.is_empty()));
+            (10.0, shape)
+        }
         Ir::List(items, _) => {
             let mut c = 0.0;
             for i in items {
                 c += walk(i, env).0;
             }
-            let base = if items.iter().all(|i| matches!(i, Ir::Const(_))) {
-                0.0
-            } else {
-                10.0
-            };
-            (c + base, Shape::sized(items.len() as f64))
+            let mut shape = Shape::sized(items.len() as f64);
+            shape.items = Some((u64::MAX as f64, false));
+            (c + 10.0, shape)
         }
         Ir::Map(entries) => {
             let mut c = 30.0;
@@ -175,10 +193,31 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let shape = match l.kind {
                 LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne => Shape::sized(1.0),
                 LoopKind::Filter | LoopKind::SortBy => range,
+                // A list built by `map` has elements of the body's shape.
+                LoopKind::Map | LoopKind::TransformList => {
+                    let mut shape = Shape::sized(n);
+                    shape.items = Some((sb.size, sb.is_text()));
+                    shape
+                }
                 _ => Shape::sized(n.max(sb.size.min(n))),
             };
             (cr + n * (cf + cb + step) + 1.0, shape)
         }
+    }
+}
+
+/// The size cel-go's estimator compares on equality: the Kubernetes size
+/// estimator gives a number or boolean field no elements.
+fn equality_size(shape: &Shape<'_>) -> f64 {
+    match shape.schema {
+        Some(s)
+            if matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string =>
+        {
+            0.0
+        }
+        // An object with properties (not a map) has no elements either.
+        Some(s) if s.ty == Type::Object && s.additional_properties.is_none() => 0.0,
+        _ => shape.size,
     }
 }
 

@@ -18,6 +18,11 @@ pub struct Shape<'s> {
     /// (a literal, a `bytes()` call or a `format: byte` field).
     /// `string()` of bytes has a size, of anything else none.
     pub bytes: bool,
+    /// A string or bytes literal: its size is characters (or bytes).
+    pub text: bool,
+    /// Of a list literal: its largest element's size, and whether every
+    /// element is a string or bytes literal.
+    pub items: Option<(f64, bool)>,
 }
 
 impl<'s> Shape<'s> {
@@ -26,6 +31,8 @@ impl<'s> Shape<'s> {
             schema: Some(schema),
             size: max_size(schema),
             bytes: false,
+            text: false,
+            items: None,
         }
     }
 
@@ -34,6 +41,8 @@ impl<'s> Shape<'s> {
             schema: None,
             size,
             bytes: false,
+            text: false,
+            items: None,
         }
     }
 
@@ -46,6 +55,37 @@ impl<'s> Shape<'s> {
     /// that concatenating it prices beyond any limit, as there.
     pub fn unbounded() -> Self {
         Shape::sized(u64::MAX as f64)
+    }
+
+    /// Whether the value is a string or bytes (a literal, or a field typed
+    /// so; a date, date-time or duration field is not).
+    pub fn is_text(&self) -> bool {
+        self.text
+            || self.schema.is_some_and(|s| {
+                s.ty == Type::String
+                    && !s.int_or_string
+                    && !matches!(s.format, Format::Date | Format::DateTime | Format::Duration)
+            })
+    }
+
+    /// The Kubernetes lists library's estimate of one pass over a list:
+    /// 1 per element, plus a tenth of each element's size when the
+    /// elements are strings or bytes.
+    pub fn list_traversal(&self) -> f64 {
+        let per_item = match (self.items, self.schema) {
+            (Some((size, true)), _) => 1.0 + (size * 0.1).ceil(),
+            (Some(_), _) => 1.0,
+            (None, Some(s)) if s.ty == Type::Array => {
+                let item = self.element(false);
+                if item.is_text() {
+                    1.0 + (item.size * 0.1).ceil()
+                } else {
+                    1.0
+                }
+            }
+            _ => 1.0,
+        };
+        self.size * per_item
     }
 
     /// The shape of elements (list items, map keys for iteration).
@@ -68,7 +108,15 @@ pub fn min_serialized_size(s: &Schema) -> f64 {
         return 1.0;
     }
     match s.ty {
-        Type::String => 2.0,
+        // The API server's smallest JSON of each string format: a date
+        // `"YYYY-MM-DD"`, a date-time with its `T` and seconds, a duration
+        // `"0"`.
+        Type::String => match s.format {
+            Format::Date => 12.0,
+            Format::DateTime => 21.0,
+            Format::Duration => 3.0,
+            _ => 2.0,
+        },
         Type::Integer | Type::Number => 1.0,
         Type::Boolean => 4.0,
         Type::Array => 2.0,
@@ -91,12 +139,16 @@ pub fn max_size(s: &Schema) -> f64 {
     match s.ty {
         // In bytes, as the API server sizes strings: maxLength counts code
         // points, each up to 4 bytes; an enum bounds by its longest value.
+        // Formats first, as the API server sizes them: a date, a date-time
+        // and a duration by their longest JSON whatever `maxLength` says;
+        // bytes by `maxLength` itself.
         Type::String => match (&s.format, s.max_length) {
+            (Format::Date, _) => 12.0,
+            (Format::DateTime | Format::Duration, _) => 32.0,
+            (Format::Byte, Some(n)) => n.max(0) as f64,
+            (Format::Byte, None) => MAX_REQUEST_BYTES - 2.0,
             _ if s.max_enum_bytes.is_some() => s.max_enum_bytes.unwrap_or_default() as f64,
-            (_, Some(n)) => n as f64 * 4.0,
-            (Format::Date, _) => 10.0,
-            (Format::DateTime, _) => 64.0,
-            (Format::Duration, _) => 64.0,
+            (_, Some(n)) => n.max(0) as f64 * 4.0,
             _ => MAX_REQUEST_BYTES - 2.0,
         },
         Type::Array => match s.max_items {
@@ -111,7 +163,11 @@ pub fn max_size(s: &Schema) -> f64 {
             (None, Some(v)) => ((MAX_REQUEST_BYTES - 2.0) / (min_serialized_size(v) + 6.0)).floor(),
             (None, None) => s.properties.len() as f64,
         },
-        _ if s.int_or_string => MAX_REQUEST_BYTES - 2.0,
+        // `maxLength` bounds an int-or-string from 1.34 (celhook applies it
+        // at every version).
+        _ if s.int_or_string => s
+            .max_length
+            .map_or(MAX_REQUEST_BYTES - 2.0, |n| n.max(0) as f64 * 4.0),
         _ => 1.0,
     }
 }

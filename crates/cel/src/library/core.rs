@@ -66,10 +66,6 @@ fn traverse_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
     scaled(arg_size(a, 0), 0.1)
 }
 
-fn estimate_traverse_target<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
-    ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0))
-}
-
 pub static CONTAINS: Function = Function::BASE
     .named("contains", 23, "contains_string")
     .member_arities(&[1])
@@ -85,6 +81,12 @@ pub static CONTAINS: Function = Function::BASE
     })
     .worded(Wording::Bare);
 
+/// cel-go charges `startsWith` and `endsWith` by the target at run time but
+/// estimates them by the affix.
+fn estimate_affix<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    ((shape_size(s, 1) * 0.1).ceil(), Shape::sized(1.0))
+}
+
 pub static STARTS_WITH: Function = Function::BASE
     .named("startsWith", 23, "starts_with_string")
     .member_arities(&[1])
@@ -92,7 +94,7 @@ pub static STARTS_WITH: Function = Function::BASE
     .checks(|a| two_strings(a).then_some(Ty::Bool))
     .calls(|a| str_pair(a, |s, t| s.starts_with(t)))
     .costs(traverse_target)
-    .estimates(estimate_traverse_target)
+    .estimates(estimate_affix)
     .worded(Wording::Bare);
 
 pub static ENDS_WITH: Function = Function::BASE
@@ -102,7 +104,7 @@ pub static ENDS_WITH: Function = Function::BASE
     .checks(|a| two_strings(a).then_some(Ty::Bool))
     .calls(|a| str_pair(a, |s, t| s.ends_with(t)))
     .costs(traverse_target)
-    .estimates(estimate_traverse_target)
+    .estimates(estimate_affix)
     .worded(Wording::Bare);
 
 /// The runtime charge of `matches` on a string with a pattern of

@@ -18,7 +18,16 @@ use crate::value::{compare, equals, size, List, TypeName, Value};
 const AGGREGATE: Function = Function::BASE
     .member_arities(&[0])
     .costs(|a, _| a.first().map_or(1, traversal))
-    .estimates(|s| (shape_size(s, 0), Shape::sized(1.0)));
+    .estimates(estimate_list_traversal);
+
+/// One pass over the target list, as the Kubernetes lists library
+/// estimates it (see `Shape::list_traversal`).
+pub(crate) fn estimate_list_traversal<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (
+        s.first().map_or(1.0, Shape::list_traversal),
+        Shape::sized(1.0),
+    )
+}
 
 pub static IS_SORTED: Function = AGGREGATE
     .named("isSorted", 24, "list_int_is_sorted_bool list_uint_is_sorted_bool list_double_is_sorted_bool list_bool_is_sorted_bool list_duration_is_sorted_bool list_timestamp_is_sorted_bool list_string_is_sorted_bool list_bytes_is_sorted_bool")

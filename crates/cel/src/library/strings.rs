@@ -102,8 +102,13 @@ fn traverse_first(a: &[Value<'_>], _: &Value<'_>) -> u64 {
     a.first().map_or(1, traversal)
 }
 
+/// On a list, one pass as the lists library estimates it; on a string, a
+/// tenth of its size.
 fn estimate_traverse_first<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
-    (shape_size(s, 0), Shape::sized(1.0))
+    match s.first() {
+        Some(t) if t.is_text() => ((t.size * 0.1).ceil(), Shape::sized(1.0)),
+        _ => crate::library::lists::estimate_list_traversal(s),
+    }
 }
 
 pub static INDEX_OF: Function = Function::BASE
@@ -304,11 +309,20 @@ pub static JOIN: Function = Function::BASE
         Ok(Value::string(out))
     })
     .costs(|_, result| scaled(size(result), 0.2))
+    // The Kubernetes estimate: the joined size (every element at its
+    // largest, and a separator between each two) at a tenth per unit.
     .estimates(|s| {
-        (
-            (shape_size(s, 0) * 0.2).ceil(),
-            Shape::sized(MAX_REQUEST_BYTES),
-        )
+        let list = s.first().copied().unwrap_or_else(Shape::unknown);
+        let item = match (list.items, list.schema) {
+            (Some((largest, _)), _) => largest,
+            (None, Some(_)) => list.element(false).size,
+            (None, None) => MAX_REQUEST_BYTES,
+        };
+        let mut joined = list.size * item;
+        if let Some(sep) = s.get(1) {
+            joined += sep.size * (list.size - 1.0).max(0.0);
+        }
+        ((joined * 0.1).ceil(), Shape::sized(joined))
     });
 
 /// cel-go's lists extension `reverse()`. Kubernetes' strings library
