@@ -24,6 +24,16 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize) -> f64 {
     walk(ir, &mut env).0
 }
 
+/// A list: a list field or a list literal.
+fn is_list(shape: &Shape<'_>) -> bool {
+    shape.items.is_some() || shape.schema.is_some_and(|s| s.ty == Type::Array)
+}
+
+/// A map: an object field with `additionalProperties`.
+fn is_map(shape: &Shape<'_>) -> bool {
+    shape.schema.is_some_and(|s| s.is_map())
+}
+
 /// A literal's size: characters of a string, bytes of bytes, else 1.
 fn const_shape(c: &Const) -> Shape<'static> {
     let mut shape = Shape::sized(match c {
@@ -106,7 +116,15 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 // Orderings flat; only the runtime charges string and
                 // bytes orderings by length.
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => (1.0, 1.0),
+                // `in` a list scans it; `in` a map is one lookup.
+                BinOp::In if is_map(&sb) => (1.0, 1.0),
                 BinOp::In => (sb.size, 1.0),
+                // Lists concatenate in one step, keeping their elements.
+                BinOp::Add if is_list(&sa) || is_list(&sb) => {
+                    let mut joined = Shape::sized(sa.size + sb.size);
+                    joined.items = sa.items.or(sb.items);
+                    return (ca + cb + 1.0, joined);
+                }
                 BinOp::Add => (ceil((sa.size + sb.size) * 0.1).max(1.0), sa.size + sb.size),
                 _ => (1.0, 1.0),
             };
@@ -201,7 +219,16 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 }
                 _ => Shape::sized(n.max(sb.size.min(n))),
             };
-            (cr + n * (cf + cb + step) + 1.0, shape)
+            // After the loop: the result, and the accumulator's start where
+            // the estimator prices it (a list or map literal; `exists_one`
+            // compares its count with 1).
+            let after = match l.kind {
+                LoopKind::ExistsOne => 2.0,
+                LoopKind::Map | LoopKind::Filter | LoopKind::TransformList => 11.0,
+                LoopKind::TransformMap | LoopKind::TransformMapEntry => 31.0,
+                _ => 1.0,
+            };
+            (cr + n * (cf + cb + step) + after, shape)
         }
     }
 }
