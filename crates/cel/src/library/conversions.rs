@@ -88,14 +88,11 @@ pub static STRING: Function = CONVERSION
     })
     .calls(|a| to_string(first(a)?))
     .costs(string_or_bytes_cost)
-    // cel-go sizes `string()` of bytes alone; of anything else the result
-    // is unbounded.
-    .estimates(|s| {
-        let shape = match s.first() {
-            Some(b) if b.bytes => Shape::sized(b.size),
-            _ => Shape::unbounded(),
-        };
-        (1.0, shape)
+    // cel-go sizes `string()` of bytes alone, and prices it a tenth per
+    // byte; of anything else the result is unbounded.
+    .estimates(|s| match s.first() {
+        Some(b) if b.bytes => ((b.size * 0.1).ceil(), Shape::sized(b.size)),
+        _ => (1.0, Shape::unbounded()),
     });
 
 pub static BYTES: Function = CONVERSION
@@ -108,7 +105,17 @@ pub static BYTES: Function = CONVERSION
         Value::Str(s) => Ok(Value::Bytes(Rc::from(s.as_bytes()))),
         _ => Err(overload()),
     })
-    .costs(string_or_bytes_cost);
+    .costs(string_or_bytes_cost)
+    // Of a string, a tenth per character, up to four bytes each.
+    .estimates(|s| match s.first() {
+        Some(b) if b.bytes => (1.0, *b),
+        Some(t) => {
+            let mut out = Shape::sized(t.size * 4.0);
+            out.bytes = true;
+            ((t.size * 0.1).ceil(), out)
+        }
+        None => (1.0, Shape::unbounded()),
+    });
 
 pub static BOOL: Function = CONVERSION
     .named("bool", 23, "bool_to_bool string_to_bool")
@@ -143,7 +150,10 @@ pub static TYPE: Function = CONVERSION
 
 /// `duration()` and `timestamp()` fold like conversions but are not among
 /// the type conversions (no `conversion` flag: `int(x)` style errors).
-const TIME_CONVERSION: Function = Function::BASE.folded();
+/// A duration or timestamp is a scalar to the estimator (size 1).
+const TIME_CONVERSION: Function = Function::BASE
+    .folded()
+    .estimates(|_| (1.0, Shape::sized(1.0)));
 
 pub static DURATION: Function = TIME_CONVERSION
     .named(
