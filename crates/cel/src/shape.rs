@@ -94,7 +94,12 @@ impl<'s> Shape<'s> {
             Some(s) if s.ty == Type::Array => {
                 s.items.as_deref().map_or_else(Shape::unknown, Shape::of)
             }
-            Some(s) if keys && s.is_map() => Shape::sized(MAX_REQUEST_BYTES),
+            // The Kubernetes size estimator gives a map's keys no size.
+            Some(s) if keys && s.is_map() => {
+                let mut key = Shape::sized(0.0);
+                key.text = true;
+                key
+            }
             Some(s) => s.element().map_or_else(Shape::unknown, Shape::of),
             None => Shape::unknown(),
         }
@@ -147,8 +152,8 @@ pub fn max_size(s: &Schema) -> f64 {
             (Format::DateTime | Format::Duration, _) => 32.0,
             (Format::Byte, Some(n)) => n.max(0) as f64,
             (Format::Byte, None) => MAX_REQUEST_BYTES - 2.0,
-            _ if s.max_enum_bytes.is_some() => s.max_enum_bytes.unwrap_or_default() as f64,
             (_, Some(n)) => n.max(0) as f64 * 4.0,
+            _ if s.max_enum_bytes.is_some() => s.max_enum_bytes.unwrap_or_default() as f64,
             _ => MAX_REQUEST_BYTES - 2.0,
         },
         Type::Array => match s.max_items {

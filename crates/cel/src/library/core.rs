@@ -37,6 +37,8 @@ pub static SIZE: Function = Function::BASE
             _ => return Err(overload()),
         }))
     })
+    // An int: a scalar to the estimator.
+    .estimates(|_| (1.0, Shape::sized(1.0)))
     .worded(Wording::Name);
 
 /// `-x`: the checker types it as an operator; the program calls this row.
