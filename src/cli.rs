@@ -282,7 +282,7 @@ enum CliCommand {
 /// `--kubernetes-version`, shared by the commands that compile a config.
 #[derive(Debug, Args)]
 pub(crate) struct VersionArg {
-    /// The Kubernetes version to answer as (1.30 to 1.34): the CEL libraries rules and policies may use, and the built-in kinds' schemas. `check` judges expressions as that API server judges them when they are written (against its compatibility version, one minor behind); the other commands run them as it runs stored ones.
+    /// The Kubernetes version to answer as (1.30 to 1.37): the CEL libraries rules and policies may use, the texts of the answers, the formats the schema check enforces, and the built-in kinds' schemas. `check` judges expressions as that API server judges them when they are written (against its compatibility version, one minor behind); the other commands run them as it runs stored ones.
     #[arg(
         long = "kubernetes-version",
         env = "CELHOOK_KUBERNETES_VERSION",

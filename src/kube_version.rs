@@ -1,5 +1,6 @@
 //! The Kubernetes version celhook answers as (`--kubernetes-version`):
-//! which CEL libraries a rule may use, and the built-in kinds' schemas.
+//! which CEL libraries a rule may use, the texts of failed rules and of the
+//! schema check, the formats it enforces, and the built-in kinds' schemas.
 //! An API server compiles an expression being written (a new CRD, a
 //! changed rule) against its compatibility version, one minor behind
 //! itself, so that a rollback can still run it; expressions it already
@@ -8,9 +9,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A Kubernetes minor celhook answers as, 1.30 to 1.37. What changes with
-/// it is listed in `docs/known-differences.md` ("Kubernetes versions"):
-/// libraries, and the texts and checks below.
+/// A Kubernetes minor celhook answers as, 1.30 to 1.37. The README's
+/// "Kubernetes versions" table says what changes with it (libraries, and
+/// the texts and checks below); `docs/known-differences.md` what does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KubeVersion(u8);
 
@@ -57,6 +58,13 @@ impl KubeVersion {
 
     /// From 1.34 a limit of one reads "1 byte" and "1 item".
     pub fn singular_limits(self) -> bool {
+        self.0 >= 34
+    }
+
+    /// From 1.34 a missing apiVersion or kind of an embedded resource is a
+    /// bare `Required value` (up to 1.33 `Required value: must not be
+    /// empty`).
+    pub fn bare_required_type_meta(self) -> bool {
         self.0 >= 34
     }
 

@@ -1,6 +1,7 @@
-//! The string formats the API server enforces on custom resources (those
-//! apiextensions keeps in a schema; any other is stripped and ignored),
-//! checked as kube-openapi's format registry checks them.
+//! The formats the API server enforces on custom resources (those
+//! apiextensions keeps in a schema for the version answered as; any other
+//! is stripped and ignored): string formats checked as kube-openapi's
+//! format registry checks them, and from 1.36 the numeric ones.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 

@@ -80,7 +80,11 @@ pub(super) fn embedded(root: &Node, object: &Json, v: KubeVersion, out: &mut Vec
                     ErrorType::Required,
                     field,
                     String::new(),
-                    if v.values_as_json() { "" } else { "must not be empty" },
+                    if v.bare_required_type_meta() {
+                        ""
+                    } else {
+                        "must not be empty"
+                    },
                 )),
                 Some(Json::String(s)) if s.is_empty() => {
                     out.push(error(ErrorType::Invalid, field, render_for(&Json::from(""), v), "must not be empty"))

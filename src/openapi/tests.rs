@@ -406,7 +406,7 @@ fn numeric_formats_bound_numbers_from_1_36() {
             "spec.when: Invalid value: \"x\": spec.when in body must be of type date: \"x\"",
         ]
     );
-    // A float on an int32 field names the format.
+    // A value of another type on an int64 field names the format.
     let s = spec(json!({"n": {"type": "integer", "format": "int64"}}));
     assert_eq!(
         check_at("1.36", s, json!({"spec": {"n": true}}), None),

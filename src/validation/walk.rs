@@ -41,7 +41,7 @@ fn failed_value(kubernetes: KubeVersion, schema: &Schema, value: &Json) -> BadVa
     } else if matches!(ty, "object" | "array") {
         BadValue::Omitted
     } else {
-        BadValue::Shown(crate::openapi::render(value))
+        BadValue::Shown(crate::openapi::render_for(value, kubernetes))
     }
 }
 

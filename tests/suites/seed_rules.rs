@@ -54,19 +54,24 @@ fn example(kind: &str, spec: Value) -> Value {
     })
 }
 
-/// Runs every case against a server on the seed CRDs, over HTTP/2, and
-/// returns the list of mismatches (empty when all behave).
-async fn run(cases: Vec<Case>) -> Vec<String> {
-    // The seeds are Kubernetes 1.34's documentation, whose examples show
-    // that version's texts; the conformance suite runs the same cases at
-    // every version (`tests/conformance/schema/seeds-rules.yaml`).
-    let loaded = celhook::config::load_as(
+/// The seed CRDs, answered as Kubernetes 1.34: the seeds are that
+/// version's documentation, whose examples show its texts; the conformance
+/// suite runs the same cases at every version
+/// (`tests/conformance/schema/seeds-rules.yaml`).
+fn load_seeds() -> celhook::config::Loaded {
+    celhook::config::load_as(
         &celhook::config::ConfigSource::Dir(fixture_path("seeds")),
         celhook::config::Options {
             kubernetes: "1.34".parse().expect("a version"),
             written: false,
         },
-    );
+    )
+}
+
+/// Runs every case against a server on the seed CRDs, over HTTP/2, and
+/// returns the list of mismatches (empty when all behave).
+async fn run(cases: Vec<Case>) -> Vec<String> {
+    let loaded = load_seeds();
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     let server = start_with(celhook::server::ServeConfig::for_tests(), loaded.catalog).await;
     let client: Client = client(&server, Http::H2);
@@ -294,16 +299,7 @@ async fn transition_rules_examples_behave_as_documented() {
 
 #[tokio::test]
 async fn root_rules_reach_spec_status_and_metadata_name() {
-    // The seeds are Kubernetes 1.34's documentation, whose examples show
-    // that version's texts; the conformance suite runs the same cases at
-    // every version (`tests/conformance/schema/seeds-rules.yaml`).
-    let loaded = celhook::config::load_as(
-        &celhook::config::ConfigSource::Dir(fixture_path("seeds")),
-        celhook::config::Options {
-            kubernetes: "1.34".parse().expect("a version"),
-            written: false,
-        },
-    );
+    let loaded = load_seeds();
     let server = start_with(celhook::server::ServeConfig::for_tests(), loaded.catalog).await;
     let client = client(&server, Http::H1);
     let url = validate_url(&server);

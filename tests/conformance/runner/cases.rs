@@ -164,5 +164,8 @@ pub fn holds(case: &Map<String, Json>, version: KubeVersion) -> Result<bool, Str
         let only = parse(text)?;
         (only, only)
     };
+    if low > high {
+        return Err(format!("versions {text:?}: the range is reversed"));
+    }
     Ok((low..=high).contains(&version))
 }

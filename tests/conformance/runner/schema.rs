@@ -90,7 +90,10 @@ fn check_outcome(
         let ty = w.get("type").and_then(Json::as_str);
         // From 1.35 a failed rule's text shows the value (or none).
         let exact = match w.get("message_1_35") {
-            Some(m) if version.failed_rules_show_values() => m.as_str(),
+            Some(m) if version.failed_rules_show_values() => Some(
+                m.as_str()
+                    .ok_or("bad case: `message_1_35` must be a string")?,
+            ),
             _ => w.get("message").and_then(Json::as_str),
         };
         let part = w.get("contains").and_then(Json::as_str);
@@ -125,6 +128,9 @@ fn check_outcome(
         Some(w) if version.failed_rules_show_values() => Some(w),
         _ => case.get("warnings"),
     };
+    if warnings.is_some_and(|w| !w.is_array()) {
+        return Err("bad case: `warnings` must be a list".into());
+    }
     if let Some(Json::Array(want)) = warnings {
         let mut got = outcome.warnings.clone();
         for w in want {

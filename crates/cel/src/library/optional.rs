@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use crate::registry::{arg, first, list_arg, overload, Function};
+use crate::registry::{first, list_arg, overload, Function};
 use crate::shape::Shape;
 use crate::types::Ty;
 use crate::value::{TypeName, Value};
@@ -72,6 +72,7 @@ pub static VALUE: Function = Function::BASE
     })
     .estimates(passes_shape);
 
+/// Planned as a short circuit, never called: see `Ir::OptOr`.
 pub static OR_VALUE: Function = Function::BASE
     .named("orValue", 28, "optional_orValue_value")
     .member_arities(&[1])
@@ -79,24 +80,12 @@ pub static OR_VALUE: Function = Function::BASE
         [Ty::Optional(t), v] if t.unifies(v) => Some(t.join(v)),
         [Ty::Dyn, v] => Some(v.clone()),
         _ => None,
-    })
-    // cel-go hands a non-optional target back as it is.
-    .calls(|a| match first(a)? {
-        Value::Optional(Some(v)) => Ok((**v).clone()),
-        Value::Optional(None) => Ok(arg(a, 1)?.clone()),
-        other => Ok(other.clone()),
-    })
-    .estimates(passes_shape);
+    });
 
+/// Planned as a short circuit, never called: see `Ir::OptOr`.
 pub static OR: Function = Function::BASE
     .named("or", 28, "optional_or_optional")
-    .member_arities(&[1])
-    .calls(|a| match (first(a)?, arg(a, 1)?) {
-        (t @ Value::Optional(Some(_)), _) => Ok(t.clone()),
-        (Value::Optional(None), o @ Value::Optional(_)) => Ok(o.clone()),
-        (Value::Optional(None), _) => Err(overload()),
-        (other, _) => Ok(other.clone()),
-    });
+    .member_arities(&[1]);
 
 /// The values of the present optionals of a list, in order.
 fn unwrap<'a>(a: &[Value<'a>]) -> Result<Value<'a>, crate::EvalError> {

@@ -350,7 +350,7 @@ pub(super) fn run_steps<'a>(
             let n = keyed.len() as f64;
             let strings = matches!(keyed.first(), Some((Value::Str(_) | Value::Bytes(_), _)));
             let factor = if strings { 2.1 } else { 2.0 };
-            f.charge(2 + (n * n * factor) as u64 + 11)?;
+            f.charge(((n * n * factor) as u64).saturating_add(13))?;
             let mut keys: Vec<Value<'a>> = keyed.iter().map(|(k, _)| k.clone()).collect();
             sort_values(&mut keys)?;
             let mut failed = false;

@@ -5,11 +5,13 @@
 use std::cmp::Ordering;
 use std::rc::Rc;
 
+mod attrs;
 mod charge;
 mod loops;
 mod ops;
 mod scan;
 
+use attrs::{index_key, is_attribute, opt_or};
 use loops::*;
 use ops::*;
 use scan::*;
@@ -186,19 +188,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             select(&v, field, *test, *position)
         }
-        Ir::OptOr { target, alt, value } => match eval(target, f)? {
-            Value::Optional(Some(v)) if *value => Ok((*v).clone()),
-            present @ Value::Optional(Some(_)) => Ok(present),
-            Value::Optional(None) => {
-                let other = eval(alt, f)?;
-                match (other, *value) {
-                    (o, true) | (o @ Value::Optional(_), false) => Ok(o),
-                    (_, false) => Err(EvalError::no_overload()),
-                }
-            }
-            // cel-go hands a non-optional target back as it is.
-            other => Ok(other),
-        },
+        Ir::OptOr { target, alt, value } => opt_or(target, alt, *value, f),
         Ir::And(a, b) => logical(a, b, false, f),
         Ir::Or(a, b) => logical(a, b, true, f),
         Ir::Not(a) => {
@@ -424,17 +414,7 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
         }
         Ir::Index(a, b) => {
             let a = eval(a, f)?;
-            let b = if is_attribute(b) {
-                // cel-go resolves a key that is itself a variable or a
-                // field read (`m[k]`, `m[self.key]`) as a qualifier of
-                // the indexed value: only the index step is charged.
-                let before = f.cost;
-                let key = eval(b, f);
-                f.cost = before;
-                key?
-            } else {
-                eval(b, f)?
-            };
+            let b = index_key(b, f)?;
             f.charge(1)?;
             match a {
                 Value::Optional(None) => Ok(Value::Optional(None)),
@@ -680,22 +660,6 @@ fn int_compare(op: BinOp, i: i64, j: i64) -> Option<bool> {
 fn int_arith<'a>(op: BinOp, i: i64, j: i64, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     f.charge(1)?;
     binary(op, Value::Int(i), Value::Int(j))
-}
-
-/// A variable, or field reads and constant indexes on one: what cel-go
-/// plans as an attribute.
-fn is_attribute(ir: &Ir) -> bool {
-    match ir {
-        Ir::Var(_) => true,
-        Ir::Select {
-            operand,
-            test: false,
-            ..
-        } => is_attribute(operand),
-        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_)),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_attribute(inner),
-        _ => false,
-    }
 }
 
 /// A literal made only of constants, which cel-go builds once.

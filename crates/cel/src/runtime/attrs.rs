@@ -1,0 +1,51 @@
+//! What cel-go plans as attributes and short circuits rather than as calls,
+//! and so charges differently: a variable with its field reads and
+//! constant indexes is one attribute (a key that is one is resolved
+//! without charge), and `or`/`orValue` run their argument only when needed.
+
+use super::{eval, Frame};
+use crate::ir::Ir;
+use crate::value::error::EvalError;
+use crate::value::Value;
+
+/// A variable, or field reads and constant indexes on one.
+pub(super) fn is_attribute(ir: &Ir) -> bool {
+    match ir {
+        Ir::Var(_) => true,
+        Ir::Select {
+            operand,
+            test: false,
+            ..
+        } => is_attribute(operand),
+        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_)),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_attribute(inner),
+        _ => false,
+    }
+}
+
+/// The key of an index: one that is an attribute (`m[k]`, `m[self.key]`)
+/// is a qualifier of the indexed value, its reads not charged.
+pub(super) fn index_key<'a>(key: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    if !is_attribute(key) {
+        return eval(key, f);
+    }
+    let before = f.cost;
+    let value = eval(key, f);
+    f.cost = before;
+    value
+}
+
+/// `target.or(alt)` (`value: false`) and `target.orValue(alt)`: a target
+/// that is not an optional comes back as it is, as cel-go hands it back.
+pub(super) fn opt_or<'a>(
+    target: &'a Ir,
+    alt: &'a Ir,
+    value: bool,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    match eval(target, f)? {
+        Value::Optional(Some(v)) if value => Ok((*v).clone()),
+        Value::Optional(None) => eval(alt, f),
+        present => Ok(present),
+    }
+}
