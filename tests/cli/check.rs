@@ -337,9 +337,11 @@ spec:
               type: object
               properties:
                 version: {type: string, maxLength: 64}
+                namespace: {type: string, maxLength: 64}
               x-kubernetes-validations:
                 - rule: "isSemver(self.version)"
                   message: not a semver
+                - rule: "self.namespace != 'kube-system'"
 "#;
     std::fs::write(dir.path().join("crd.yaml"), crd).expect("write");
     let config = dir.path().display().to_string();
@@ -366,6 +368,14 @@ spec:
         text.contains("undeclared reference to 'isSemver'"),
         "{text}"
     );
+    // A reserved word names a field in a rule being written from
+    // compatibility version 1.31, which is Kubernetes 1.32's.
+    let out = check("1.31");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("undefined field 'namespace'"), "{text}");
+    let out = check("1.32");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("undefined field"), "{text}");
 
     let object = dir.path().join("object.yaml");
     std::fs::write(

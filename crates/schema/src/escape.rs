@@ -99,16 +99,18 @@ pub fn unescape_property(field: &str) -> std::borrow::Cow<'_, str> {
 impl crate::Schema {
     /// The property a CEL field name selects, with its JSON name. Only the
     /// escaped spelling of a name selects it (`a__b` is `a__underscores__b`;
-    /// `a__b` itself selects nothing), except that a reserved word also
-    /// selects the property it names (`namespace` as `__namespace__` does):
-    /// the API server's type provider does so from Kubernetes 1.31.
+    /// `a__b` itself selects nothing), except that, with `keywords`, a
+    /// reserved word also selects the property it names (`namespace` as
+    /// `__namespace__` does): the API server's type provider does so from
+    /// compatibility version 1.31.
     pub fn cel_property<'f>(
         &self,
         field: &'f str,
+        keywords: bool,
     ) -> Option<(std::borrow::Cow<'f, str>, &crate::Schema)> {
         let name = unescape_property(field);
         let selectable = escape_property(&name).is_some_and(|escaped| escaped == field)
-            || (RESERVED.contains(&field) && name == field);
+            || (keywords && RESERVED.contains(&field) && name == field);
         if !selectable {
             return None;
         }
@@ -145,7 +147,7 @@ mod tests {
                 .collect(),
             ..crate::Schema::default()
         };
-        let select = |f: &str| s.cel_property(f).map(|(n, _)| n.into_owned());
+        let select = |f: &str| s.cel_property(f, true).map(|(n, _)| n.into_owned());
         assert_eq!(select("a__underscores__b").as_deref(), Some("a__b"));
         assert_eq!(select("a__b"), None);
         assert_eq!(select("x__dash__prop").as_deref(), Some("x-prop"));
@@ -160,6 +162,12 @@ mod tests {
         );
         assert_eq!(select("plain").as_deref(), Some("plain"));
         assert_eq!(select("missing"), None);
+        // Before compatibility version 1.31 a reserved word selects only
+        // by its escaped spelling.
+        let old = |f: &str| s.cel_property(f, false).map(|(n, _)| n.into_owned());
+        assert_eq!(old("namespace"), None);
+        assert_eq!(old("__namespace__").as_deref(), Some("namespace"));
+        assert_eq!(old("plain").as_deref(), Some("plain"));
     }
 
     /// Every name of up to five characters over the escaped alphabet

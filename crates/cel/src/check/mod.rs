@@ -392,7 +392,8 @@ impl<'s> Compiler<'_, 's> {
                 Ok((name, fty))
             }
             Ty::Map(k, v) if k.unifies(&Ty::String) => Ok((field.into(), (**v).clone())),
-            Ty::Object(s) => match s.cel_property(field) {
+            // Reserved words name fields from compatibility version 1.31.
+            Ty::Object(s) => match s.cel_property(field, self.decls.env.version >= 31) {
                 // Data of unknown type (preserved unknown fields) is out of
                 // CEL's reach, as if the field did not exist.
                 Some((name, child)) if !child.is_unknown_type() => {
