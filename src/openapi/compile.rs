@@ -50,6 +50,11 @@ pub(super) struct Node {
     /// The kept string format, with its name as written (the message
     /// prints it so).
     pub format: Option<(Format, String)>,
+    /// From 1.36, the numeric type and format every number of the field
+    /// (and every bound) must fit, as kube-openapi names them: a field of
+    /// the single type integer (int64 unless `int32`), or number with
+    /// `float`; `None` where any number fits.
+    pub range: Option<(&'static str, &'static str)>,
     pub nullable: bool,
     pub has_default: bool,
     pub enumeration: Vec<Json>,
@@ -155,9 +160,21 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str, v: KubeVersion) -> Result
             .map(|(i, s)| compile(s, &format!("{path}.{name}[{i}]"), v))
             .collect()
     };
+    let range = if v.checks_numeric_formats() {
+        let kept = format.as_ref().and_then(|(f, _)| f.range());
+        match (types.names.as_slice(), kept) {
+            (["integer"], Some(r)) => Some(r),
+            (["integer"], None) => Some(("integer", "")),
+            (["number"], Some(r @ (_, "float"))) => Some(r),
+            _ => None,
+        }
+    } else {
+        None
+    };
     Ok(Node {
         types,
         format,
+        range,
         nullable: p.nullable == Some(true),
         has_default: p.default.is_some(),
         enumeration: p.enum_.iter().flatten().map(|j| j.0.clone()).collect(),

@@ -65,24 +65,10 @@ fn inferred(value: &Json) -> (&'static str, &'static str) {
     }
 }
 
-/// The numeric type and format a field's numbers must fit (1.36+): a
-/// field of the single type integer (int64 unless `int32`), or number with
-/// `float`; `None` where any number fits.
-fn numeric_range(node: &Node) -> Option<(&'static str, &'static str)> {
-    let format = node.format.as_ref().and_then(|(f, _)| f.range());
-    match (node.types.names.as_slice(), format) {
-        (["integer"], Some(r)) => Some(r),
-        (["integer"], None) => Some(("integer", "")),
-        (["number"], Some(r @ (_, "float"))) => Some(r),
-        _ => None,
-    }
-}
-
 /// kube-openapi's `IsValueValidAgainstRange`: the value, printed as Go
 /// prints it without an exponent, parses as the type and format.
-fn in_range(n: &Json, (ty, format): (&str, &str)) -> bool {
-    let int = n.as_i64();
-    let f = n.as_f64().unwrap_or(0.0);
+/// `int` is the number when it is an integer, `f` its value as a float.
+fn in_range(int: Option<i64>, f: f64, (ty, format): (&str, &str)) -> bool {
     match (ty, format) {
         ("integer", "int32") => match int {
             Some(i) => i32::try_from(i).is_ok(),
@@ -341,12 +327,8 @@ impl Walk {
         // From 1.36 the value, and each bound, must fit the field's numeric
         // type and format; a bound that does not is still applied, as a
         // plain number.
-        let range = self
-            .version
-            .checks_numeric_formats()
-            .then(|| numeric_range(node))
-            .flatten();
-        let fits = |n: &Json| range.is_none_or(|r| in_range(n, r));
+        let range = node.range;
+        let fits = |int: Option<i64>, f: f64| range.is_none_or(|r| in_range(int, f, r));
         let out_of_range = |prefix: &str| {
             let (ty, format) = range.unwrap_or_default();
             plain(if format.is_empty() {
@@ -355,13 +337,13 @@ impl Walk {
                 format!("{prefix} value must be of type {ty} with format {format} in {path}")
             })
         };
-        if !fits(value) {
+        let v = value.as_f64().unwrap_or(0.0);
+        if !fits(value.as_i64(), v) {
             self.errors.push(out_of_range("Checked"));
         }
-        let v = value.as_f64().unwrap_or(0.0);
         // An integer against a bound that fits is compared with the bound
         // cut to an integer, and shown so; otherwise as numbers.
-        let native = |b: f64| fits(&Json::from(b)).then_some(value.as_i64()).flatten();
+        let native = |b: f64| fits(None, b).then_some(value.as_i64()).flatten();
         let shown = |b: f64| match native(b) {
             Some(_) => format!("{}", b.trunc() as i64),
             None => crate::cel::format_double(b),
@@ -371,7 +353,7 @@ impl Walk {
             None => (v, b),
         };
         if let Some(factor) = node.multiple_of {
-            if !fits(&Json::from(factor)) {
+            if !fits(None, factor) {
                 self.errors.push(out_of_range("MultipleOf"));
             }
             let ok = match native(factor) {
@@ -398,7 +380,7 @@ impl Walk {
         }
         for (bound, lower) in [(node.minimum, true), (node.maximum, false)] {
             let Some(b) = bound else { continue };
-            if !fits(&Json::from(b.value)) {
+            if !fits(None, b.value) {
                 self.errors.push(out_of_range(if lower {
                     "Minimum boundary"
                 } else {

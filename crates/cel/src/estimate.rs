@@ -24,6 +24,15 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize) -> f64 {
     walk(ir, &mut env).0
 }
 
+/// Of two branches' shapes, the one of the larger size.
+fn larger<'s>(a: Shape<'s>, b: Shape<'s>) -> Shape<'s> {
+    if a.size >= b.size {
+        a
+    } else {
+        b
+    }
+}
+
 /// A list: a list field or a list literal.
 fn is_list(shape: &Shape<'_>) -> bool {
     shape.items.is_some() || shape.schema.is_some_and(|s| s.ty == Type::Array)
@@ -89,7 +98,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let (ct, st) = walk(target, env);
             let (ca, sa) = walk(alt, env);
             // cel-go's estimator prices `or` and `orValue` as calls.
-            (ct + ca + 1.0, if st.size >= sa.size { st } else { sa })
+            (ct + ca + 1.0, larger(st, sa))
         }
         Ir::And(a, b) | Ir::Or(a, b) => {
             let (ca, _) = walk(a, env);
@@ -101,8 +110,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let (cc, _) = walk(c, env);
             let (ct, st) = walk(t, env);
             let (ce, se) = walk(e, env);
-            let shape = if st.size >= se.size { st } else { se };
-            (cc + ct.max(ce), shape)
+            (cc + ct.max(ce), larger(st, se))
         }
         Ir::Bin(op, a, b) => {
             let (ca, sa) = walk(a, env);
@@ -131,10 +139,9 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             (ca + cb + own, Shape::sized(size))
         }
         // cel-go's estimator prices a list literal at 10 even when its
-        // runtime builds it once.
-        // Its elements have no size the Kubernetes size estimator knows
-        // (no schema path): a call that traverses them prices them at
-        // their largest.
+        // runtime builds it once; its elements have no size the Kubernetes
+        // size estimator knows (no schema path), so a call that traverses
+        // them prices them at their largest.
         Ir::ConstList(items) => {
             let mut shape = Shape::sized(items.len() as f64);
             let text = items

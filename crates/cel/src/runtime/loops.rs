@@ -307,7 +307,9 @@ pub(super) fn run_steps<'a>(
             // `cel.@mapInsert(__result__, entry)`: the accumulator read and
             // the call.
             LoopKind::TransformMapEntry => {
-                match eval(&l.body, f).and_then(|v| f.charge(2).map(|()| v))? {
+                let entry = eval(&l.body, f)?;
+                f.charge(2)?;
+                match entry {
                     Value::Map(m) => {
                         for (k, v) in m.entries() {
                             for (existing, _) in &out_map {
