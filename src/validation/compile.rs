@@ -232,7 +232,10 @@ pub(super) fn compile_node(
                             );
                             continue;
                         }
-                        Some(p)
+                        Some(super::MessageExpression {
+                            source: m.to_owned(),
+                            program: p,
+                        })
                     }
                     Ok(_) => {
                         problem(

@@ -26,7 +26,7 @@ pub struct Rule {
     pub source: String,
     pub program: Program,
     pub message: Option<String>,
-    pub message_expression: Option<Program>,
+    pub message_expression: Option<MessageExpression>,
     pub kind: ErrorType,
     /// `fieldPath`, normalised (`.a['b']` is `a.b`).
     pub field_path: Option<String>,
@@ -36,6 +36,14 @@ pub struct Rule {
     /// Metric handles, attached when the catalog is bound to a registry
     /// ([`bind_metrics`]); empty in `check` and unit tests.
     pub metrics: crate::metrics::RuleMetricsSlot,
+}
+
+/// A rule's compiled `messageExpression`, with its text for the error that
+/// names it when it reaches the per-call cost limit.
+#[derive(Debug)]
+pub struct MessageExpression {
+    pub source: String,
+    pub program: Program,
 }
 
 impl Rule {
@@ -330,7 +338,15 @@ impl Validator {
     /// Validates `object` (and `old` on UPDATE), returning every field error
     /// and the warnings of ratcheted errors.
     pub fn validate(&self, object: &Json, old: Option<&Json>) -> Findings<'_> {
-        let mut w = Walk::new(self.kubernetes);
+        let w = self.walk(Walk::new(self.kubernetes), object, old);
+        Findings {
+            errors: w.errors,
+            warnings: w.warnings,
+            observed: w.observed,
+        }
+    }
+
+    fn walk<'v>(&'v self, mut w: Walk<'v>, object: &Json, old: Option<&Json>) -> Walk<'v> {
         let mut path = String::new();
         w.node(
             &self.root,
@@ -341,11 +357,24 @@ impl Validator {
             &Unchanged::never(),
             &mut path,
         );
-        Findings {
-            errors: w.errors,
-            warnings: w.warnings,
-            observed: w.observed,
-        }
+        w
+    }
+
+    /// [`Validator::validate`] with another object budget and per-call
+    /// limit, as upstream's tests set them; also the budget left, `None`
+    /// when a cost limit stopped the walk.
+    #[cfg(test)]
+    fn validate_within(
+        &self,
+        object: &Json,
+        budget: u64,
+        per_call: u64,
+    ) -> (Vec<FieldError>, Option<u64>) {
+        let mut w = Walk::new(self.kubernetes);
+        w.budget = budget;
+        w.per_call = per_call;
+        let w = self.walk(w, object, None);
+        (w.errors, (!w.stopped).then_some(w.budget))
     }
 }
 

@@ -125,6 +125,126 @@ fn message_expression_falls_back_to_message() {
     assert_eq!(details, ["static", "failed rule: self > 2", "n is 0"]);
 }
 
+/// upstream's TestMessageExpression, ported: a failing rule `false` on an
+/// object `{"str": "a string"}` with the given message and
+/// messageExpression, under an object budget and a per-call limit; each
+/// case states the failure's text and the budget left (`None`: the walk
+/// stopped).
+#[test]
+fn message_expression_costs_and_limits_as_upstream() {
+    const BUDGET: u64 = cel::PER_OBJECT_COST_BUDGET;
+    const PER_CALL: u64 = cel::PER_EXPRESSION_COST_LIMIT;
+    let out_of_budget = "Invalid value: \"object\": messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run";
+    let cases: &[(Option<&str>, &str, u64, u64, &str, Option<u64>)] = &[
+        (
+            None,
+            r#""static string""#,
+            300,
+            PER_CALL,
+            "Invalid value: \"object\": static string",
+            Some(300),
+        ),
+        (
+            Some("invisible"),
+            r#""this is messageExpression""#,
+            BUDGET,
+            PER_CALL,
+            "Invalid value: \"object\": this is messageExpression",
+            Some(BUDGET),
+        ),
+        (
+            None,
+            r#""string 1" + "string 2" + "string 3""#,
+            1,
+            PER_CALL,
+            out_of_budget,
+            None,
+        ),
+        (
+            None,
+            r#""str1 " + self.str"#,
+            50,
+            PER_CALL,
+            "Invalid value: \"object\": str1 a string",
+            Some(46),
+        ),
+        (
+            Some("message not messageExpression"),
+            r#""str1 " + ["a", "b", "c", "d"][4]"#,
+            50,
+            PER_CALL,
+            "Invalid value: \"object\": message not messageExpression",
+            Some(47),
+        ),
+        (
+            None,
+            r#""str1 " + ["a", "b", "c", "d"][4]"#,
+            50,
+            PER_CALL,
+            "Invalid value: \"object\": failed rule: false",
+            Some(47),
+        ),
+        (
+            None,
+            r#""string 1" + "string 2" + "string 3""#,
+            BUDGET,
+            1,
+            r#"Invalid value: "object": no further validation rules will be run due to call cost exceeds limit for messageExpression: "\"string 1\" + \"string 2\" + \"string 3\"""#,
+            None,
+        ),
+        (
+            Some("message not messageExpression"),
+            r#""str with \na newline""#,
+            BUDGET,
+            PER_CALL,
+            "Invalid value: \"object\": message not messageExpression",
+            Some(BUDGET),
+        ),
+        (
+            Some("message not messageExpression"),
+            &format!("'{}'", "a".repeat(5121)),
+            BUDGET,
+            PER_CALL,
+            "Invalid value: \"object\": message not messageExpression",
+            Some(BUDGET),
+        ),
+        (
+            Some("message not messageExpression"),
+            r#"string("")"#,
+            BUDGET,
+            PER_CALL,
+            "Invalid value: \"object\": message not messageExpression",
+            Some(BUDGET),
+        ),
+        (
+            Some("message not messageExpression"),
+            r#"string("     ")"#,
+            BUDGET,
+            PER_CALL,
+            "Invalid value: \"object\": message not messageExpression",
+            Some(BUDGET),
+        ),
+    ];
+    for (message, expression, budget, per_call, text, left) in cases {
+        let mut rule = json!({"rule": "false", "messageExpression": expression});
+        if let Some(m) = message {
+            rule["message"] = json!(m);
+        }
+        let v = compile(json!({
+            "type": "object",
+            "properties": {"str": {"type": "string"}},
+            "x-kubernetes-validations": [rule],
+        }))
+        .expect("compiles")
+        .answering_as("1.34".parse().expect("version"));
+        let (errors, remaining) =
+            v.validate_within(&json!({"str": "a string"}), *budget, *per_call);
+        let texts: Vec<String> = errors.iter().map(FieldError::body).collect();
+        assert_eq!(texts, [*text], "{expression}");
+        assert_eq!(remaining, *left, "{expression}");
+    }
+}
+
 fn list_rule(
     items: serde_json::Value,
     list_extra: serde_json::Value,

@@ -12,9 +12,11 @@ pub(super) struct Walk<'a> {
     pub(super) warnings: Vec<String>,
     /// The rules evaluated, for their metrics (recorded by the caller).
     pub(super) observed: Vec<RuleObservation<'a>>,
-    budget: u64,
+    pub(super) budget: u64,
+    /// The cost one evaluation may take.
+    pub(super) per_call: u64,
     /// A cost limit was reached: no further rules run anywhere.
-    stopped: bool,
+    pub(super) stopped: bool,
     kubernetes: KubeVersion,
 }
 
@@ -26,10 +28,18 @@ impl Walk<'_> {
             warnings: Vec::new(),
             observed: Vec::new(),
             budget: cel::PER_OBJECT_COST_BUDGET,
+            per_call: cel::PER_EXPRESSION_COST_LIMIT,
             stopped: false,
             kubernetes,
         }
     }
+}
+
+/// Why a messageExpression stops the walk: the texts of the error the API
+/// server then reports at the rule's field, in place of the failure.
+enum MessageStop {
+    OutOfBudget,
+    CallLimit,
 }
 
 /// The value a failed rule shows: up to 1.34 the node's schema type; from
@@ -253,15 +263,9 @@ impl<'a> Walk<'a> {
                 (true, false, Some(o)) => Some(Value::from_json(o, schema)),
                 (false, _, o) => o.map(|o| Value::from_json(o, schema)),
             };
-            let limit = cel::PER_EXPRESSION_COST_LIMIT.min(self.budget);
             let this = Value::from_json(new, schema);
-            let (result, cost) = rule.program.eval(this, old_value, limit);
-            if cost > self.budget
-                || (result
-                    .as_ref()
-                    .is_err_and(|e| e.kind == ErrorKind::CostLimit)
-                    && self.budget < cel::PER_EXPRESSION_COST_LIMIT)
-            {
+            let (result, cost) = rule.program.eval(this, old_value, self.limit());
+            if self.over_budget(&result, cost) {
                 if let Some(m) = rule.metrics.get() {
                     self.observed.push(RuleObservation {
                         metrics: m,
@@ -320,45 +324,97 @@ impl<'a> Walk<'a> {
             if passed {
                 continue;
             }
-            let detail = self.message(rule, schema, new, old);
             let mut field = path.to_owned();
             if let Some(fp) = &rule.field_path {
                 push_child(&mut field, fp);
             }
-            let err = FieldError {
-                kind: rule.kind,
-                field,
-                value: failed_value(self.kubernetes, schema, new),
-                detail,
+            let err = match self.message(rule, schema, new, old) {
+                Ok(detail) => FieldError {
+                    kind: rule.kind,
+                    field,
+                    value: failed_value(self.kubernetes, schema, new),
+                    detail,
+                },
+                // Reported in place of the failure (and ratcheted as it
+                // would be); nothing runs after it.
+                Err(stop) => FieldError {
+                    kind: ErrorType::Invalid,
+                    field,
+                    value: BadValue::Type(schema.ty.openapi_name()),
+                    detail: match stop {
+                        MessageStop::OutOfBudget => "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".into(),
+                        MessageStop::CallLimit => format!(
+                            "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                            cel::go_quote(rule.message_expression.as_ref().map_or("", |m| &m.source))
+                        ),
+                    },
+                },
             };
             if !uses_old && unchanged.get() {
                 self.warnings.push(err.to_string());
             } else {
                 self.errors.push(err);
             }
+            if self.stopped {
+                return;
+            }
         }
     }
 
+    /// The limit of one evaluation: the per-call limit, or what is left of
+    /// the object's budget when that is less.
+    fn limit(&self) -> u64 {
+        self.per_call.min(self.budget)
+    }
+
+    /// Whether an evaluation spent more than the object's budget had left
+    /// (rather than only its own per-call limit).
+    fn over_budget(&self, result: &Result<Value<'_>, cel::EvalError>, cost: u64) -> bool {
+        cost > self.budget
+            || (result
+                .as_ref()
+                .is_err_and(|e| e.kind == ErrorKind::CostLimit)
+                && self.budget < self.per_call)
+    }
+
     /// The failure message: the messageExpression's result when it yields a
-    /// usable string, else `message`, else `failed rule: <rule>`.
-    fn message(&mut self, rule: &Rule, schema: &Schema, new: &Json, old: Option<&Json>) -> String {
+    /// usable string, else `message`, else `failed rule: <rule>`. A
+    /// messageExpression that reaches a cost limit stops the walk instead,
+    /// as the API server's does.
+    fn message(
+        &mut self,
+        rule: &Rule,
+        schema: &Schema,
+        new: &Json,
+        old: Option<&Json>,
+    ) -> Result<String, MessageStop> {
         if let Some(expr) = &rule.message_expression {
             let this = Value::from_json(new, schema);
             let old_value = old.map(|o| Value::from_json(o, schema));
-            let limit = cel::PER_EXPRESSION_COST_LIMIT.min(self.budget);
-            let (result, cost) = expr.eval(this, old_value, limit);
-            self.budget = self.budget.saturating_sub(cost);
+            let (result, cost) = expr.program.eval(this, old_value, self.limit());
+            if self.over_budget(&result, cost) {
+                self.stopped = true;
+                return Err(MessageStop::OutOfBudget);
+            }
+            if result
+                .as_ref()
+                .is_err_and(|e| e.kind == ErrorKind::CostLimit)
+            {
+                self.stopped = true;
+                return Err(MessageStop::CallLimit);
+            }
+            self.budget -= cost;
             if let Ok(Value::Str(s)) = result {
                 let t = s.trim();
                 if !t.is_empty() && !t.contains('\n') && t.len() <= 5 * 1024 {
-                    return t.to_owned();
+                    return Ok(t.to_owned());
                 }
             }
         }
-        match rule.message.as_deref().map(str::trim) {
+        Ok(match rule.message.as_deref().map(str::trim) {
             Some(m) if !m.is_empty() => m.to_owned(),
             _ => format!("failed rule: {}", rule.source.trim()),
-        }
+        })
     }
 }
 

@@ -394,6 +394,10 @@ fn runtime_costs_match_cel_go() {
     assert_eq!(cost("[1, 2, 3].exists_one(x, x > 2)"), 10);
     assert_eq!(cost("self.spec.replicas in [1, 2, 3]"), 3);
     assert_eq!(cost("has(self.spec.replicas)"), 2);
+    // A field read or an index of a value that is not an attribute (a
+    // literal, a call's result) starts a relative attribute: 1 more.
+    assert_eq!(cost("[1, 2, 3][1] == 2"), 3);
+    assert_eq!(cost("{'a': 1}.a == 1"), 3);
     assert_eq!(
         cost("self.spec.x__dash__prop == self.spec.x__dash__prop"),
         11

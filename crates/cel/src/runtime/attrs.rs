@@ -23,6 +23,25 @@ pub(super) fn is_attribute(ir: &Ir) -> bool {
     }
 }
 
+/// Whether cel-go plans `ir` as an attribute, so that a field read or an
+/// index on it adds a qualifier. On anything else (a literal, a call's or
+/// a comprehension's result) it starts a relative attribute over the
+/// value, which costs 1 beside its qualifiers.
+pub(super) fn plans_as_attribute(ir: &Ir) -> bool {
+    match ir {
+        Ir::Var(_)
+        | Ir::Lazy(_)
+        | Ir::Select { test: false, .. }
+        | Ir::Index(..)
+        | Ir::OptSelect { .. }
+        | Ir::OptIndex(..) => true,
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => plans_as_attribute(inner),
+        // A conditional over two attributes is one.
+        Ir::Cond(_, t, e) => plans_as_attribute(t) && plans_as_attribute(e),
+        _ => false,
+    }
+}
+
 /// The key of an index: one that is an attribute (`m[k]`, `m[self.key]`)
 /// is a qualifier of the indexed value, its reads not charged.
 pub(super) fn index_key<'a>(key: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {

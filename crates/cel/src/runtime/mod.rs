@@ -11,7 +11,7 @@ mod loops;
 mod ops;
 mod scan;
 
-use attrs::{index_key, is_attribute, opt_or};
+use attrs::{index_key, is_attribute, opt_or, plans_as_attribute};
 use loops::*;
 use ops::*;
 use scan::*;
@@ -184,6 +184,9 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             }
             let v = eval(operand, f)?;
             if select_charged(&v, field, *test) {
+                f.charge(1)?;
+            }
+            if !*test && !plans_as_attribute(operand) {
                 f.charge(1)?;
             }
             select(&v, field, *test, *position)
@@ -413,9 +416,10 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             }
         }
         Ir::Index(a, b) => {
+            let relative = !plans_as_attribute(a);
             let a = eval(a, f)?;
             let b = index_key(b, f)?;
-            f.charge(1)?;
+            f.charge(1 + u64::from(relative))?;
             match a {
                 Value::Optional(None) => Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => {
