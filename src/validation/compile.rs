@@ -17,6 +17,8 @@ pub(super) struct Compilation {
     pub(super) per_evaluation: bool,
     /// The Kubernetes minor whose libraries the rules may use.
     pub(super) libraries: cel::environment::Version,
+    /// The Kubernetes minor whose cost estimator prices them.
+    pub(super) estimator: cel::environment::Version,
 }
 
 impl Default for Compilation {
@@ -26,6 +28,7 @@ impl Default for Compilation {
             costs: Vec::new(),
             per_evaluation: false,
             libraries: cel::environment::LATEST,
+            estimator: cel::environment::LATEST,
         }
     }
 }
@@ -79,6 +82,7 @@ pub(super) fn compile_node(
         cardinality.unwrap_or_else(|| cel::max_cardinality(schema))
     };
     let libraries = cx.libraries;
+    let estimator = cx.estimator;
     let problems = &mut cx.problems;
     let costs = &mut cx.costs;
     // Data of unknown type has no CEL type: rules there cannot compile.
@@ -154,7 +158,9 @@ pub(super) fn compile_node(
             }
         };
         let optional_old_self = v.optional_old_self.unwrap_or(false);
-        let opts = cel::Environment::crd_rule(optional_old_self).at(libraries);
+        let opts = cel::Environment::crd_rule(optional_old_self)
+            .at(libraries)
+            .estimated_as(estimator);
         let program = match Program::compile(&v.rule, schema, opts) {
             Ok(p) if p.result_type() == "bool" => p,
             Ok(_) => {
@@ -212,7 +218,9 @@ pub(super) fn compile_node(
                 None
             }
             Some(m) => {
-                let opts = cel::Environment::message_expression().at(libraries);
+                let opts = cel::Environment::message_expression()
+                    .at(libraries)
+                    .estimated_as(estimator);
                 match Program::compile(m, schema, opts) {
                     Ok(p) if p.result_type() == "string" => {
                         // Counted in the CRD's total even when over its own

@@ -186,7 +186,12 @@ impl Validator {
         });
         match Schema::from_openapi(props) {
             Ok(schema) => {
-                let validator = match (Validator::compile_as(schema, libraries, false), root_map) {
+                // Written or stored, the rules are priced by the version's
+                // own estimator.
+                let mut cx = Compilation::default();
+                cx.libraries = libraries;
+                cx.estimator = kubernetes.stored();
+                let validator = match (Self::compile_with(schema, cx), root_map) {
                     (Ok(v), None) => v.answering_as(kubernetes),
                     (Ok(_), Some(root)) => return Err(vec![root]),
                     (Err(mut problems), Some(root)) => {

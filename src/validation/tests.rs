@@ -135,7 +135,9 @@ fn message_expression_costs_and_limits_as_upstream() {
     const BUDGET: u64 = cel::PER_OBJECT_COST_BUDGET;
     const PER_CALL: u64 = cel::PER_EXPRESSION_COST_LIMIT;
     let out_of_budget = "Invalid value: \"object\": messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run";
-    let cases: &[(Option<&str>, &str, u64, u64, &str, Option<u64>)] = &[
+    // (message, messageExpression, budget, per-call limit, text, budget left)
+    type Case<'c> = (Option<&'c str>, &'c str, u64, u64, &'c str, Option<u64>);
+    let cases: &[Case<'_>] = &[
         (
             None,
             r#""static string""#,
@@ -359,4 +361,30 @@ fn rule_metrics_wait_for_the_caller_to_record_them() {
         o.record();
     }
     assert_eq!(evaluations().as_deref(), Some("1"));
+}
+
+/// Equality of two quantities: unsized (so over every limit) to the
+/// estimators up to 1.31, priced 1 from 1.32. A CRD written at 1.32 is
+/// compiled against 1.31's libraries but priced by 1.32's estimator.
+#[test]
+fn rules_are_priced_by_the_version_s_own_estimator() {
+    let props: JSONSchemaProps = serde_json::from_value(json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "maxLength": 10},
+            "b": {"type": "string", "maxLength": 10},
+        },
+        "x-kubernetes-validations": [{"rule": "quantity(self.a) == quantity(self.b)"}],
+    }))
+    .expect("schema");
+    let as_of = |minor: &str| -> KubeVersion { minor.parse().expect("version") };
+    let written_at_1_32 = Validator::from_openapi_as(&props, 31, as_of("1.32"));
+    assert!(written_at_1_32.is_ok(), "{written_at_1_32:?}");
+    let problems = Validator::from_openapi_as(&props, 31, as_of("1.31")).unwrap_err();
+    assert!(
+        problems[0].reason.starts_with(
+            "Forbidden: estimated rule cost exceeds budget by factor of more than 100x"
+        ),
+        "{problems:?}"
+    );
 }

@@ -38,6 +38,10 @@ pub struct Environment {
     /// Functions first available in a later Kubernetes minor are
     /// undeclared.
     pub version: Version,
+    /// The Kubernetes minor whose cost estimator prices the expression:
+    /// the API server's own, also for an expression written against its
+    /// compatibility version (one minor behind).
+    pub estimator: Version,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -88,6 +92,7 @@ impl Environment {
             old_self: true,
             optional_old_self,
             version: LATEST,
+            estimator: LATEST,
             extensions: true,
         }
     }
@@ -116,6 +121,7 @@ impl Environment {
             old_self: false,
             optional_old_self: false,
             version: LATEST,
+            estimator: LATEST,
             extensions: false,
         }
     }
@@ -139,7 +145,20 @@ impl Environment {
 
     /// The same environment answering as Kubernetes `1.<version>`.
     pub const fn at(self, version: Version) -> Environment {
-        Environment { version, ..self }
+        Environment {
+            version,
+            estimator: version,
+            ..self
+        }
+    }
+
+    /// The same environment with the cost estimator of Kubernetes
+    /// `1.<version>`.
+    pub const fn estimated_as(self, version: Version) -> Environment {
+        Environment {
+            estimator: version,
+            ..self
+        }
     }
 
     /// The function `name` called as a member (`x.f(..)`) or globally,

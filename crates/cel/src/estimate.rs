@@ -4,10 +4,12 @@
 //! request). Kubernetes refuses rules whose estimate passes its limits; so
 //! does celhook, at load.
 
+use crate::environment::Version;
 use crate::ir::{BinOp, Ir, LoopKind};
 use crate::library::conversions;
-use crate::shape::{min_serialized_size, Shape, MAX_REQUEST_BYTES};
+use crate::shape::{min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
 use crate::value::Const;
+use crate::value::TypeName;
 use celhook_schema::{Format, Schema, Type};
 
 /// How many times a rule on `s` can run when some enclosing list or map is
@@ -17,11 +19,18 @@ pub fn max_cardinality(s: &Schema) -> f64 {
 }
 
 /// The worst-case cost of `ir` with `self` (and `oldSelf`) typed by `schema`.
-pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize) -> f64 {
+/// Sizes and prices follow the estimators of Kubernetes `1.<version>`.
+pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, version: Version) -> f64 {
     let mut env = vec![Shape::unknown(); slots.max(2)];
     env[0] = Shape::of(schema);
     env[1] = Shape::of(schema);
-    walk(ir, &mut env).0
+    walk(ir, &mut Cx { env, version }).0
+}
+
+/// The estimator's state: the shapes of the variables, and the version.
+struct Cx<'s> {
+    env: Vec<Shape<'s>>,
+    version: Version,
 }
 
 /// Of two branches' shapes, the one of the larger size.
@@ -58,69 +67,77 @@ fn ceil(x: f64) -> f64 {
     x.ceil()
 }
 
-fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
+fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
     match ir {
         Ir::Const(c) => (0.0, const_shape(c)),
-        Ir::Var(slot) => (1.0, env.get(*slot).copied().unwrap_or_else(Shape::unknown)),
+        Ir::Var(slot) => (
+            1.0,
+            cx.env.get(*slot).copied().unwrap_or_else(Shape::unknown),
+        ),
         // `variables` and the selection of the variable.
         Ir::Lazy(_) => (2.0, Shape::unknown()),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, env),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, cx),
         Ir::Select {
             operand,
             field,
             test,
             ..
         } => {
-            let (c, shape) = walk(operand, env);
-            let child = match shape.schema {
+            let (c, shape) = walk(operand, cx);
+            let mut child = match shape.schema {
                 Some(s) => s
                     .property(field)
                     .or(s.additional_properties.as_deref())
                     .map_or_else(Shape::unknown, Shape::of),
                 None => Shape::unknown(),
             };
+            // A field of an optional is an optional.
+            child.optional = shape.optional && !*test;
             (c + if *test { 0.0 } else { 1.0 }, child)
         }
         Ir::OptSelect { operand, field } => {
-            let (c, shape) = walk(operand, env);
-            let child = shape
+            let (c, shape) = walk(operand, cx);
+            let mut child = shape
                 .schema
                 .and_then(|s| s.property(field).or(s.additional_properties.as_deref()))
                 .map_or_else(Shape::unknown, Shape::of);
+            child.optional = true;
             (c + 1.0, child)
         }
         Ir::Index(a, b) | Ir::OptIndex(a, b) => {
-            let (ca, sa) = walk(a, env);
-            let (cb, _) = walk(b, env);
-            (ca + cb + 1.0, sa.element(false))
+            let (ca, sa) = walk(a, cx);
+            let (cb, _) = walk(b, cx);
+            let mut element = sa.element(false);
+            element.optional = sa.optional || matches!(ir, Ir::OptIndex(..));
+            (ca + cb + 1.0, element)
         }
-        Ir::OptOr { target, alt, .. } => {
-            let (ct, st) = walk(target, env);
-            let (ca, sa) = walk(alt, env);
+        Ir::OptOr { target, alt, value } => {
+            let (ct, st) = walk(target, cx);
+            let (ca, sa) = walk(alt, cx);
             // cel-go's estimator prices `or` and `orValue` as calls.
-            (ct + ca + 1.0, larger(st, sa))
+            let mut shape = larger(st, sa);
+            shape.optional = !*value;
+            (ct + ca + 1.0, shape)
         }
         Ir::And(a, b) | Ir::Or(a, b) => {
-            let (ca, _) = walk(a, env);
-            let (cb, _) = walk(b, env);
+            let (ca, _) = walk(a, cx);
+            let (cb, _) = walk(b, cx);
             (ca + cb, Shape::sized(1.0))
         }
-        Ir::Not(a) => (walk(a, env).0 + 1.0, Shape::sized(1.0)),
+        Ir::Not(a) => (walk(a, cx).0 + 1.0, Shape::sized(1.0)),
         Ir::Cond(c, t, e) => {
-            let (cc, _) = walk(c, env);
-            let (ct, st) = walk(t, env);
-            let (ce, se) = walk(e, env);
+            let (cc, _) = walk(c, cx);
+            let (ct, st) = walk(t, cx);
+            let (ce, se) = walk(e, cx);
             (cc + ct.max(ce), larger(st, se))
         }
         Ir::Bin(op, a, b) => {
-            let (ca, sa) = walk(a, env);
-            let (cb, sb) = walk(b, env);
+            let (ca, sa) = walk(a, cx);
+            let (cb, sb) = walk(b, cx);
             let (own, size) = match op {
                 // Equality by the smaller side's size, a tenth per unit; the
                 // API server sizes a scalar field 0 and a literal 1.
-                BinOp::Eq | BinOp::Ne => {
-                    (ceil(equality_size(&sa).min(equality_size(&sb)) * 0.1), 1.0)
-                }
+                BinOp::Eq | BinOp::Ne => (equality_cost(&sa, &sb, cx.version), 1.0),
                 // Orderings flat; only the runtime charges string and
                 // bytes orderings by length.
                 BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => (1.0, 1.0),
@@ -153,7 +170,7 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
         Ir::List(items, _) => {
             let mut c = 0.0;
             for i in items {
-                c += walk(i, env).0;
+                c += walk(i, cx).0;
             }
             let mut shape = Shape::sized(items.len() as f64);
             shape.items = Some((u64::MAX as f64, false));
@@ -162,12 +179,12 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
         Ir::Map(entries) => {
             let mut c = 30.0;
             for (k, v, _) in entries {
-                c += walk(k, env).0 + walk(v, env).0;
+                c += walk(k, cx).0 + walk(v, cx).0;
             }
             (c, Shape::sized(entries.len() as f64))
         }
         Ir::Matches(target, re) => {
-            let (c, s) = walk(target, env);
+            let (c, s) = walk(target, cx);
             let own = ceil((1.0 + s.size) * 0.1) * ceil(re.as_str().chars().count() as f64 * 0.25);
             (c + own, Shape::sized(1.0))
         }
@@ -175,19 +192,34 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
             let mut c = 0.0;
             let mut shapes = Vec::with_capacity(args.len());
             for a in args {
-                let (ca, mut sa) = walk(a, env);
+                let (ca, mut sa) = walk(a, cx);
                 c += ca;
                 sa.bytes = is_bytes(a, &sa);
                 shapes.push(sa);
             }
-            let (own, shape) = (func.estimate)(&shapes);
+            let (own, mut shape) = (func.estimate)(&shapes);
+            match func.result {
+                Some(TypeName::Type) => shape.compared = Compared::Unsized,
+                Some(TypeName::Quantity | TypeName::Ip | TypeName::Cidr | TypeName::Semver) => {
+                    shape.compared = Compared::Unit
+                }
+                Some(TypeName::Url) => {
+                    shape.compared = Compared::Url;
+                    // From 1.32 a URL is sized as the text it was parsed from.
+                    if cx.version >= 32 {
+                        shape.size = shapes.first().map_or(1.0, |s| s.size);
+                    }
+                }
+                Some(TypeName::Optional) => shape.optional = true,
+                _ => {}
+            }
             (c + own, shape)
         }
         Ir::Loop(l) => {
-            let (cr, range) = walk(&l.range, env);
+            let (cr, range) = walk(&l.range, cx);
             if l.kind == LoopKind::Bind {
-                env[l.var] = range;
-                let (cb, sb) = walk(&l.body, env);
+                cx.env[l.var] = range;
+                let (cb, sb) = walk(&l.body, cx);
                 return (cr + cb, sb);
             }
             let n = if matches!(l.kind, LoopKind::OptMap | LoopKind::OptFlatMap) {
@@ -196,16 +228,16 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                 range.size
             };
             let two = l.var2.is_some();
-            env[l.var] = if two {
+            cx.env[l.var] = if two {
                 Shape::sized(MAX_REQUEST_BYTES)
             } else {
                 range.element(true)
             };
             if let Some(v2) = l.var2 {
-                env[v2] = range.element(false);
+                cx.env[v2] = range.element(false);
             }
-            let cf = l.filter.as_ref().map_or(0.0, |f| walk(f, env).0);
-            let (cb, sb) = walk(&l.body, env);
+            let cf = l.filter.as_ref().map_or(0.0, |f| walk(f, cx).0);
+            let (cb, sb) = walk(&l.body, cx);
             let step = match l.kind {
                 LoopKind::All => 3.0,
                 LoopKind::Exists => 4.0,
@@ -224,6 +256,11 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
                     shape.items = Some((sb.size, sb.is_text()));
                     shape
                 }
+                LoopKind::OptMap | LoopKind::OptFlatMap => {
+                    let mut shape = Shape::sized(n.max(sb.size.min(n)));
+                    shape.optional = true;
+                    shape
+                }
                 _ => Shape::sized(n.max(sb.size.min(n))),
             };
             // After the loop: the result, and the accumulator's start where
@@ -240,9 +277,43 @@ fn walk<'s>(ir: &Ir, env: &mut Vec<Shape<'s>>) -> (f64, Shape<'s>) {
     }
 }
 
+/// The largest size, which an equality with a value cel-go cannot size is
+/// priced by.
+const UNSIZED: f64 = u64::MAX as f64;
+
+/// The Kubernetes limit on a format name's length, which prices an
+/// equality of two named formats.
+const MAX_FORMAT_SIZE: f64 = 64.0;
+
+/// The estimate of `a == b` (or `!=`) at Kubernetes `1.<version>`.
+fn equality_cost(a: &Shape<'_>, b: &Shape<'_>, version: Version) -> f64 {
+    if version >= 32 && !a.optional && !b.optional && a.compared == b.compared {
+        match a.compared {
+            Compared::Unit => return 1.0,
+            Compared::Format => return ceil(MAX_FORMAT_SIZE * 0.1),
+            // The right-hand side's size on both sides, as upstream has it.
+            Compared::Url => return ceil(b.size.max(1.0) * 0.1),
+            Compared::Size | Compared::Unsized => {}
+        }
+    }
+    ceil(equality_size(a, version).min(equality_size(b, version)) * 0.1)
+}
+
 /// The size cel-go's estimator compares on equality: the Kubernetes size
-/// estimator gives a number or boolean field no elements.
-fn equality_size(shape: &Shape<'_>) -> f64 {
+/// estimator gives a number or boolean field no elements; an optional is
+/// sized only when it holds a scalar (from 1.33); a value of another kind
+/// is unsized.
+fn equality_size(shape: &Shape<'_>, version: Version) -> f64 {
+    if shape.optional {
+        return if version >= 33 && is_scalar(shape) {
+            1.0
+        } else {
+            UNSIZED
+        };
+    }
+    if shape.compared != Compared::Size {
+        return UNSIZED;
+    }
     match shape.schema {
         Some(s)
             if matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string =>
@@ -253,6 +324,22 @@ fn equality_size(shape: &Shape<'_>) -> f64 {
         Some(s) if s.ty == Type::Object && s.additional_properties.is_none() => 0.0,
         _ => shape.size,
     }
+}
+
+/// A value of fixed size to cel-go: a number, boolean, timestamp or
+/// duration.
+fn is_scalar(shape: &Shape<'_>) -> bool {
+    shape.compared == Compared::Size
+        && !shape.is_text()
+        && shape.items.is_none()
+        && match shape.schema {
+            Some(s) => {
+                (matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string)
+                    || (s.ty == Type::String
+                        && matches!(s.format, Format::Date | Format::DateTime | Format::Duration))
+            }
+            None => shape.size <= 1.0,
+        }
 }
 
 /// True when `ir` (of shape `shape`) is bytes: a literal, a `bytes()`

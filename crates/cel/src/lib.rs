@@ -142,7 +142,8 @@ impl Program {
         plan_memos: bool,
     ) -> Result<Program, CompileError> {
         let mut c = check::compile(source, decls)?;
-        let estimated_cost = estimate::estimate(&c.ir, decls.self_schema, c.slots);
+        let estimated_cost =
+            estimate::estimate(&c.ir, decls.self_schema, c.slots, decls.env.estimator);
         let memos = if plan_memos {
             plan::plan(&mut c.ir)
         } else {

@@ -23,6 +23,28 @@ pub struct Shape<'s> {
     /// Of a list literal: its largest element's size, and whether every
     /// element is a string or bytes literal.
     pub items: Option<(f64, bool)>,
+    /// How an equality with the value is priced.
+    pub compared: Compared,
+    /// An optional holding a value of this shape.
+    pub optional: bool,
+}
+
+/// How cel-go's estimator (with the Kubernetes one) prices an equality
+/// with a value: by the smaller side's size, or, for a value it cannot
+/// size, at the largest size; from 1.32 the Kubernetes estimator prices
+/// equality of its own types itself (before that they are unsized).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compared {
+    /// Strings, bytes, lists, maps, scalars.
+    Size,
+    /// A type value.
+    Unsized,
+    /// Quantity, IP, CIDR, semver: 1.
+    Unit,
+    /// A named format: the longest format name's size.
+    Format,
+    /// A URL: the right-hand URL's size.
+    Url,
 }
 
 impl<'s> Shape<'s> {
@@ -33,6 +55,8 @@ impl<'s> Shape<'s> {
             bytes: false,
             text: false,
             items: None,
+            compared: Compared::Size,
+            optional: false,
         }
     }
 
@@ -43,6 +67,8 @@ impl<'s> Shape<'s> {
             bytes: false,
             text: false,
             items: None,
+            compared: Compared::Size,
+            optional: false,
         }
     }
 

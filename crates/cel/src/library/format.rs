@@ -8,7 +8,7 @@ use crate::registry::{
     arg, arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_scalar,
     Function,
 };
-use crate::shape::Shape;
+use crate::shape::{Compared, Shape};
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::k8s::format::{self, NamedFormat, MAX_NAME_FORMAT_REGEX_SIZE};
@@ -45,7 +45,11 @@ pub static NAMED: Function = Function::BASE
         let nf = format::by_key(str_arg(first(a)?)?);
         Ok(Value::Optional(nf.map(|nf| Rc::new(format_value(nf)))))
     })
-    .estimates(unit_scalar);
+    .estimates(|_| {
+        let mut shape = Shape::sized(1.0);
+        shape.compared = Compared::Format;
+        (1.0, shape)
+    });
 
 /// The API server charges the string's traversal times the format's
 /// regex size; the static estimate assumes the largest regex of any

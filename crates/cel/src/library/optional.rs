@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use crate::registry::{first, list_arg, overload, Function};
-use crate::shape::Shape;
+use crate::shape::{Compared, Shape};
 use crate::types::Ty;
 use crate::value::{TypeName, Value};
 
@@ -31,7 +31,13 @@ pub static NONE: Function = Function::BASE
     .named("optional.none", 28, "optional_none")
     .global_arities(&[0])
     .returns(TypeName::Optional)
-    .calls(|_| Ok(Value::Optional(None)));
+    .calls(|_| Ok(Value::Optional(None)))
+    // Of `dyn`: never a scalar to the estimator.
+    .estimates(|_| {
+        let mut shape = Shape::sized(1.0);
+        shape.compared = Compared::Unsized;
+        (1.0, shape)
+    });
 
 pub static OF_NON_ZERO_VALUE: Function = Function::BASE
     .named("optional.ofNonZeroValue", 28, "optional_ofNonZeroValue")
@@ -70,7 +76,11 @@ pub static VALUE: Function = Function::BASE
         Value::Optional(None) => Err(crate::EvalError::new("optional.none() dereference")),
         _ => Err(overload()),
     })
-    .estimates(passes_shape);
+    .estimates(|s| {
+        let (cost, mut shape) = passes_shape(s);
+        shape.optional = false;
+        (cost, shape)
+    });
 
 /// Planned as a short circuit, never called: see `Ir::OptOr`.
 pub static OR_VALUE: Function = Function::BASE

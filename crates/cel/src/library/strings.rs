@@ -156,7 +156,11 @@ pub static QUOTE: Function = STRING_TO_STRING
     .global_arities(&[1])
     .unchecked()
     .calls(|a| Ok(Value::string(cel_quote(str_arg(first(a)?)?))))
-    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
+    // At most every character escaped, between two quotes.
+    .estimates(|s| {
+        let size = shape_size(s, 0);
+        ((size * 0.1).ceil(), Shape::sized(size * 2.0 + 2.0))
+    });
 
 pub static REPLACE: Function = Function::BASE
     .named(
