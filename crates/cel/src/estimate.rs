@@ -7,7 +7,7 @@
 use crate::environment::Version;
 use crate::ir::{BinOp, Ir, LoopKind};
 use crate::library::conversions;
-use crate::shape::{min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
+use crate::shape::{is_scalar_schema, min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
 use crate::value::Const;
 use crate::value::TypeName;
 use celhook_schema::{Format, Schema, Type};
@@ -24,13 +24,40 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, version: Version)
     let mut env = vec![Shape::unknown(); slots.max(2)];
     env[0] = Shape::of(schema);
     env[1] = Shape::of(schema);
-    walk(ir, &mut Cx { env, version }).0
+    // An object's or a scalar's node has no elements.
+    let root_size = match schema.ty {
+        Type::Object if !schema.is_map() => 0.0,
+        Type::Integer | Type::Number | Type::Boolean if !schema.int_or_string => 0.0,
+        _ => env[0].size,
+    };
+    walk(
+        ir,
+        &mut Cx {
+            env,
+            version,
+            root_size,
+        },
+    )
+    .0
 }
 
-/// The estimator's state: the shapes of the variables, and the version.
+/// The estimator's state: the shapes of the variables, the version, and
+/// the size the Kubernetes size estimator gives the rule's own node.
 struct Cx<'s> {
     env: Vec<Shape<'s>>,
     version: Version,
+    /// The size the Kubernetes size estimator gives the rule's own node.
+    root_size: f64,
+}
+
+/// Whether cel-go's estimator knows a schema path for `ir`: a variable, or
+/// a field read or an index of something.
+fn has_path(ir: &Ir) -> bool {
+    match ir {
+        Ir::Var(_) | Ir::Select { .. } | Ir::Index(..) => true,
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => has_path(inner),
+        _ => false,
+    }
 }
 
 /// Of two branches' shapes, the one of the larger size.
@@ -85,10 +112,16 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
         } => {
             let (c, shape) = walk(operand, cx);
             let mut child = match shape.schema {
-                Some(s) => s
-                    .property(field)
-                    .or(s.additional_properties.as_deref())
-                    .map_or_else(Shape::unknown, Shape::of),
+                Some(s) => match (s.property(field), shape.pathless) {
+                    (Some(p), false) => Shape::of(p),
+                    (Some(p), true) => Shape::pathless(p),
+                    // A map's value read as a field: the size estimator
+                    // follows no such path.
+                    (None, _) => s
+                        .additional_properties
+                        .as_deref()
+                        .map_or_else(Shape::unknown, Shape::pathless),
+                },
                 None => Shape::unknown(),
             };
             // A field of an optional is an optional.
@@ -230,8 +263,15 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             let two = l.var2.is_some();
             cx.env[l.var] = if two {
                 Shape::sized(MAX_REQUEST_BYTES)
-            } else {
+            } else if has_path(&l.range)
+                || matches!(l.kind, LoopKind::OptMap | LoopKind::OptFlatMap)
+            {
                 range.element(true)
+            } else {
+                let mut element = range.element(true);
+                element.size = cx.root_size;
+                element.via_root = true;
+                element
             };
             if let Some(v2) = l.var2 {
                 cx.env[v2] = range.element(false);
@@ -314,6 +354,9 @@ fn equality_size(shape: &Shape<'_>, version: Version) -> f64 {
     if shape.compared != Compared::Size {
         return UNSIZED;
     }
+    if shape.pathless || shape.via_root {
+        return shape.size;
+    }
     match shape.schema {
         Some(s)
             if matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string =>
@@ -332,14 +375,7 @@ fn is_scalar(shape: &Shape<'_>) -> bool {
     shape.compared == Compared::Size
         && !shape.is_text()
         && shape.items.is_none()
-        && match shape.schema {
-            Some(s) => {
-                (matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string)
-                    || (s.ty == Type::String
-                        && matches!(s.format, Format::Date | Format::DateTime | Format::Duration))
-            }
-            None => shape.size <= 1.0,
-        }
+        && shape.schema.map_or(shape.size <= 1.0, is_scalar_schema)
 }
 
 /// True when `ir` (of shape `shape`) is bytes: a literal, a `bytes()`

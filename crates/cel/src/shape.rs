@@ -27,6 +27,19 @@ pub struct Shape<'s> {
     pub compared: Compared,
     /// An optional holding a value of this shape.
     pub optional: bool,
+    /// Out of the Kubernetes size estimator's reach: a map's value read
+    /// as a field (`m.key`, whose path it cannot follow) and all below
+    /// it. cel-go then sizes a scalar by its type (1, not the 0 the size
+    /// estimator gives a scalar field). It leaves anything else unsized;
+    /// celhook sizes that by its schema (see docs/known-differences.md).
+    pub pathless: bool,
+    /// A loop variable over a value with no schema path (a literal, a
+    /// call's or a loop's result): its path is the element step alone,
+    /// which the Kubernetes size estimator resolves to the rule's own
+    /// node, so it has that node's size. (A field of it would resolve
+    /// against that node's fields too; celhook sizes a field by the
+    /// element's schema instead, see docs/known-differences.md.)
+    pub via_root: bool,
 }
 
 /// How cel-go's estimator (with the Kubernetes one) prices an equality
@@ -57,6 +70,8 @@ impl<'s> Shape<'s> {
             items: None,
             compared: Compared::Size,
             optional: false,
+            pathless: false,
+            via_root: false,
         }
     }
 
@@ -69,7 +84,19 @@ impl<'s> Shape<'s> {
             items: None,
             compared: Compared::Size,
             optional: false,
+            pathless: false,
+            via_root: false,
         }
+    }
+
+    /// A value of `schema` the Kubernetes size estimator cannot reach.
+    pub fn pathless(schema: &'s Schema) -> Self {
+        let mut shape = Shape::of(schema);
+        shape.pathless = true;
+        if is_scalar_schema(schema) {
+            shape.size = 1.0;
+        }
+        shape
     }
 
     pub fn unknown() -> Self {
@@ -116,6 +143,14 @@ impl<'s> Shape<'s> {
 
     /// The shape of elements (list items, map keys for iteration).
     pub fn element(&self, keys: bool) -> Shape<'s> {
+        let element = self.element_of_schema(keys);
+        match element.schema {
+            Some(s) if self.pathless => Shape::pathless(s),
+            _ => element,
+        }
+    }
+
+    fn element_of_schema(&self, keys: bool) -> Shape<'s> {
         match self.schema {
             Some(s) if s.ty == Type::Array => {
                 s.items.as_deref().map_or_else(Shape::unknown, Shape::of)
@@ -130,6 +165,14 @@ impl<'s> Shape<'s> {
             None => Shape::unknown(),
         }
     }
+}
+
+/// A node whose values cel-go sizes by their type: a number, a boolean,
+/// a timestamp or a duration.
+pub fn is_scalar_schema(s: &Schema) -> bool {
+    (matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string)
+        || (s.ty == Type::String
+            && matches!(s.format, Format::Date | Format::DateTime | Format::Duration))
 }
 
 /// Smallest JSON text a value of this node can have: how many of them fit
