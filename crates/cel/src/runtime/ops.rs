@@ -249,24 +249,7 @@ pub(super) fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
     if has_trait {
         EvalError::no_overload()
     } else {
-        EvalError::no_overload_of(op_name(op))
-    }
-}
-
-pub(super) fn op_name(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "_+_",
-        BinOp::Sub => "_-_",
-        BinOp::Mul => "_*_",
-        BinOp::Div => "_/_",
-        BinOp::Rem => "_%_",
-        BinOp::Eq => "_==_",
-        BinOp::Ne => "_!=_",
-        BinOp::Lt => "_<_",
-        BinOp::Le => "_<=_",
-        BinOp::Gt => "_>_",
-        BinOp::Ge => "_>=_",
-        BinOp::In => "@in",
+        EvalError::no_overload_of(op.name())
     }
 }
 
