@@ -503,8 +503,6 @@ impl fmt::Display for Quantity {
     }
 }
 
-// Order and equality are the library's (values equal when they compare
-// equal: `200M == 0.2G`), so `==` and the comparison functions agree.
 /// Exact comparison.
 impl Ord for Quantity {
     fn cmp(&self, other: &Quantity) -> Ordering {
@@ -514,19 +512,7 @@ impl Ord for Quantity {
     }
 }
 
-impl PartialOrd for Quantity {
-    fn partial_cmp(&self, other: &Quantity) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Quantity {
-    fn eq(&self, other: &Quantity) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Quantity {}
+eq_by_cmp!(Quantity);
 
 #[cfg(test)]
 mod tests {
