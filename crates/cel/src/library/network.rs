@@ -161,13 +161,15 @@ pub static IS_CIDR: Function = PARSER
     .returns(TypeName::Bool)
     .calls(|a| Ok(Value::Bool(Cidr::parse(str_arg(first(a)?)?).is_ok())));
 
-/// The charge of a string operand of `containsIP`/`containsCIDR`: its
-/// parse; an address or CIDR value costs nothing more.
-fn operand_parse_cost(a: &[Value<'_>]) -> u64 {
-    match a.get(1) {
+/// The charge of comparing the CIDR's address with the operand's, a string
+/// operand's parse included (an address or CIDR value costs nothing more).
+fn address_compare_cost(a: &[Value<'_>]) -> u64 {
+    let cidr = arg_size(a, 0);
+    let parse = match a.get(1) {
         Some(Value::Str(_)) => parse_cost(a, 1),
         _ => 0,
-    }
+    };
+    scaled(cidr + cidr, 0.1) + parse
 }
 
 /// The static estimate's comparison of two addresses of at most 16 bytes.
@@ -175,8 +177,17 @@ fn address_compare_estimate() -> f64 {
     (32.0_f64 * 0.1).ceil()
 }
 
-/// `cidr.containsIP(x)` and `cidr.containsCIDR(x)`.
-const CONTAINMENT: Function = Function::BASE.member_arities(&[1]).returns(TypeName::Bool);
+/// `cidr.containsIP(x)` and `cidr.containsCIDR(x)`. The checker does not
+/// tell the operand's overloads apart: the estimate counts the string's
+/// parse.
+const CONTAINMENT: Function = Function::BASE
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .costs(|a, _| address_compare_cost(a))
+    .estimates(|s| {
+        let cost = address_compare_estimate() + parse_estimate(s, 1);
+        (cost, Shape::sized(1.0))
+    });
 
 pub static CONTAINS_IP: Function = CONTAINMENT
     .named(
@@ -192,16 +203,6 @@ pub static CONTAINS_IP: Function = CONTAINMENT
             v => c.contains(ip_arg(v)?),
         };
         Ok(Value::Bool(contained))
-    })
-    .costs(|a, _| {
-        let cidr = arg_size(a, 0);
-        scaled(cidr + cidr, 0.1) + operand_parse_cost(a)
-    })
-    // The checker does not tell the two overloads apart here: both pay
-    // the string's parse.
-    .estimates(|s| {
-        let cost = address_compare_estimate() + parse_estimate(s, 1);
-        (cost, Shape::sized(1.0))
     });
 
 pub static CONTAINS_CIDR: Function = CONTAINMENT
@@ -220,10 +221,7 @@ pub static CONTAINS_CIDR: Function = CONTAINMENT
         Ok(Value::Bool(contained))
     })
     // The address comparison, then the prefix lengths.
-    .costs(|a, _| {
-        let cidr = arg_size(a, 0);
-        scaled(cidr + cidr, 0.1) + scaled(cidr, 0.1) + 1 + operand_parse_cost(a)
-    })
+    .costs(|a, _| address_compare_cost(a) + scaled(arg_size(a, 0), 0.1) + 1)
     .estimates(|s| {
         let cost =
             address_compare_estimate() + (16.0_f64 * 0.1).ceil() + 1.0 + parse_estimate(s, 1);
