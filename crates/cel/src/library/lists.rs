@@ -155,21 +155,24 @@ pub static INCLUDES: Function = AGGREGATE
     });
 
 /// A list result costs its length plus cel-go's 11 for building it.
-pub(crate) fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
+fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
     match result {
         Value::List(_) => size(result) + 11,
         _ => 1,
     }
 }
 
-/// The estimate of a list built from the target's elements: as large as
-/// the target, and [`built_list`]'s charge for it.
-pub(crate) fn estimate_built_like_target<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
-    (
-        shape_size(s, 0) + 11.0,
-        s.first().copied().unwrap_or(Shape::sized(1.0)),
-    )
-}
+/// A function that builds a list of the target's elements (`slice`,
+/// `reverse`): estimated as large as the target, charged as built.
+pub(crate) const LIST_BUILDER: Function = Function::BASE
+    .returns(TypeName::List)
+    .costs(built_list)
+    .estimates(|s| {
+        (
+            shape_size(s, 0) + 11.0,
+            s.first().copied().unwrap_or(Shape::sized(1.0)),
+        )
+    });
 
 fn same_list_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
@@ -178,10 +181,9 @@ fn same_list_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
 }
 
-pub static SLICE: Function = Function::BASE
+pub static SLICE: Function = LIST_BUILDER
     .named("slice", 34, "list_slice")
     .member_arities(&[2])
-    .returns(TypeName::List)
     .calls(|a| {
         let l = list_arg(first(a)?)?;
         let (s, e) = (int_arg(arg(a, 1)?)?, int_arg(arg(a, 2)?)?);
@@ -204,9 +206,7 @@ pub static SLICE: Function = Function::BASE
         Ok(Value::list(
             (s as usize..e as usize).filter_map(|i| l.get(i)).collect(),
         ))
-    })
-    .costs(built_list)
-    .estimates(estimate_built_like_target);
+    });
 
 pub static FLATTEN: Function = Function::BASE
     .named("flatten", 34, "list_flatten list_flatten_int")
@@ -315,15 +315,14 @@ pub static LAST: Function = Function::BASE
         Ok(Value::Optional(v.map(Rc::new)))
     });
 
-pub static RANGE: Function = Function::BASE
+/// Built from nothing: estimated at the largest list a request can hold.
+pub static RANGE: Function = LIST_BUILDER
     .named("lists.range", 34, "lists_range")
     .global_arities(&[1])
-    .returns(TypeName::List)
     .calls(|a| {
         let n = int_arg(first(a)?)?;
         Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
     })
-    .costs(built_list)
     // `lists.range(n)` must not allocate n elements before the limit stops it.
     .costs_before(|a| match a {
         [Value::Int(n)] => (*n).max(0) as u64 + 11,

@@ -4,7 +4,7 @@
 //! the list forms of `indexOf`, `lastIndexOf` (Kubernetes' lists library)
 //! and `reverse` (cel-go's lists extension), which share their names.
 
-use crate::library::lists::{built_list, estimate_built_like_target};
+use crate::library::lists::LIST_BUILDER;
 use crate::registry::{
     arg, arg_size, first, int_arg, is_int, is_list, is_string, list_arg, overload, scaled,
     shape_scaled, shape_size, sig, str_arg, tenth_of_target, tenth_of_target_scalar, traversal,
@@ -303,7 +303,7 @@ pub static JOIN: Function = Function::BASE
 
 /// cel-go's lists extension `reverse()`. Kubernetes' strings library
 /// (version 2) has no string `reverse`: the checker refuses it.
-pub static REVERSE: Function = Function::BASE
+pub static REVERSE: Function = LIST_BUILDER
     .named("reverse", 34, "list_reverse")
     .member_arities(&[0])
     .checks(|a| match a {
@@ -318,9 +318,7 @@ pub static REVERSE: Function = Function::BASE
             Ok(Value::list(v))
         }
         _ => Err(overload()),
-    })
-    .costs(built_list)
-    .estimates(estimate_built_like_target);
+    });
 
 /// cel-go strings v2 `indexOf`/`lastIndexOf` (positions in code points):
 /// an empty needle answers the offset as given, a negative offset is an
