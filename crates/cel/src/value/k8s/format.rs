@@ -80,6 +80,8 @@ static FORMATS: [NamedFormat; 13] = [
         },
         max_regex_size: 1103,
     },
+    // kube-openapi strfmt's formats, entries alike but for their test,
+    // message and pattern size: a yes or no with one message each.
     NamedFormat {
         key: "uuid",
         name: "uuid",
