@@ -70,15 +70,16 @@ pub(crate) enum Ir {
     },
 }
 
-impl Ir {
-    /// Calls `f` on each direct child, in evaluation order (a loop's range,
-    /// filter, body), for passes that treat every node kind alike.
-    pub(crate) fn each_child<'a>(&'a self, f: &mut impl FnMut(&'a Ir)) {
-        match self {
+/// Calls `$f` on each direct child of `$ir`, in evaluation order (a loop's
+/// range, filter, body): the one list of children the shared and the
+/// mutable traversal (`mut` given) are both made from.
+macro_rules! each_child {
+    ($ir:expr, $f:ident $(, $m:tt)?) => {
+        match $ir {
             Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
-            Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => f(operand),
-            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => f(inner),
-            Ir::Not(a) | Ir::Matches(a, _) => f(a),
+            Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
+            Ir::Not(a) | Ir::Matches(a, _) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)
             | Ir::And(a, b)
@@ -87,37 +88,51 @@ impl Ir {
             | Ir::OptOr {
                 target: a, alt: b, ..
             } => {
-                f(a);
-                f(b);
+                $f(a);
+                $f(b);
             }
             Ir::Cond(a, b, c) => {
-                f(a);
-                f(b);
-                f(c);
+                $f(a);
+                $f(b);
+                $f(c);
             }
             Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
-                items.iter().for_each(f);
+                for item in items {
+                    $f(item);
+                }
             }
             Ir::Map(entries) => {
                 for (k, v, _) in entries {
-                    f(k);
-                    f(v);
+                    $f(k);
+                    $f(v);
                 }
             }
             Ir::Loop(l) => {
-                f(&l.range);
-                if let Some(filter) = &l.filter {
-                    f(filter);
+                $f(&$($m)? l.range);
+                if let Some(filter) = &$($m)? l.filter {
+                    $f(filter);
                 }
-                f(&l.body);
+                $f(&$($m)? l.body);
             }
         }
+    };
+}
+
+impl Ir {
+    /// Calls `f` on each direct child, in evaluation order, for passes
+    /// that treat every node kind alike.
+    pub(crate) fn each_child<'a>(&'a self, f: &mut impl FnMut(&'a Ir)) {
+        each_child!(self, f)
+    }
+
+    /// As [`Ir::each_child`], for passes that rewrite the tree.
+    pub(crate) fn each_child_mut(&mut self, f: &mut impl FnMut(&mut Ir)) {
+        each_child!(self, f, mut)
     }
 }
 
-/// Binary operators. The checker's `types::Op` lists the same ones with
-/// the unary operators and indexing added: a signature table, where this
-/// is what the evaluator dispatches on.
+/// Binary operators, as the evaluator dispatches on them (the checker's
+/// `types::Op` adds the unary operators and indexing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinOp {
     Add,
@@ -132,6 +147,47 @@ pub(crate) enum BinOp {
     Gt,
     Ge,
     In,
+}
+
+impl BinOp {
+    const ALL: [BinOp; 12] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::In,
+    ];
+
+    /// The operator's function name in the parsed expression and in
+    /// cel-go's errors (`_+_`, `@in`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "_+_",
+            BinOp::Sub => "_-_",
+            BinOp::Mul => "_*_",
+            BinOp::Div => "_/_",
+            BinOp::Rem => "_%_",
+            BinOp::Eq => "_==_",
+            BinOp::Ne => "_!=_",
+            BinOp::Lt => "_<_",
+            BinOp::Le => "_<=_",
+            BinOp::Gt => "_>_",
+            BinOp::Ge => "_>=_",
+            BinOp::In => "@in",
+        }
+    }
+
+    /// The operator a parsed call names, if it names one.
+    pub(crate) fn of_name(name: &str) -> Option<BinOp> {
+        BinOp::ALL.into_iter().find(|op| op.name() == name)
+    }
 }
 
 /// The macros that iterate or bind.

@@ -67,9 +67,7 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
 /// comparison (its other side is then evaluated once, not per element).
 fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
     let Ir::Loop(l) = ir else {
-        for child in children_mut(ir) {
-            mark_scans(child, cells, nested);
-        }
+        ir.each_child_mut(&mut |child| mark_scans(child, cells, nested));
         return;
     };
     let kind_fits = matches!(
@@ -203,29 +201,36 @@ impl ScanPlan {
 
 /// Whether `ir` reads variable `var` and no other, and binds none (no
 /// loop): its value is fixed by the element `var` is bound to.
-fn element_only(ir: &mut Ir, var: usize) -> bool {
-    fn only(ir: &mut Ir, var: usize) -> bool {
+fn element_only(ir: &Ir, var: usize) -> bool {
+    fn only(ir: &Ir, var: usize) -> bool {
         match ir {
             Ir::Var(v) => *v == var,
             Ir::Loop(_) => false,
             Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
                 *v == var && only(inner, var)
             }
-            _ => children_mut(ir).into_iter().all(|c| only(c, var)),
+            _ => {
+                let mut all = true;
+                ir.each_child(&mut |c| all = all && only(c, var));
+                all
+            }
         }
     }
     mentions(ir, var) && only(ir, var)
 }
 
-/// Whether `ir` reads variable `var` anywhere. (Mutable only to share
-/// [`children_mut`]: nothing is changed.)
-fn mentions(ir: &mut Ir, var: usize) -> bool {
+/// Whether `ir` reads variable `var` anywhere.
+fn mentions(ir: &Ir, var: usize) -> bool {
     match ir {
         Ir::Var(v) => *v == var,
         Ir::Memo { var: v, inner, .. } | Ir::ElemMemo { var: v, inner, .. } => {
             *v == var || mentions(inner, var)
         }
-        _ => children_mut(ir).into_iter().any(|c| mentions(c, var)),
+        _ => {
+            let mut any = false;
+            ir.each_child(&mut |c| any = any || mentions(c, var));
+            any
+        }
     }
 }
 
@@ -236,36 +241,6 @@ fn unwrap_memos(ir: &mut Ir) {
         unwrap_memos(ir);
     } else if let Ir::Select { operand, .. } = ir {
         unwrap_memos(operand);
-    }
-}
-
-/// The direct subexpressions of `ir`.
-fn children_mut(ir: &mut Ir) -> Vec<&mut Ir> {
-    match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => Vec::new(),
-        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => vec![operand],
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => vec![inner],
-        Ir::Not(a) | Ir::Matches(a, _) => vec![a],
-        Ir::Index(a, b)
-        | Ir::OptIndex(a, b)
-        | Ir::And(a, b)
-        | Ir::Or(a, b)
-        | Ir::Bin(_, a, b)
-        | Ir::OptOr {
-            target: a, alt: b, ..
-        } => {
-            vec![a, b]
-        }
-        Ir::Cond(a, b, c) => vec![a, b, c],
-        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
-            items.iter_mut().collect()
-        }
-        Ir::Map(entries) => entries.iter_mut().flat_map(|(k, v, _)| [k, v]).collect(),
-        Ir::Loop(l) => {
-            let mut out = vec![&mut l.range, &mut l.body];
-            out.extend(l.filter.as_mut());
-            out
-        }
     }
 }
 
@@ -327,37 +302,6 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
         u.revisited |= revisited;
     }
     match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
-        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => count(operand, loops, seen),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => count(inner, loops, seen),
-        Ir::Not(a) | Ir::Matches(a, _) => count(a, loops, seen),
-        Ir::Index(a, b)
-        | Ir::OptIndex(a, b)
-        | Ir::And(a, b)
-        | Ir::Or(a, b)
-        | Ir::Bin(_, a, b)
-        | Ir::OptOr {
-            target: a, alt: b, ..
-        } => {
-            count(a, loops, seen);
-            count(b, loops, seen);
-        }
-        Ir::Cond(a, b, c) => {
-            count(a, loops, seen);
-            count(b, loops, seen);
-            count(c, loops, seen);
-        }
-        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
-            for i in items {
-                count(i, loops, seen);
-            }
-        }
-        Ir::Map(entries) => {
-            for (k, v, _) in entries {
-                count(k, loops, seen);
-                count(v, loops, seen);
-            }
-        }
         Ir::Loop(l) => {
             count(&l.range, loops, seen);
             let repeats = !matches!(
@@ -371,50 +315,12 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
             count(&l.body, loops, seen);
             loops.pop();
         }
+        _ => ir.each_child(&mut |child| count(child, loops, seen)),
     }
 }
 
 fn wrap(ir: &mut Ir, cells: &HashMap<Chain, Kind>) {
-    match ir {
-        Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
-        Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => wrap(operand, cells),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => wrap(inner, cells),
-        Ir::Not(a) | Ir::Matches(a, _) => wrap(a, cells),
-        Ir::Index(a, b)
-        | Ir::OptIndex(a, b)
-        | Ir::And(a, b)
-        | Ir::Or(a, b)
-        | Ir::Bin(_, a, b)
-        | Ir::OptOr {
-            target: a, alt: b, ..
-        } => {
-            wrap(a, cells);
-            wrap(b, cells);
-        }
-        Ir::Cond(a, b, c) => {
-            wrap(a, cells);
-            wrap(b, cells);
-            wrap(c, cells);
-        }
-        Ir::List(items, _) | Ir::Call(_, items) | Ir::RegexCall(_, items, _) => {
-            for i in items {
-                wrap(i, cells);
-            }
-        }
-        Ir::Map(entries) => {
-            for (k, v, _) in entries {
-                wrap(k, cells);
-                wrap(v, cells);
-            }
-        }
-        Ir::Loop(l) => {
-            wrap(&mut l.range, cells);
-            if let Some(filter) = &mut l.filter {
-                wrap(filter, cells);
-            }
-            wrap(&mut l.body, cells);
-        }
-    }
+    ir.each_child_mut(&mut |child| wrap(child, cells));
     // Inner chains first (above), then this one around them.
     if let Some(chain) = chain_of(ir) {
         if let Some(&kind) = cells.get(&chain) {

@@ -6,12 +6,14 @@
 //! in `library/`, one file per library.
 
 use std::fmt;
+use std::rc::Rc;
 
 use regex::Regex;
 
 use crate::shape::Shape;
 use crate::types::Ty;
 use crate::value::error::EvalError;
+use crate::value::k8s::LibValue;
 use crate::value::{size, TypeName, Value};
 
 /// A function of the library, as the program tree refers to it.
@@ -23,6 +25,20 @@ pub type Since = u32;
 
 /// The checker's part of a row: the result type for argument types.
 pub type Signature = for<'s> fn(&[Ty<'s>]) -> Option<Ty<'s>>;
+
+/// How the checker types a call of a row.
+#[derive(Clone, Copy)]
+pub enum Check {
+    /// Any arguments; the result typed by the row's `result`.
+    Any,
+    /// The argument types (target first) the function takes, each typed
+    /// by the row's `result`: a family of rows can share the argument
+    /// check while each names its own result.
+    Accepts(fn(&[Ty<'_>]) -> bool),
+    /// The result type for argument types, or `None` for "found no
+    /// matching overload".
+    Signature(Signature),
+}
 
 /// The evaluator's part of a row: the call itself.
 pub type Implementation = for<'a> fn(&[Value<'a>]) -> Result<Value<'a>, EvalError>;
@@ -47,10 +63,9 @@ pub struct Function {
     pub overloads: &'static str,
     /// The static result type where one overload set fixes it.
     pub result: Option<TypeName>,
-    /// The result type for argument types (target first), or `None` for
-    /// "found no matching overload". Dyn arguments match anything. Without
-    /// one, any arguments are accepted and the result is typed by `result`.
-    pub check: Option<Signature>,
+    /// The argument types accepted (target first) and the result type
+    /// they give. Dyn arguments match anything.
+    pub check: Check,
     /// The implementation, with the target first for member calls.
     pub call: Implementation,
     /// A regular-expression argument compiled at load when constant.
@@ -106,7 +121,7 @@ impl Function {
         since: 0,
         overloads: "",
         result: None,
-        check: None,
+        check: Check::Any,
         call: no_call,
         regex: None,
         cost: unit_cost,
@@ -158,7 +173,15 @@ impl Function {
     /// The signature check.
     pub const fn checks(self, check: Signature) -> Function {
         Function {
-            check: Some(check),
+            check: Check::Signature(check),
+            ..self
+        }
+    }
+
+    /// The argument types taken, the result typed by `result`.
+    pub const fn accepts(self, accepts: fn(&[Ty<'_>]) -> bool) -> Function {
+        Function {
+            check: Check::Accepts(accepts),
             ..self
         }
     }
@@ -166,7 +189,7 @@ impl Function {
     /// No signature check: any arguments, the result typed by `result`.
     pub const fn unchecked(self) -> Function {
         Function {
-            check: None,
+            check: Check::Any,
             ..self
         }
     }
@@ -245,9 +268,11 @@ impl Function {
     /// The result type of a call with these argument types (target
     /// first), or `None` when no overload matches.
     pub fn typed<'s>(&self, args: &[Ty<'s>]) -> Option<Ty<'s>> {
+        let result = || self.result.map_or(Ty::Dyn, Ty::of_name);
         match self.check {
-            Some(check) => check(args),
-            None => Some(self.result.map_or(Ty::Dyn, Ty::of_name)),
+            Check::Any => Some(result()),
+            Check::Accepts(accepts) => accepts(args).then(result),
+            Check::Signature(check) => check(args),
         }
     }
 
@@ -348,6 +373,19 @@ pub fn list_arg<'v, 'a>(v: &'v Value<'a>) -> Result<&'v crate::value::List<'a>, 
     }
 }
 
+/// The value of a Kubernetes library type an argument holds.
+pub fn lib_arg<'v>(v: &'v Value<'_>) -> Result<&'v LibValue, EvalError> {
+    match v {
+        Value::Lib(l) => Ok(l),
+        _ => Err(overload()),
+    }
+}
+
+/// A value of a Kubernetes library type, as a CEL value.
+pub fn lib_value(v: LibValue) -> Value<'static> {
+    Value::Lib(Rc::new(v))
+}
+
 /// The `i`th argument, or an overload error.
 pub fn arg<'v, 'a>(args: &'v [Value<'a>], i: usize) -> Result<&'v Value<'a>, EvalError> {
     args.get(i).ok_or_else(overload)
@@ -366,6 +404,12 @@ pub fn unit_cost(_: &[Value<'_>], _: &Value<'_>) -> u64 {
 #[inline]
 pub fn scaled(n: u64, factor: f64) -> u64 {
     (n as f64 * factor).ceil() as u64
+}
+
+/// The charge of reading the first argument (the target) once: a tenth
+/// of its size.
+pub fn tenth_of_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
+    scaled(arg_size(a, 0), 0.1)
 }
 
 /// The charge of traversing a value element by element: a tenth of a
@@ -404,9 +448,20 @@ pub fn unit_unbounded<'s>(_: &[Shape<'s>]) -> (f64, Shape<'s>) {
     (1.0, Shape::unbounded())
 }
 
+/// The estimate of [`tenth_of_target`], with a scalar result.
+pub fn tenth_of_target_scalar<'s>(args: &[Shape<'s>]) -> (f64, Shape<'s>) {
+    (shape_scaled(args, 0, 0.1), Shape::sized(1.0))
+}
+
 /// The largest size of argument `i` (1 when absent).
 pub fn shape_size(args: &[Shape<'_>], i: usize) -> f64 {
     args.get(i).map_or(1.0, |s| s.size)
+}
+
+/// The static counterpart of [`scaled`]: `ceil(size * factor)` of the
+/// largest size of argument `i`.
+pub fn shape_scaled(args: &[Shape<'_>], i: usize, factor: f64) -> f64 {
+    (shape_size(args, i) * factor).ceil()
 }
 
 /// Whether argument types (target first) match `want`, one predicate per

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::ir::BinOp;
 use crate::value::TypeName;
 use celhook_schema::{Format, Schema, Type};
 
@@ -170,18 +171,7 @@ impl fmt::Display for Ty<'_> {
 /// The operators the checker knows the signatures of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    In,
+    Bin(BinOp),
     Neg,
     Not,
     Index,
@@ -190,18 +180,7 @@ pub(crate) enum Op {
 impl Op {
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Op::Add => "_+_",
-            Op::Sub => "_-_",
-            Op::Mul => "_*_",
-            Op::Div => "_/_",
-            Op::Rem => "_%_",
-            Op::Eq => "_==_",
-            Op::Ne => "_!=_",
-            Op::Lt => "_<_",
-            Op::Le => "_<=_",
-            Op::Gt => "_>_",
-            Op::Ge => "_>=_",
-            Op::In => "@in",
+            Op::Bin(op) => op.name(),
             Op::Neg => "-_",
             Op::Not => "!_",
             Op::Index => "_[_]",
@@ -225,9 +204,21 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
     let [a, b] = args else { return None };
     let any_dyn = a.is_dyn() || b.is_dyn();
+    let op = match op {
+        Op::Bin(op) => op,
+        Op::Index => {
+            return match (a, b) {
+                (Dyn, _) => Some(Dyn),
+                (List(e), Int | Uint | Dyn) => Some((**e).clone()),
+                (Map(k, v), key) => k.unifies(key).then(|| (**v).clone()),
+                _ => None,
+            }
+        }
+        Op::Neg | Op::Not => return None,
+    };
     match op {
-        Op::Eq | Op::Ne => a.unifies(b).then_some(Bool),
-        Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+        BinOp::Eq | BinOp::Ne => a.unifies(b).then_some(Bool),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
             let ok = any_dyn
                 || (a.is_numeric() && b.is_numeric())
                 || matches!(
@@ -240,18 +231,12 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
                 );
             ok.then_some(Bool)
         }
-        Op::In => match b {
+        BinOp::In => match b {
             Dyn => Some(Bool),
             List(e) | Map(e, _) => a.unifies(e).then_some(Bool),
             _ => None,
         },
-        Op::Index => match (a, b) {
-            (Dyn, _) => Some(Dyn),
-            (List(e), Int | Uint | Dyn) => Some((**e).clone()),
-            (Map(k, v), key) => k.unifies(key).then(|| (**v).clone()),
-            _ => None,
-        },
-        Op::Add => match (a, b) {
+        BinOp::Add => match (a, b) {
             // Maps, booleans, null and the like have no `+` at all.
             (Dyn, x) | (x, Dyn) if !x.is_dyn() && !x.can_add() => None,
             (Dyn, x) | (x, Dyn) => Some(if x.is_dyn() { Dyn } else { x.clone() }.or_dyn_for_time()),
@@ -265,7 +250,7 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             (Timestamp, Duration) | (Duration, Timestamp) => Some(Timestamp),
             _ => None,
         },
-        Op::Sub => match (a, b) {
+        BinOp::Sub => match (a, b) {
             (Dyn, _) | (_, Dyn) => Some(Dyn),
             (Int, Int) => Some(Int),
             (Uint, Uint) => Some(Uint),
@@ -275,20 +260,19 @@ pub(crate) fn operator<'s>(op: Op, args: &[Ty<'s>]) -> Option<Ty<'s>> {
             (Timestamp, Duration) => Some(Timestamp),
             _ => None,
         },
-        Op::Mul | Op::Div => match (a, b) {
+        BinOp::Mul | BinOp::Div => match (a, b) {
             (Dyn, _) | (_, Dyn) => Some(Dyn),
             (Int, Int) => Some(Int),
             (Uint, Uint) => Some(Uint),
             (Double, Double) => Some(Double),
             _ => None,
         },
-        Op::Rem => match (a, b) {
+        BinOp::Rem => match (a, b) {
             (Dyn, _) | (_, Dyn) => Some(Dyn),
             (Int, Int) => Some(Int),
             (Uint, Uint) => Some(Uint),
             _ => None,
         },
-        Op::Neg | Op::Not => None,
     }
 }
 

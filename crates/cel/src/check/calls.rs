@@ -57,26 +57,11 @@ impl<'s> Compiler<'_, 's> {
             return self.loop_macro(id, kind, call);
         }
         // Operators.
-        let bin = match name {
-            "_+_" => Some((BinOp::Add, Op::Add)),
-            "_-_" => Some((BinOp::Sub, Op::Sub)),
-            "_*_" => Some((BinOp::Mul, Op::Mul)),
-            "_/_" => Some((BinOp::Div, Op::Div)),
-            "_%_" => Some((BinOp::Rem, Op::Rem)),
-            "_==_" => Some((BinOp::Eq, Op::Eq)),
-            "_!=_" => Some((BinOp::Ne, Op::Ne)),
-            "_<_" => Some((BinOp::Lt, Op::Lt)),
-            "_<=_" => Some((BinOp::Le, Op::Le)),
-            "_>_" => Some((BinOp::Gt, Op::Gt)),
-            "_>=_" => Some((BinOp::Ge, Op::Ge)),
-            "@in" => Some((BinOp::In, Op::In)),
-            _ => None,
-        };
-        if let (Some((bop, op)), [a, b]) = (bin, call.args.as_slice()) {
+        if let (Some(op), [a, b]) = (BinOp::of_name(name), call.args.as_slice()) {
             let (a, aty) = self.expr(a)?;
             let (b, bty) = self.expr(b)?;
-            let ty = self.check_op(id, op, &[aty, bty])?;
-            return Ok((Ir::Bin(bop, Box::new(a), Box::new(b)), ty));
+            let ty = self.check_op(id, Op::Bin(op), &[aty, bty])?;
+            return Ok((Ir::Bin(op, Box::new(a), Box::new(b)), ty));
         }
         match (name, call.args.as_slice()) {
             ("_&&_" | "_||_", [a, b]) => {

@@ -15,8 +15,9 @@ use crate::value::k8s::LibValue;
 use crate::value::time::{format_duration, parse_duration};
 use crate::value::{in_range, parse_timestamp_unbounded, TypeName, Value};
 
-/// A conversion's row: folded on constants, unit cost, `result` typed.
-const CONVERSION: Function = Function::BASE.folded().a_conversion();
+/// A conversion's row: one argument, folded on constants, unit cost,
+/// `result` typed.
+const CONVERSION: Function = Function::BASE.global_arities(&[1]).folded().a_conversion();
 
 /// Strings and bytes pay a tenth of their length to convert.
 fn string_or_bytes_cost(a: &[Value<'_>], _: &Value<'_>) -> u64 {
@@ -32,16 +33,14 @@ fn from_number_or_string(a: &[Ty<'_>]) -> bool {
 }
 
 /// `int()` also takes timestamps (seconds) and durations (nanoseconds).
-fn int_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
-    let from_time = matches!(a, [Ty::Timestamp | Ty::Duration]);
-    (from_number_or_string(a) || from_time).then_some(Ty::Int)
+fn int_args(a: &[Ty<'_>]) -> bool {
+    from_number_or_string(a) || matches!(a, [Ty::Timestamp | Ty::Duration])
 }
 
 pub static INT: Function = CONVERSION
     .named("int", 23, "int64_to_int64 double_to_int64 duration_to_int64 string_to_int64 timestamp_to_int64 uint64_to_int64")
-    .global_arities(&[1])
     .returns(TypeName::Int)
-    .checks(int_check)
+    .accepts(int_args)
     .calls(|a| to_int(first(a)?));
 
 pub static UINT: Function = CONVERSION
@@ -50,9 +49,8 @@ pub static UINT: Function = CONVERSION
         23,
         "uint64_to_uint64 double_to_uint64 int64_to_uint64 string_to_uint64",
     )
-    .global_arities(&[1])
     .returns(TypeName::Uint)
-    .checks(|a| from_number_or_string(a).then_some(Ty::Uint))
+    .accepts(from_number_or_string)
     .calls(|a| to_uint(first(a)?));
 
 pub static DOUBLE: Function = CONVERSION
@@ -61,16 +59,14 @@ pub static DOUBLE: Function = CONVERSION
         23,
         "double_to_double int64_to_double string_to_double uint64_to_double",
     )
-    .global_arities(&[1])
     .returns(TypeName::Double)
-    .checks(|a| from_number_or_string(a).then_some(Ty::Double))
+    .accepts(from_number_or_string)
     .calls(|a| to_double(first(a)?));
 
 pub static STRING: Function = CONVERSION
     .named("string", 23, "string_to_string bool_to_string bytes_to_string double_to_string duration_to_string int64_to_string timestamp_to_string uint64_to_string ip_to_string@30 cidr_to_string@30")
-    .global_arities(&[1])
     .returns(TypeName::String)
-    .checks(|a| {
+    .accepts(|a| {
         matches!(
             a,
             [Ty::Int
@@ -84,7 +80,6 @@ pub static STRING: Function = CONVERSION
                 | Ty::Dyn
                 | Ty::Lib(TypeName::Ip | TypeName::Cidr)]
         )
-        .then_some(Ty::String)
     })
     .calls(|a| to_string(first(a)?))
     .costs(string_or_bytes_cost)
@@ -97,9 +92,8 @@ pub static STRING: Function = CONVERSION
 
 pub static BYTES: Function = CONVERSION
     .named("bytes", 23, "bytes_to_bytes string_to_bytes")
-    .global_arities(&[1])
     .returns(TypeName::Bytes)
-    .checks(|a| matches!(a, [Ty::String | Ty::Bytes | Ty::Dyn]).then_some(Ty::Bytes))
+    .accepts(|a| matches!(a, [Ty::String | Ty::Bytes | Ty::Dyn]))
     .calls(|a| match first(a)? {
         Value::Bytes(b) => Ok(Value::Bytes(b.clone())),
         Value::Str(s) => Ok(Value::Bytes(Rc::from(s.as_bytes()))),
@@ -119,9 +113,8 @@ pub static BYTES: Function = CONVERSION
 
 pub static BOOL: Function = CONVERSION
     .named("bool", 23, "bool_to_bool string_to_bool")
-    .global_arities(&[1])
     .returns(TypeName::Bool)
-    .checks(|a| matches!(a, [Ty::String | Ty::Bool | Ty::Dyn]).then_some(Ty::Bool))
+    .accepts(|a| matches!(a, [Ty::String | Ty::Bool | Ty::Dyn]))
     .calls(|a| match first(a)? {
         Value::Bool(b) => Ok(Value::Bool(*b)),
         Value::Str(s) => match &**s {
@@ -134,24 +127,23 @@ pub static BOOL: Function = CONVERSION
         _ => Err(overload()),
     });
 
+/// Any argument, typed `dyn` (no `result`).
 pub static DYN: Function = CONVERSION
     .named("dyn", 23, "to_dyn")
-    .global_arities(&[1])
-    .checks(|_| Some(Ty::Dyn))
     .calls(|a| Ok(first(a)?.clone()))
     .estimates(|s| (1.0, s.first().copied().unwrap_or(Shape::sized(1.0))));
 
+/// Any argument.
 pub static TYPE: Function = CONVERSION
     .named("type", 23, "type")
-    .global_arities(&[1])
     .returns(TypeName::Type)
-    .checks(|_| Some(Ty::Type))
     .calls(|a| Ok(Value::Type(first(a)?.type_name())));
 
 /// `duration()` and `timestamp()` fold like conversions but are not among
 /// the type conversions (no `conversion` flag: `int(x)` style errors).
 /// A duration or timestamp is a scalar to the estimator (size 1).
 const TIME_CONVERSION: Function = Function::BASE
+    .global_arities(&[1])
     .folded()
     .estimates(|_| (1.0, Shape::sized(1.0)));
 
@@ -161,9 +153,8 @@ pub static DURATION: Function = TIME_CONVERSION
         23,
         "duration_to_duration int64_to_duration string_to_duration",
     )
-    .global_arities(&[1])
     .returns(TypeName::Duration)
-    .checks(|a| matches!(a, [Ty::String | Ty::Duration | Ty::Dyn]).then_some(Ty::Duration))
+    .accepts(|a| matches!(a, [Ty::String | Ty::Duration | Ty::Dyn]))
     .calls(|a| match first(a)? {
         Value::Duration(d) => Ok(Value::Duration(*d)),
         Value::Int(_) => Err(EvalError::new(
@@ -181,11 +172,8 @@ pub static TIMESTAMP: Function = TIME_CONVERSION
         23,
         "timestamp_to_timestamp int64_to_timestamp string_to_timestamp",
     )
-    .global_arities(&[1])
     .returns(TypeName::Timestamp)
-    .checks(|a| {
-        matches!(a, [Ty::String | Ty::Timestamp | Ty::Int | Ty::Dyn]).then_some(Ty::Timestamp)
-    })
+    .accepts(|a| matches!(a, [Ty::String | Ty::Timestamp | Ty::Int | Ty::Dyn]))
     .calls(|a| match first(a)? {
         Value::Timestamp(t) => Ok(Value::Timestamp(*t)),
         Value::Str(s) => match parse_timestamp_unbounded(s) {

@@ -4,8 +4,8 @@
 use regex::Regex;
 
 use crate::registry::{
-    arg, arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_scalar,
-    Function, RegexArg, Wording,
+    arg, arg_size, first, is_string, overload, scaled, shape_scaled, shape_size, sig, str_arg,
+    tenth_of_target, unit_scalar, Function, RegexArg, Wording,
 };
 use crate::shape::Shape;
 use crate::types::Ty;
@@ -55,59 +55,40 @@ pub static NEGATE: Function = Function::BASE
     })
     .worded(Wording::Negation);
 
-fn two_strings(a: &[Ty<'_>]) -> bool {
-    sig(a, &[is_string, is_string])
-}
+/// A test of the target string by a string argument, worded bare as the
+/// base environment's functions are.
+const STRING_TEST: Function = Function::BASE
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .accepts(|a| sig(a, &[is_string, is_string]))
+    .worded(Wording::Bare);
 
 fn str_pair<'a>(a: &[Value<'a>], f: fn(&str, &str) -> bool) -> Result<Value<'a>, EvalError> {
     Ok(Value::Bool(f(str_arg(first(a)?)?, str_arg(arg(a, 1)?)?)))
 }
 
-/// A tenth of the target's length: the prefix and suffix tests.
-fn traverse_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
-    scaled(arg_size(a, 0), 0.1)
-}
-
-pub static CONTAINS: Function = Function::BASE
+pub static CONTAINS: Function = STRING_TEST
     .named("contains", 23, "contains_string")
-    .member_arities(&[1])
-    .returns(TypeName::Bool)
-    .checks(|a| two_strings(a).then_some(Ty::Bool))
     .calls(|a| str_pair(a, |s, t| s.contains(t)))
     .costs(|a, _| scaled(arg_size(a, 0), 0.1) * scaled(arg_size(a, 1), 0.1))
     .estimates(|s| {
-        (
-            (shape_size(s, 0) * 0.1).ceil() * (shape_size(s, 1) * 0.1).ceil(),
-            Shape::sized(1.0),
-        )
-    })
-    .worded(Wording::Bare);
+        let cost = shape_scaled(s, 0, 0.1) * shape_scaled(s, 1, 0.1);
+        (cost, Shape::sized(1.0))
+    });
 
-/// cel-go charges `startsWith` and `endsWith` by the target at run time but
-/// estimates them by the affix.
-fn estimate_affix<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
-    ((shape_size(s, 1) * 0.1).ceil(), Shape::sized(1.0))
-}
+/// The prefix and suffix tests: cel-go charges them by the target at run
+/// time but estimates them by the affix.
+const AFFIX_TEST: Function = STRING_TEST
+    .costs(tenth_of_target)
+    .estimates(|s| (shape_scaled(s, 1, 0.1), Shape::sized(1.0)));
 
-pub static STARTS_WITH: Function = Function::BASE
+pub static STARTS_WITH: Function = AFFIX_TEST
     .named("startsWith", 23, "starts_with_string")
-    .member_arities(&[1])
-    .returns(TypeName::Bool)
-    .checks(|a| two_strings(a).then_some(Ty::Bool))
-    .calls(|a| str_pair(a, |s, t| s.starts_with(t)))
-    .costs(traverse_target)
-    .estimates(estimate_affix)
-    .worded(Wording::Bare);
+    .calls(|a| str_pair(a, |s, t| s.starts_with(t)));
 
-pub static ENDS_WITH: Function = Function::BASE
+pub static ENDS_WITH: Function = AFFIX_TEST
     .named("endsWith", 23, "ends_with_string")
-    .member_arities(&[1])
-    .returns(TypeName::Bool)
-    .checks(|a| two_strings(a).then_some(Ty::Bool))
-    .calls(|a| str_pair(a, |s, t| s.ends_with(t)))
-    .costs(traverse_target)
-    .estimates(estimate_affix)
-    .worded(Wording::Bare);
+    .calls(|a| str_pair(a, |s, t| s.ends_with(t)));
 
 /// The runtime charge of `matches` on a string with a pattern of
 /// `pattern_len` characters (also charged by the evaluator for a
@@ -120,12 +101,9 @@ fn matches_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError>
     Ok(Value::Bool(re.is_match(str_arg(first(a)?)?)))
 }
 
-pub static MATCHES: Function = Function::BASE
+pub static MATCHES: Function = STRING_TEST
     .named("matches", 23, "matches matches_string")
-    .member_arities(&[1])
     .global_arities(&[2])
-    .returns(TypeName::Bool)
-    .checks(|a| two_strings(a).then_some(Ty::Bool))
     .calls(|a| {
         str_arg(first(a)?)?;
         let re = MATCHES.compile_regex(str_arg(arg(a, 1)?)?)?;
@@ -139,8 +117,7 @@ pub static MATCHES: Function = Function::BASE
     .costs(|a, _| matches_cost(a.first().unwrap_or(&Value::Null), arg_size(a, 1) as usize))
     .estimates(|s| {
         (
-            ((1.0 + shape_size(s, 0)) * 0.1).ceil() * (shape_size(s, 1) * 0.25).ceil(),
+            ((1.0 + shape_size(s, 0)) * 0.1).ceil() * shape_scaled(s, 1, 0.25),
             unit_scalar(s).1,
         )
-    })
-    .worded(Wording::Bare);
+    });

@@ -5,8 +5,8 @@
 use std::rc::Rc;
 
 use crate::registry::{
-    arg, arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_scalar,
-    Function,
+    arg, arg_size, first, is_string, lib_arg, lib_value, overload, scaled, shape_scaled, sig,
+    str_arg, unit_scalar, Function,
 };
 use crate::shape::{Compared, Shape};
 use crate::types::Ty;
@@ -20,15 +20,12 @@ fn is_named_format(t: &Ty<'_>) -> bool {
 }
 
 fn format_value(nf: &'static NamedFormat) -> Value<'static> {
-    Value::Lib(Rc::new(LibValue::Format(nf)))
+    lib_value(LibValue::Format(nf))
 }
 
 fn format_arg(v: &Value<'_>) -> Result<&'static NamedFormat, EvalError> {
-    match v {
-        Value::Lib(l) => match &**l {
-            LibValue::Format(nf) => Ok(nf),
-            _ => Err(overload()),
-        },
+    match lib_arg(v)? {
+        LibValue::Format(nf) => Ok(nf),
         _ => Err(overload()),
     }
 }
@@ -79,7 +76,7 @@ pub static VALIDATE: Function = Function::BASE
     })
     .estimates(|s| {
         let regex = MAX_NAME_FORMAT_REGEX_SIZE as f64 * 0.25;
-        ((shape_size(s, 1) * 0.1).ceil() * regex, Shape::sized(1.0))
+        (shape_scaled(s, 1, 0.1) * regex, Shape::sized(1.0))
     });
 
 /// The format `key` as a value; every key the constants name exists.
@@ -91,7 +88,7 @@ fn constant<'a>(key: &str) -> Result<Value<'a>, EvalError> {
 const CONSTANT: Function = Function::BASE
     .global_arities(&[0])
     .returns(TypeName::NamedFormat)
-    .checks(|a| a.is_empty().then_some(Ty::Lib(TypeName::NamedFormat)))
+    .accepts(|a| a.is_empty())
     .estimates(unit_scalar);
 
 /// Declares the rows of the `format.<key>()` constants.

@@ -12,7 +12,7 @@ use crate::registry::{
 use crate::shape::{Shape, MAX_REQUEST_BYTES};
 use crate::types::Ty;
 use crate::value::error::EvalError;
-use crate::value::{compare, equals, size, List, TypeName, Value};
+use crate::value::{compare, contains_equal, equals, size, List, TypeName, Value};
 
 /// An aggregate over a list: one traversal of it, a scalar result.
 const AGGREGATE: Function = Function::BASE
@@ -32,7 +32,7 @@ pub(crate) fn estimate_list_traversal<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
 pub static IS_SORTED: Function = AGGREGATE
     .named("isSorted", 24, "list_int_is_sorted_bool list_uint_is_sorted_bool list_double_is_sorted_bool list_bool_is_sorted_bool list_duration_is_sorted_bool list_timestamp_is_sorted_bool list_string_is_sorted_bool list_bytes_is_sorted_bool")
     .returns(TypeName::Bool)
-    .checks(|a| matches!(a, [Ty::List(_) | Ty::Dyn]).then_some(Ty::Bool))
+    .accepts(|a| matches!(a, [Ty::List(_) | Ty::Dyn]))
     .calls(|a| {
         let items: Vec<Value<'_>> = list_arg(first(a)?)?.iter().collect();
         for w in items.windows(2) {
@@ -139,7 +139,7 @@ pub static INCLUDES: Function = AGGREGATE
     .named("includes", 37, "list_includes_dyn_dyn")
     .member_arities(&[1])
     .returns(TypeName::Bool)
-    .checks(|a| (a.len() == 2).then_some(Ty::Bool))
+    .accepts(|a| a.len() == 2)
     .calls(|a| {
         let (target, element) = match a {
             [t, e] => (t, e),
@@ -162,6 +162,18 @@ fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
     }
 }
 
+/// A function that builds a list of the target's elements (`slice`,
+/// `reverse`): estimated as large as the target, charged as built.
+pub(crate) const LIST_BUILDER: Function = Function::BASE
+    .returns(TypeName::List)
+    .costs(built_list)
+    .estimates(|s| {
+        (
+            shape_size(s, 0) + 11.0,
+            s.first().copied().unwrap_or(Shape::sized(1.0)),
+        )
+    });
+
 fn same_list_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
         [Ty::List(_)] => Some(a[0].clone()),
@@ -169,10 +181,9 @@ fn same_list_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     }
 }
 
-pub static SLICE: Function = Function::BASE
+pub static SLICE: Function = LIST_BUILDER
     .named("slice", 34, "list_slice")
     .member_arities(&[2])
-    .returns(TypeName::List)
     .calls(|a| {
         let l = list_arg(first(a)?)?;
         let (s, e) = (int_arg(arg(a, 1)?)?, int_arg(arg(a, 2)?)?);
@@ -195,13 +206,6 @@ pub static SLICE: Function = Function::BASE
         Ok(Value::list(
             (s as usize..e as usize).filter_map(|i| l.get(i)).collect(),
         ))
-    })
-    .costs(built_list)
-    .estimates(|s| {
-        (
-            shape_size(s, 0) + 11.0,
-            s.first().copied().unwrap_or(Shape::sized(1.0)),
-        )
     });
 
 pub static FLATTEN: Function = Function::BASE
@@ -251,44 +255,39 @@ fn quadratic_estimate<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     )
 }
 
-pub static DISTINCT: Function = Function::BASE
-    .named("distinct", 34, "list_distinct")
+/// `distinct()` and `sort()`: the target's elements again, compared pair
+/// by pair.
+const REORDER: Function = Function::BASE
     .member_arities(&[0])
     .returns(TypeName::List)
     .checks(same_list_check)
-    .calls(|a| {
-        let mut out: Vec<Value<'_>> = Vec::new();
-        for v in list_arg(first(a)?)?.iter() {
-            let mut seen = false;
-            for o in &out {
-                if equals(o, &v)? {
-                    seen = true;
-                    break;
-                }
-            }
-            if !seen {
-                out.push(v);
-            }
-        }
-        Ok(Value::list(out))
-    })
     .costs(quadratic_cost)
     .costs_before(quadratic_cost_before)
     .estimates(quadratic_estimate);
 
-pub static SORT: Function = Function::BASE
+/// The elements of the target without repeats, in order of first
+/// appearance.
+fn distinct<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    let mut out: Vec<Value<'a>> = Vec::new();
+    for v in list_arg(first(a)?)?.iter() {
+        if !contains_equal(&out, &v)? {
+            out.push(v);
+        }
+    }
+    Ok(Value::list(out))
+}
+
+pub static DISTINCT: Function = REORDER
+    .named("distinct", 34, "list_distinct")
+    .calls(distinct);
+
+pub static SORT: Function = REORDER
     .named("sort", 34, "list_int_sort list_uint_sort list_double_sort list_bool_sort list_google.protobuf.Duration_sort list_google.protobuf.Timestamp_sort list_string_sort list_bytes_sort")
-    .member_arities(&[0])
-    .returns(TypeName::List)
-    .checks(same_list_check)
     .calls(|a| {
         let mut items: Vec<Value<'_>> = list_arg(first(a)?)?.iter().collect();
         sort_values(&mut items)?;
         Ok(Value::list(items))
-    })
-    .costs(quadratic_cost)
-    .costs_before(quadratic_cost_before)
-    .estimates(quadratic_estimate);
+    });
 
 fn end_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     match a {
@@ -316,15 +315,14 @@ pub static LAST: Function = Function::BASE
         Ok(Value::Optional(v.map(Rc::new)))
     });
 
-pub static RANGE: Function = Function::BASE
+/// Built from nothing: estimated at the largest list a request can hold.
+pub static RANGE: Function = LIST_BUILDER
     .named("lists.range", 34, "lists_range")
     .global_arities(&[1])
-    .returns(TypeName::List)
     .calls(|a| {
         let n = int_arg(first(a)?)?;
         Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
     })
-    .costs(built_list)
     // `lists.range(n)` must not allocate n elements before the limit stops it.
     .costs_before(|a| match a {
         [Value::Int(n)] => (*n).max(0) as u64 + 11,

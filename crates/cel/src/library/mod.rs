@@ -21,7 +21,16 @@ pub mod url;
 #[cfg(test)]
 mod tests;
 
-use crate::registry::Func;
+use crate::registry::{is_string, sig, tenth_of_target, tenth_of_target_scalar, Func, Function};
+
+/// A global function that parses its string argument (`quantity()`,
+/// `isURL()`, `cidr()`, ...): a tenth of the string's length, at run time
+/// and in the static estimate alike.
+const PARSER: Function = Function::BASE
+    .global_arities(&[1])
+    .accepts(|a| sig(a, &[is_string]))
+    .costs(tenth_of_target)
+    .estimates(tenth_of_target_scalar);
 
 /// Every function a call can name, in no particular order. Negation is
 /// not among them: the checker reaches it from the `-` operator.

@@ -3,11 +3,10 @@
 //! ...), `cidr()`, `isCIDR()`, `containsIP`, `containsCIDR`,
 //! `prefixLength` and `masked`.
 
-use std::rc::Rc;
-
+use super::PARSER;
 use crate::registry::{
-    arg, arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_scalar,
-    Function,
+    arg, arg_size, first, is_string, lib_arg, lib_value, overload, scaled, shape_scaled, sig,
+    str_arg, unit_scalar, Function,
 };
 use crate::shape::Shape;
 use crate::types::Ty;
@@ -39,29 +38,18 @@ fn is_cidr_or_string(t: &Ty<'_>) -> bool {
     is_cidr(t) || is_string(t)
 }
 
-fn lib_arg<'v>(v: &'v Value<'_>) -> Option<&'v LibValue> {
-    match v {
-        Value::Lib(l) => Some(l),
-        _ => None,
-    }
-}
-
 fn ip_arg<'v>(v: &'v Value<'_>) -> Result<&'v Ip, EvalError> {
-    match lib_arg(v) {
-        Some(LibValue::Ip(ip)) => Ok(ip),
+    match lib_arg(v)? {
+        LibValue::Ip(ip) => Ok(ip),
         _ => Err(overload()),
     }
 }
 
 fn cidr_arg<'v>(v: &'v Value<'_>) -> Result<&'v Cidr, EvalError> {
-    match lib_arg(v) {
-        Some(LibValue::Cidr(c)) => Ok(c),
+    match lib_arg(v)? {
+        LibValue::Cidr(c) => Ok(c),
         _ => Err(overload()),
     }
-}
-
-fn wrap(v: LibValue) -> Value<'static> {
-    Value::Lib(Rc::new(v))
 }
 
 fn parse_ip(s: &str) -> Result<Ip, EvalError> {
@@ -78,24 +66,18 @@ fn parse_cost(a: &[Value<'_>], i: usize) -> u64 {
 }
 
 fn parse_estimate(s: &[Shape<'_>], i: usize) -> f64 {
-    (shape_size(s, i) * 0.1).ceil()
+    shape_scaled(s, i, 0.1)
 }
-
-/// A global parser of one string, charged by its length.
-const PARSER: Function = Function::BASE
-    .global_arities(&[1])
-    .costs(|a, _| parse_cost(a, 0))
-    .estimates(|s| (parse_estimate(s, 0), Shape::sized(1.0)));
 
 pub static IP: Function = Function::BASE
     .named("ip", 30, "string_to_ip cidr_ip")
     .member_arities(&[0])
     .global_arities(&[1])
     .returns(TypeName::Ip)
-    .checks(|a| sig(a, &[is_string_or_cidr]).then_some(Ty::Lib(TypeName::Ip)))
+    .accepts(|a| sig(a, &[is_string_or_cidr]))
     .calls(|a| match first(a)? {
-        Value::Str(s) => Ok(wrap(LibValue::Ip(parse_ip(s)?))),
-        v => Ok(wrap(LibValue::Ip(cidr_arg(v)?.ip()))),
+        Value::Str(s) => Ok(lib_value(LibValue::Ip(parse_ip(s)?))),
+        v => Ok(lib_value(LibValue::Ip(cidr_arg(v)?.ip()))),
     })
     // Only parsing a string costs more than 1; the estimate cannot tell a
     // string from a CIDR and charges every one-argument call the parse.
@@ -115,76 +97,79 @@ pub static IP: Function = Function::BASE
 pub static IS_IP: Function = PARSER
     .named("isIP", 30, "is_ip")
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(Ip::parse(str_arg(first(a)?)?).is_ok())));
 
 /// Whether the string is the address's canonical form; an unparsable
 /// string is an error, not `false`.
-pub static IS_CANONICAL: Function = Function::BASE
+pub static IS_CANONICAL: Function = PARSER
     .named("ip.isCanonical", 30, "ip_is_canonical")
-    .global_arities(&[1])
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
     .calls(|a| {
         let s = str_arg(first(a)?)?;
         Ok(Value::Bool(parse_ip(s)?.to_string() == s))
     })
     // Parsing and printing back: a fifth of the length.
     .costs(|a, _| scaled(arg_size(a, 0), 0.2))
-    .estimates(|s| ((shape_size(s, 0) * 0.2).ceil(), Shape::sized(1.0)));
+    .estimates(|s| (shape_scaled(s, 0, 0.2), Shape::sized(1.0)));
 
 /// A predicate or accessor of one address, at unit cost.
 const OF_IP: Function = Function::BASE
     .member_arities(&[0])
-    .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_ip]).then_some(Ty::Bool))
+    .accepts(|a| sig(a, &[is_ip]))
     .estimates(unit_scalar);
+
+/// An address predicate: `ip.isLoopback()` and the like.
+const IP_TEST: Function = OF_IP.returns(TypeName::Bool);
+
+/// Whether the target address passes `test`.
+fn ip_test<'a>(a: &[Value<'a>], test: fn(&Ip) -> bool) -> Result<Value<'a>, EvalError> {
+    Ok(Value::Bool(test(ip_arg(first(a)?)?)))
+}
 
 pub static FAMILY: Function = OF_IP
     .named("family", 30, "ip_family")
     .returns(TypeName::Int)
-    .checks(|a| sig(a, &[is_ip]).then_some(Ty::Int))
     .calls(|a| Ok(Value::Int(ip_arg(first(a)?)?.family())));
 
-pub static IS_UNSPECIFIED: Function = OF_IP
+pub static IS_UNSPECIFIED: Function = IP_TEST
     .named("isUnspecified", 30, "ip_is_unspecified")
-    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_unspecified())));
+    .calls(|a| ip_test(a, Ip::is_unspecified));
 
-pub static IS_LOOPBACK: Function = OF_IP
+pub static IS_LOOPBACK: Function = IP_TEST
     .named("isLoopback", 30, "ip_is_loopback")
-    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_loopback())));
+    .calls(|a| ip_test(a, Ip::is_loopback));
 
-pub static IS_LINK_LOCAL_MULTICAST: Function = OF_IP
+pub static IS_LINK_LOCAL_MULTICAST: Function = IP_TEST
     .named("isLinkLocalMulticast", 30, "ip_is_link_local_multicast")
-    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_multicast())));
+    .calls(|a| ip_test(a, Ip::is_link_local_multicast));
 
-pub static IS_LINK_LOCAL_UNICAST: Function = OF_IP
+pub static IS_LINK_LOCAL_UNICAST: Function = IP_TEST
     .named("isLinkLocalUnicast", 30, "ip_is_link_local_unicast")
-    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_link_local_unicast())));
+    .calls(|a| ip_test(a, Ip::is_link_local_unicast));
 
-pub static IS_GLOBAL_UNICAST: Function = OF_IP
+pub static IS_GLOBAL_UNICAST: Function = IP_TEST
     .named("isGlobalUnicast", 30, "ip_is_global_unicast")
-    .calls(|a| Ok(Value::Bool(ip_arg(first(a)?)?.is_global_unicast())));
+    .calls(|a| ip_test(a, Ip::is_global_unicast));
 
 pub static CIDR: Function = PARSER
     .named("cidr", 30, "string_to_cidr")
     .returns(TypeName::Cidr)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Cidr)))
-    .calls(|a| Ok(wrap(LibValue::Cidr(parse_cidr(str_arg(first(a)?)?)?))));
+    .calls(|a| Ok(lib_value(LibValue::Cidr(parse_cidr(str_arg(first(a)?)?)?))));
 
 pub static IS_CIDR: Function = PARSER
     .named("isCIDR", 30, "is_cidr")
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(Cidr::parse(str_arg(first(a)?)?).is_ok())));
 
-/// The charge of a string operand of `containsIP`/`containsCIDR`: its
-/// parse; an address or CIDR value costs nothing more.
-fn operand_parse_cost(a: &[Value<'_>]) -> u64 {
-    match a.get(1) {
+/// The charge of comparing the CIDR's address with the operand's, a string
+/// operand's parse included (an address or CIDR value costs nothing more).
+fn address_compare_cost(a: &[Value<'_>]) -> u64 {
+    let cidr = arg_size(a, 0);
+    let parse = match a.get(1) {
         Some(Value::Str(_)) => parse_cost(a, 1),
         _ => 0,
-    }
+    };
+    scaled(cidr + cidr, 0.1) + parse
 }
 
 /// The static estimate's comparison of two addresses of at most 16 bytes.
@@ -192,15 +177,25 @@ fn address_compare_estimate() -> f64 {
     (32.0_f64 * 0.1).ceil()
 }
 
-pub static CONTAINS_IP: Function = Function::BASE
+/// `cidr.containsIP(x)` and `cidr.containsCIDR(x)`. The checker does not
+/// tell the operand's overloads apart: the estimate counts the string's
+/// parse.
+const CONTAINMENT: Function = Function::BASE
+    .member_arities(&[1])
+    .returns(TypeName::Bool)
+    .costs(|a, _| address_compare_cost(a))
+    .estimates(|s| {
+        let cost = address_compare_estimate() + parse_estimate(s, 1);
+        (cost, Shape::sized(1.0))
+    });
+
+pub static CONTAINS_IP: Function = CONTAINMENT
     .named(
         "containsIP",
         30,
         "cidr_contains_ip_string cidr_contains_ip_ip",
     )
-    .member_arities(&[1])
-    .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_cidr, is_ip_or_string]).then_some(Ty::Bool))
+    .accepts(|a| sig(a, &[is_cidr, is_ip_or_string]))
     .calls(|a| {
         let c = cidr_arg(first(a)?)?;
         let contained = match arg(a, 1)? {
@@ -208,27 +203,15 @@ pub static CONTAINS_IP: Function = Function::BASE
             v => c.contains(ip_arg(v)?),
         };
         Ok(Value::Bool(contained))
-    })
-    .costs(|a, _| {
-        let cidr = arg_size(a, 0);
-        scaled(cidr + cidr, 0.1) + operand_parse_cost(a)
-    })
-    // The checker does not tell the two overloads apart here: both pay
-    // the string's parse.
-    .estimates(|s| {
-        let cost = address_compare_estimate() + parse_estimate(s, 1);
-        (cost, Shape::sized(1.0))
     });
 
-pub static CONTAINS_CIDR: Function = Function::BASE
+pub static CONTAINS_CIDR: Function = CONTAINMENT
     .named(
         "containsCIDR",
         30,
         "cidr_contains_cidr_string cidr_contains_cidr",
     )
-    .member_arities(&[1])
-    .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_cidr, is_cidr_or_string]).then_some(Ty::Bool))
+    .accepts(|a| sig(a, &[is_cidr, is_cidr_or_string]))
     .calls(|a| {
         let c = cidr_arg(first(a)?)?;
         let contained = match arg(a, 1)? {
@@ -238,28 +221,25 @@ pub static CONTAINS_CIDR: Function = Function::BASE
         Ok(Value::Bool(contained))
     })
     // The address comparison, then the prefix lengths.
-    .costs(|a, _| {
-        let cidr = arg_size(a, 0);
-        scaled(cidr + cidr, 0.1) + scaled(cidr, 0.1) + 1 + operand_parse_cost(a)
-    })
+    .costs(|a, _| address_compare_cost(a) + scaled(arg_size(a, 0), 0.1) + 1)
     .estimates(|s| {
         let cost =
             address_compare_estimate() + (16.0_f64 * 0.1).ceil() + 1.0 + parse_estimate(s, 1);
         (cost, Shape::sized(1.0))
     });
 
-pub static PREFIX_LENGTH: Function = Function::BASE
-    .named("prefixLength", 30, "cidr_prefix_length")
+/// An accessor of one CIDR, at unit cost.
+const OF_CIDR: Function = Function::BASE
     .member_arities(&[0])
-    .returns(TypeName::Int)
-    .checks(|a| sig(a, &[is_cidr]).then_some(Ty::Int))
-    .calls(|a| Ok(Value::Int(cidr_arg(first(a)?)?.prefix_length())))
+    .accepts(|a| sig(a, &[is_cidr]))
     .estimates(unit_scalar);
 
-pub static MASKED: Function = Function::BASE
+pub static PREFIX_LENGTH: Function = OF_CIDR
+    .named("prefixLength", 30, "cidr_prefix_length")
+    .returns(TypeName::Int)
+    .calls(|a| Ok(Value::Int(cidr_arg(first(a)?)?.prefix_length())));
+
+pub static MASKED: Function = OF_CIDR
     .named("masked", 30, "cidr_masked")
-    .member_arities(&[0])
     .returns(TypeName::Cidr)
-    .checks(|a| sig(a, &[is_cidr]).then_some(Ty::Lib(TypeName::Cidr)))
-    .calls(|a| Ok(wrap(LibValue::Cidr(cidr_arg(first(a)?)?.masked()))))
-    .estimates(unit_scalar);
+    .calls(|a| Ok(lib_value(LibValue::Cidr(cidr_arg(first(a)?)?.masked()))));

@@ -19,11 +19,14 @@ fn wrap_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
     a.first().map(|t| Ty::Optional(Box::new(t.clone())))
 }
 
-pub static OF: Function = Function::BASE
-    .named("optional.of", 28, "optional_of")
+/// `optional.of(x)` and `optional.ofNonZeroValue(x)`.
+const WRAP: Function = Function::BASE
     .global_arities(&[1])
     .returns(TypeName::Optional)
-    .checks(wrap_check)
+    .checks(wrap_check);
+
+pub static OF: Function = WRAP
+    .named("optional.of", 28, "optional_of")
     .calls(|a| Ok(Value::Optional(Some(Rc::new(first(a)?.clone())))))
     .estimates(passes_shape);
 
@@ -39,11 +42,8 @@ pub static NONE: Function = Function::BASE
         (1.0, shape)
     });
 
-pub static OF_NON_ZERO_VALUE: Function = Function::BASE
+pub static OF_NON_ZERO_VALUE: Function = WRAP
     .named("optional.ofNonZeroValue", 28, "optional_ofNonZeroValue")
-    .global_arities(&[1])
-    .returns(TypeName::Optional)
-    .checks(wrap_check)
     .calls(|a| {
         let v = first(a)?;
         Ok(Value::Optional(if is_zero(v) {
@@ -57,7 +57,7 @@ pub static HAS_VALUE: Function = Function::BASE
     .named("hasValue", 28, "optional_hasValue")
     .member_arities(&[0])
     .returns(TypeName::Bool)
-    .checks(|a| matches!(a, [Ty::Optional(_) | Ty::Dyn]).then_some(Ty::Bool))
+    .accepts(|a| matches!(a, [Ty::Optional(_) | Ty::Dyn]))
     .calls(|a| match first(a)? {
         Value::Optional(o) => Ok(Value::Bool(o.is_some())),
         _ => Err(overload()),

@@ -5,14 +5,12 @@
 //! well, under the same names, so one row serves both types.
 
 use std::cmp::Ordering;
-use std::rc::Rc;
 
 use super::semver::is_semver;
+use super::PARSER;
 use crate::registry::{
-    arg, arg_size, first, is_int, is_string, overload, scaled, shape_size, sig, str_arg,
-    unit_scalar, Function,
+    arg, first, is_int, lib_arg, lib_value, overload, sig, str_arg, unit_scalar, Function,
 };
-use crate::shape::Shape;
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::k8s::quantity::Quantity;
@@ -28,34 +26,21 @@ fn is_quantity_or_int(t: &Ty<'_>) -> bool {
     is_quantity(t) || is_int(t)
 }
 
-const QUANTITY_TY: Ty<'static> = Ty::Lib(TypeName::Quantity);
-
 /// The quantity a value holds, or the overload error for anything else.
 fn quantity_arg<'v>(v: &'v Value<'_>) -> Result<&'v Quantity, EvalError> {
-    match v {
-        Value::Lib(l) => match &**l {
-            LibValue::Quantity(q) => Ok(q),
-            _ => Err(overload()),
-        },
+    match lib_arg(v)? {
+        LibValue::Quantity(q) => Ok(q),
         _ => Err(overload()),
     }
 }
 
 fn quantity_value(q: Quantity) -> Value<'static> {
-    Value::Lib(Rc::new(LibValue::Quantity(q)))
+    lib_value(LibValue::Quantity(q))
 }
-
-/// Parsing a quantity string pays a tenth of its length, at run time and
-/// in the static estimate alike.
-const PARSER: Function = Function::BASE
-    .global_arities(&[1])
-    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
-    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
 
 pub static QUANTITY: Function = PARSER
     .named("quantity", 28, "string_to_quantity")
     .returns(TypeName::Quantity)
-    .checks(|a| sig(a, &[is_string]).then_some(QUANTITY_TY))
     .calls(|a| {
         let q = Quantity::parse(str_arg(first(a)?)?).map_err(EvalError::new)?;
         Ok(quantity_value(q))
@@ -64,31 +49,30 @@ pub static QUANTITY: Function = PARSER
 pub static IS_QUANTITY: Function = PARSER
     .named("isQuantity", 28, "is_quantity_string")
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(Quantity::parse(str_arg(first(a)?)?).is_ok())));
 
 /// A function of one quantity, at unit cost with a scalar result.
-const OF_QUANTITY: Function = Function::BASE.estimates(unit_scalar);
+const OF_QUANTITY: Function = Function::BASE
+    .accepts(|a| sig(a, &[is_quantity]))
+    .estimates(unit_scalar);
+
+/// `q.f()`: a method of one quantity.
+const QUANTITY_METHOD: Function = OF_QUANTITY.member_arities(&[0]);
 
 pub static SIGN: Function = OF_QUANTITY
     .named("sign", 28, "quantity_sign")
     .global_arities(&[1])
     .returns(TypeName::Int)
-    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Int))
     .calls(|a| Ok(Value::Int(quantity_arg(first(a)?)?.sign())));
 
-pub static AS_APPROXIMATE_FLOAT: Function = OF_QUANTITY
+pub static AS_APPROXIMATE_FLOAT: Function = QUANTITY_METHOD
     .named("asApproximateFloat", 28, "quantity_get_float")
-    .member_arities(&[0])
     .returns(TypeName::Double)
-    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Double))
     .calls(|a| Ok(Value::Double(quantity_arg(first(a)?)?.approximate_f64())));
 
-pub static AS_INTEGER: Function = OF_QUANTITY
+pub static AS_INTEGER: Function = QUANTITY_METHOD
     .named("asInteger", 28, "quantity_get_int")
-    .member_arities(&[0])
     .returns(TypeName::Int)
-    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Int))
     .calls(|a| {
         quantity_arg(first(a)?)?
             .as_i64()
@@ -96,11 +80,9 @@ pub static AS_INTEGER: Function = OF_QUANTITY
             .ok_or_else(|| EvalError::new("cannot convert value to integer"))
     });
 
-pub static IS_INTEGER: Function = OF_QUANTITY
+pub static IS_INTEGER: Function = QUANTITY_METHOD
     .named("isInteger", 28, "quantity_is_integer")
-    .member_arities(&[0])
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_quantity]).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(quantity_arg(first(a)?)?.as_i64().is_some())));
 
 /// Two quantities or two semvers (never one of each).
@@ -122,7 +104,10 @@ fn compare(a: &[Value<'_>]) -> Result<Ordering, EvalError> {
 }
 
 /// A comparison `x.f(y)`, at unit cost with a scalar result.
-const COMPARISON: Function = Function::BASE.member_arities(&[1]).estimates(unit_scalar);
+const COMPARISON: Function = Function::BASE
+    .member_arities(&[1])
+    .accepts(comparable)
+    .estimates(unit_scalar);
 
 pub static IS_GREATER_THAN: Function = COMPARISON
     .named(
@@ -131,7 +116,6 @@ pub static IS_GREATER_THAN: Function = COMPARISON
         "quantity_is_greater_than semver_is_greater_than@33",
     )
     .returns(TypeName::Bool)
-    .checks(|a| comparable(a).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(compare(a)?.is_gt())));
 
 pub static IS_LESS_THAN: Function = COMPARISON
@@ -141,13 +125,11 @@ pub static IS_LESS_THAN: Function = COMPARISON
         "quantity_is_less_than semver_is_less_than@33",
     )
     .returns(TypeName::Bool)
-    .checks(|a| comparable(a).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(compare(a)?.is_lt())));
 
 pub static COMPARE_TO: Function = COMPARISON
     .named("compareTo", 28, "quantity_compare_to semver_compare_to@33")
     .returns(TypeName::Int)
-    .checks(|a| comparable(a).then_some(Ty::Int))
     // -1, 0 or 1, as Go's comparisons answer.
     .calls(|a| Ok(Value::Int(compare(a)? as i64)));
 
@@ -166,7 +148,7 @@ fn operands<'v>(a: &'v [Value<'_>]) -> Result<(&'v Quantity, Quantity), EvalErro
 const ARITHMETIC: Function = Function::BASE
     .member_arities(&[1])
     .returns(TypeName::Quantity)
-    .checks(|a| sig(a, &[is_quantity, is_quantity_or_int]).then_some(QUANTITY_TY))
+    .accepts(|a| sig(a, &[is_quantity, is_quantity_or_int]))
     .estimates(unit_scalar);
 
 pub static ADD: Function = ARITHMETIC

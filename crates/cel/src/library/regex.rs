@@ -4,7 +4,7 @@
 use regex::Regex;
 
 use crate::registry::{
-    arg, arg_size, first, int_arg, scaled, shape_size, str_arg, Function, RegexArg,
+    arg, arg_size, first, int_arg, scaled, shape_scaled, shape_size, str_arg, Function, RegexArg,
 };
 use crate::shape::Shape;
 use crate::value::error::EvalError;
@@ -17,7 +17,7 @@ fn regex_cost(a: &[Value<'_>], _: &Value<'_>) -> u64 {
 
 fn regex_estimate<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     (
-        ((1.0 + shape_size(s, 0)) * 0.1).ceil() * (shape_size(s, 1) * 0.25).ceil(),
+        ((1.0 + shape_size(s, 0)) * 0.1).ceil() * shape_scaled(s, 1, 0.25),
         Shape::sized(shape_size(s, 0)),
     )
 }
@@ -43,23 +43,35 @@ fn find_all_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError
     }))
 }
 
-pub static FIND: Function = Function::BASE
+/// `find` and `findAll`: the target searched for the pattern.
+const SEARCH: Function = Function::BASE.costs(regex_cost).estimates(regex_estimate);
+
+/// The pattern argument of a search; cel-go prefixes its compile errors
+/// with `Illegal regex: `.
+const fn pattern(
+    call: for<'a> fn(&[Value<'a>], &Regex) -> Result<Value<'a>, EvalError>,
+) -> RegexArg {
+    RegexArg {
+        arg: 1,
+        call,
+        illegal_prefix: true,
+    }
+}
+
+/// A search whose pattern was not constant: compiled on each call.
+fn compiled_on_call<'a>(row: &'static Function, a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
+    let re = row.compile_regex(str_arg(arg(a, 1)?)?)?;
+    row.invoke_with_regex(a, &re)
+}
+
+pub static FIND: Function = SEARCH
     .named("find", 24, "string_find_string")
     .member_arities(&[1])
     .returns(TypeName::String)
-    .calls(|a| {
-        let re = FIND.compile_regex(str_arg(arg(a, 1)?)?)?;
-        find_with(a, &re)
-    })
-    .regex(RegexArg {
-        arg: 1,
-        call: find_with,
-        illegal_prefix: true,
-    })
-    .costs(regex_cost)
-    .estimates(regex_estimate);
+    .calls(|a| compiled_on_call(&FIND, a))
+    .regex(pattern(find_with));
 
-pub static FIND_ALL: Function = Function::BASE
+pub static FIND_ALL: Function = SEARCH
     .named(
         "findAll",
         24,
@@ -67,14 +79,5 @@ pub static FIND_ALL: Function = Function::BASE
     )
     .member_arities(&[1, 2])
     .returns(TypeName::List)
-    .calls(|a| {
-        let re = FIND_ALL.compile_regex(str_arg(arg(a, 1)?)?)?;
-        find_all_with(a, &re)
-    })
-    .regex(RegexArg {
-        arg: 1,
-        call: find_all_with,
-        illegal_prefix: true,
-    })
-    .costs(regex_cost)
-    .estimates(regex_estimate);
+    .calls(|a| compiled_on_call(&FIND_ALL, a))
+    .regex(pattern(find_all_with));

@@ -3,13 +3,11 @@
 //! The comparisons semvers share with quantities (`isGreaterThan`,
 //! `isLessThan`, `compareTo`) are rows of `quantity.rs`.
 
-use std::rc::Rc;
-
+use super::PARSER;
 use crate::registry::{
-    arg, arg_size, first, is_bool, is_string, overload, scaled, shape_size, sig, str_arg,
-    unit_scalar, Function,
+    arg, first, is_bool, is_string, lib_arg, lib_value, overload, sig, str_arg, unit_scalar,
+    Function,
 };
-use crate::shape::Shape;
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::k8s::semver::Semver;
@@ -22,11 +20,8 @@ pub(crate) fn is_semver(t: &Ty<'_>) -> bool {
 
 /// The semver a value holds, or the overload error for anything else.
 fn semver_arg<'v>(v: &'v Value<'_>) -> Result<&'v Semver, EvalError> {
-    match v {
-        Value::Lib(l) => match &**l {
-            LibValue::Semver(s) => Ok(s),
-            _ => Err(overload()),
-        },
+    match lib_arg(v)? {
+        LibValue::Semver(s) => Ok(s),
         _ => Err(overload()),
     }
 }
@@ -50,38 +45,29 @@ fn parse(a: &[Value<'_>]) -> Result<Result<Semver, String>, EvalError> {
     })
 }
 
-/// A version string, with or without the normalizing flag.
-fn version_args(a: &[Ty<'_>]) -> bool {
-    sig(a, &[is_string]) || sig(a, &[is_string, is_bool])
-}
-
-/// Parsing pays a tenth of the string's length, at run time and in the
-/// static estimate alike.
-const PARSER: Function = Function::BASE
+/// A parser of a version string, with or without the normalizing flag.
+const VERSION_PARSER: Function = PARSER
     .global_arities(&[1, 2])
-    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
-    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
+    .accepts(|a| sig(a, &[is_string]) || sig(a, &[is_string, is_bool]));
 
-pub static SEMVER: Function = PARSER
+pub static SEMVER: Function = VERSION_PARSER
     .named("semver", 33, "string_to_semver string_bool_to_semver")
     .returns(TypeName::Semver)
-    .checks(|a| version_args(a).then_some(Ty::Lib(TypeName::Semver)))
     .calls(|a| {
         let v = parse(a)?.map_err(EvalError::new)?;
-        Ok(Value::Lib(Rc::new(LibValue::Semver(v))))
+        Ok(lib_value(LibValue::Semver(v)))
     });
 
-pub static IS_SEMVER: Function = PARSER
+pub static IS_SEMVER: Function = VERSION_PARSER
     .named("isSemver", 33, "is_semver_string is_semver_string_bool")
     .returns(TypeName::Bool)
-    .checks(|a| version_args(a).then_some(Ty::Bool))
     .calls(|a| Ok(Value::Bool(parse(a)?.is_ok())));
 
 /// An accessor of one version component: `x.major()` and the like.
 const COMPONENT: Function = Function::BASE
     .member_arities(&[0])
     .returns(TypeName::Int)
-    .checks(|a| sig(a, &[is_semver]).then_some(Ty::Int))
+    .accepts(|a| sig(a, &[is_semver]))
     .estimates(unit_scalar);
 
 pub static MAJOR: Function = COMPONENT

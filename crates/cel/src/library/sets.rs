@@ -4,21 +4,14 @@
 use crate::registry::{arg, arg_size, first, list_arg, shape_size, Function};
 use crate::shape::Shape;
 use crate::value::error::EvalError;
-use crate::value::{equals, TypeName, Value};
+use crate::value::{contains_equal, TypeName, Value};
 
 const SET_FUNCTION: Function = Function::BASE.global_arities(&[2]).returns(TypeName::Bool);
 
 /// Every element of `y` is in `x`.
 fn contains_all<'a>(x: &[Value<'a>], y: &[Value<'a>]) -> Result<bool, EvalError> {
     for v in y {
-        let mut found = false;
-        for w in x {
-            if equals(w, v)? {
-                found = true;
-                break;
-            }
-        }
-        if !found {
+        if !contains_equal(x, v)? {
             return Ok(false);
         }
     }
@@ -80,10 +73,8 @@ pub static INTERSECTS: Function = SET_FUNCTION
     .calls(|a| {
         let (x, y) = both(a)?;
         for v in &y {
-            for w in &x {
-                if equals(w, v)? {
-                    return Ok(Value::Bool(true));
-                }
+            if contains_equal(&x, v)? {
+                return Ok(Value::Bool(true));
             }
         }
         Ok(Value::Bool(false))

@@ -4,9 +4,11 @@
 //! the list forms of `indexOf`, `lastIndexOf` (Kubernetes' lists library)
 //! and `reverse` (cel-go's lists extension), which share their names.
 
+use crate::library::lists::LIST_BUILDER;
 use crate::registry::{
     arg, arg_size, first, int_arg, is_int, is_list, is_string, list_arg, overload, scaled,
-    shape_size, sig, str_arg, traversal, Function,
+    shape_scaled, shape_size, sig, str_arg, tenth_of_target, tenth_of_target_scalar, traversal,
+    Function,
 };
 use crate::shape::{Shape, MAX_REQUEST_BYTES};
 use crate::text::cel_quote;
@@ -23,28 +25,21 @@ pub const MAX_STRING_RESULT_BYTES: u64 = 16 * 1024 * 1024;
 const STRING_TO_STRING: Function = Function::BASE
     .member_arities(&[0])
     .returns(TypeName::String)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::String))
+    .accepts(|a| sig(a, &[is_string]))
     .costs(tenth_of_target)
-    .estimates(|s| {
-        (
-            (shape_size(s, 0) * 0.1).ceil(),
-            Shape::sized(shape_size(s, 0)),
-        )
-    });
+    .estimates(|s| (shape_scaled(s, 0, 0.1), Shape::sized(shape_size(s, 0))));
 
-fn tenth_of_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
-    scaled(arg_size(a, 0), 0.1)
-}
-
-fn fifth_of_target(a: &[Value<'_>], _: &Value<'_>) -> u64 {
-    scaled(arg_size(a, 0), 0.2)
-}
+/// A function that rebuilds its target string (`replace`, `split`): a
+/// fifth of the string's length to run, a result as large as the string.
+const REBUILD: Function = Function::BASE
+    .costs(|a, _| scaled(arg_size(a, 0), 0.2))
+    .estimates(|s| (shape_scaled(s, 0, 0.2), Shape::sized(shape_size(s, 0))));
 
 pub static CHAR_AT: Function = Function::BASE
     .named("charAt", 23, "string_char_at_int")
     .member_arities(&[1])
     .returns(TypeName::String)
-    .checks(|a| sig(a, &[is_string, is_int]).then_some(Ty::String))
+    .accepts(|a| sig(a, &[is_string, is_int]))
     .calls(|a| {
         let s = str_arg(first(a)?)?;
         let i = int_arg(arg(a, 1)?)?;
@@ -62,16 +57,16 @@ pub static CHAR_AT: Function = Function::BASE
     // cel-go sizes no `charAt` result.
     .estimates(|_| (1.0, Shape::unbounded()));
 
-fn index_check<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
+fn index_args(a: &[Ty<'_>]) -> bool {
     match a {
-        [Ty::List(e), x] if e.unifies(x) => Some(Ty::Int),
+        [Ty::List(e), x] => e.unifies(x),
         [Ty::String | Ty::Dyn, ..]
             if sig(a, &[is_string, is_string]) || sig(a, &[is_string, is_string, is_int]) =>
         {
-            Some(Ty::Int)
+            true
         }
-        [Ty::Dyn, _] => Some(Ty::Int),
-        _ => None,
+        [Ty::Dyn, _] => true,
+        _ => false,
     }
 }
 
@@ -111,31 +106,29 @@ fn estimate_traverse_first<'s>(s: &[Shape<'s>]) -> (f64, Shape<'s>) {
     }
 }
 
-pub static INDEX_OF: Function = Function::BASE
+/// `indexOf` and `lastIndexOf`, of a string or a list element.
+const INDEX_SEARCH: Function = Function::BASE
+    .member_arities(&[1, 2])
+    .returns(TypeName::Int)
+    .accepts(index_args)
+    .costs(traverse_first)
+    .estimates(estimate_traverse_first);
+
+pub static INDEX_OF: Function = INDEX_SEARCH
     .named(
         "indexOf",
         23,
         "string_index_of_string string_index_of_string_int list_a_index_of_int@24",
     )
-    .member_arities(&[1, 2])
-    .returns(TypeName::Int)
-    .checks(index_check)
-    .calls(|a| index_of(a, false))
-    .costs(traverse_first)
-    .estimates(estimate_traverse_first);
+    .calls(|a| index_of(a, false));
 
-pub static LAST_INDEX_OF: Function = Function::BASE
+pub static LAST_INDEX_OF: Function = INDEX_SEARCH
     .named(
         "lastIndexOf",
         23,
         "string_last_index_of_string string_last_index_of_string_int list_a_last_index_of_int@24",
     )
-    .member_arities(&[1, 2])
-    .returns(TypeName::Int)
-    .checks(index_check)
-    .calls(|a| index_of(a, true))
-    .costs(traverse_first)
-    .estimates(estimate_traverse_first);
+    .calls(|a| index_of(a, true));
 
 pub static LOWER_ASCII: Function = STRING_TO_STRING
     .named("lowerAscii", 23, "string_lower_ascii")
@@ -148,7 +141,7 @@ pub static UPPER_ASCII: Function = STRING_TO_STRING
 pub static TRIM: Function = STRING_TO_STRING
     .named("trim", 23, "string_trim")
     .calls(|a| Ok(Value::string(str_arg(first(a)?)?.trim())))
-    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
+    .estimates(tenth_of_target_scalar);
 
 pub static QUOTE: Function = STRING_TO_STRING
     .named("strings.quote", 29, "strings_quote")
@@ -162,7 +155,7 @@ pub static QUOTE: Function = STRING_TO_STRING
         ((size * 0.1).ceil(), Shape::sized(size * 2.0 + 2.0))
     });
 
-pub static REPLACE: Function = Function::BASE
+pub static REPLACE: Function = REBUILD
     .named(
         "replace",
         23,
@@ -170,19 +163,11 @@ pub static REPLACE: Function = Function::BASE
     )
     .member_arities(&[2, 3])
     .returns(TypeName::String)
-    .checks(|a| {
-        (sig(a, &[is_string, is_string, is_string])
-            || sig(a, &[is_string, is_string, is_string, is_int]))
-        .then_some(Ty::String)
+    .accepts(|a| {
+        sig(a, &[is_string, is_string, is_string])
+            || sig(a, &[is_string, is_string, is_string, is_int])
     })
-    .calls(replace)
-    .costs(fifth_of_target)
-    .estimates(|s| {
-        (
-            (shape_size(s, 0) * 0.2).ceil(),
-            Shape::sized(shape_size(s, 0)),
-        )
-    });
+    .calls(replace);
 
 fn replace<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     let s = str_arg(first(a)?)?;
@@ -223,7 +208,7 @@ fn replace<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     }))
 }
 
-pub static SPLIT: Function = Function::BASE
+pub static SPLIT: Function = REBUILD
     .named("split", 23, "string_split_string string_split_string_int")
     .member_arities(&[1, 2])
     .returns(TypeName::List)
@@ -246,13 +231,6 @@ pub static SPLIT: Function = Function::BASE
             n => splitn(s, sep, n as usize).map(Value::string).collect(),
         };
         Ok(Value::list(parts))
-    })
-    .costs(fifth_of_target)
-    .estimates(|s| {
-        (
-            (shape_size(s, 0) * 0.2).ceil(),
-            Shape::sized(shape_size(s, 0)),
-        )
     });
 
 pub static SUBSTRING: Function = STRING_TO_STRING
@@ -262,9 +240,7 @@ pub static SUBSTRING: Function = STRING_TO_STRING
         "string_substring_int string_substring_int_int",
     )
     .member_arities(&[1, 2])
-    .checks(|a| {
-        (sig(a, &[is_string, is_int]) || sig(a, &[is_string, is_int, is_int])).then_some(Ty::String)
-    })
+    .accepts(|a| sig(a, &[is_string, is_int]) || sig(a, &[is_string, is_int, is_int]))
     .calls(|a| {
         let s = str_arg(first(a)?)?;
         let chars: Vec<char> = s.chars().collect();
@@ -296,7 +272,7 @@ pub static JOIN: Function = Function::BASE
     .named("join", 23, "list_join list_join_string")
     .member_arities(&[0, 1])
     .returns(TypeName::String)
-    .checks(|a| (sig(a, &[is_list]) || sig(a, &[is_list, is_string])).then_some(Ty::String))
+    .accepts(|a| sig(a, &[is_list]) || sig(a, &[is_list, is_string]))
     .calls(|a| {
         let l = list_arg(first(a)?)?;
         let sep = match a.get(1) {
@@ -331,7 +307,7 @@ pub static JOIN: Function = Function::BASE
 
 /// cel-go's lists extension `reverse()`. Kubernetes' strings library
 /// (version 2) has no string `reverse`: the checker refuses it.
-pub static REVERSE: Function = Function::BASE
+pub static REVERSE: Function = LIST_BUILDER
     .named("reverse", 34, "list_reverse")
     .member_arities(&[0])
     .checks(|a| match a {
@@ -346,16 +322,6 @@ pub static REVERSE: Function = Function::BASE
             Ok(Value::list(v))
         }
         _ => Err(overload()),
-    })
-    .costs(|_, result| match result {
-        Value::List(_) => size(result) + 11,
-        _ => 1,
-    })
-    .estimates(|s| {
-        (
-            shape_size(s, 0) + 11.0,
-            s.first().copied().unwrap_or(Shape::sized(1.0)),
-        )
     });
 
 /// cel-go strings v2 `indexOf`/`lastIndexOf` (positions in code points):

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Datelike, FixedOffset, Timelike, Utc};
 
-use crate::registry::{first, overload, Function};
+use crate::registry::{first, overload, Check, Function};
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::{TypeName, Value};
@@ -28,22 +28,19 @@ const ACCESSOR: Function = Function::BASE
     .returns(TypeName::Int);
 
 /// `t.getX()` or `t.getX(zone)`.
-fn timestamp_part<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
-    match a {
-        [Ty::Timestamp | Ty::Dyn] | [Ty::Timestamp | Ty::Dyn, Ty::String | Ty::Dyn] => {
-            Some(Ty::Int)
-        }
-        _ => None,
-    }
+fn timestamp_part(a: &[Ty<'_>]) -> bool {
+    matches!(
+        a,
+        [Ty::Timestamp | Ty::Dyn] | [Ty::Timestamp | Ty::Dyn, Ty::String | Ty::Dyn]
+    )
 }
 
 /// As [`timestamp_part`], and `d.getX()` on durations.
-fn timestamp_or_duration_part<'s>(a: &[Ty<'s>]) -> Option<Ty<'s>> {
-    match a {
-        [Ty::Timestamp | Ty::Duration | Ty::Dyn]
-        | [Ty::Timestamp | Ty::Dyn, Ty::String | Ty::Dyn] => Some(Ty::Int),
-        _ => None,
-    }
+fn timestamp_or_duration_part(a: &[Ty<'_>]) -> bool {
+    matches!(
+        a,
+        [Ty::Timestamp | Ty::Duration | Ty::Dyn] | [Ty::Timestamp | Ty::Dyn, Ty::String | Ty::Dyn]
+    )
 }
 
 /// Declares the accessor rows: name, part read, signature, overload ids
@@ -55,7 +52,7 @@ macro_rules! accessors {
             name: $name,
             since: 23,
             overloads: concat!($($id, " "),*),
-            check: Some($check),
+            check: Check::Accepts($check),
             call: |a| part(a, Part::$part),
             ..ACCESSOR
         };

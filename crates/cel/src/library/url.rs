@@ -5,11 +5,10 @@
 
 use std::rc::Rc;
 
+use super::PARSER;
 use crate::registry::{
-    arg_size, first, is_string, overload, scaled, shape_size, sig, str_arg, unit_unbounded,
-    Function,
+    first, lib_arg, lib_value, overload, sig, str_arg, unit_unbounded, Function,
 };
-use crate::shape::Shape;
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::k8s::url::GoUrl;
@@ -21,29 +20,18 @@ fn is_url(t: &Ty<'_>) -> bool {
 }
 
 fn url_arg<'v>(v: &'v Value<'_>) -> Result<&'v GoUrl, EvalError> {
-    match v {
-        Value::Lib(l) => match &**l {
-            LibValue::Url(u) => Ok(u),
-            _ => Err(overload()),
-        },
+    match lib_arg(v)? {
+        LibValue::Url(u) => Ok(u),
         _ => Err(overload()),
     }
 }
 
-/// Parsing a URL string pays a tenth of its length, at run time and in the
-/// static estimate alike.
-const PARSER: Function = Function::BASE
-    .global_arities(&[1])
-    .costs(|a, _| scaled(arg_size(a, 0), 0.1))
-    .estimates(|s| ((shape_size(s, 0) * 0.1).ceil(), Shape::sized(1.0)));
-
 pub static URL: Function = PARSER
     .named("url", 24, "string_to_url")
     .returns(TypeName::Url)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Lib(TypeName::Url)))
     .calls(|a| {
         let u = GoUrl::from_cel(str_arg(first(a)?)?).map_err(EvalError::new)?;
-        Ok(Value::Lib(Rc::new(LibValue::Url(u))))
+        Ok(lib_value(LibValue::Url(u)))
     });
 
 /// Whether the string is accepted as a request URI: the first of the two
@@ -51,35 +39,39 @@ pub static URL: Function = PARSER
 pub static IS_URL: Function = PARSER
     .named("isURL", 24, "is_url_string")
     .returns(TypeName::Bool)
-    .checks(|a| sig(a, &[is_string]).then_some(Ty::Bool))
     .calls(|a| {
         Ok(Value::Bool(
             GoUrl::parse_request_uri(str_arg(first(a)?)?).is_ok(),
         ))
     });
 
-/// A string part of a URL, at unit cost and unbounded size.
+/// A part of a URL, at unit cost and unbounded size.
 const PART: Function = Function::BASE
     .member_arities(&[0])
     .returns(TypeName::String)
-    .checks(|a| sig(a, &[is_url]).then_some(Ty::String))
+    .accepts(|a| sig(a, &[is_url]))
     .estimates(unit_unbounded);
+
+/// A string part of the target URL.
+fn part<'a>(a: &[Value<'a>], part: fn(&GoUrl) -> &str) -> Result<Value<'a>, EvalError> {
+    Ok(Value::string(part(url_arg(first(a)?)?)))
+}
 
 pub static GET_SCHEME: Function = PART
     .named("getScheme", 24, "url_get_scheme")
-    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.scheme.clone())));
+    .calls(|a| part(a, |u| &u.scheme));
 
 pub static GET_HOST: Function = PART
     .named("getHost", 24, "url_get_host")
-    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.host.clone())));
+    .calls(|a| part(a, |u| &u.host));
 
 pub static GET_HOSTNAME: Function = PART
     .named("getHostname", 24, "url_get_hostname")
-    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.hostname())));
+    .calls(|a| part(a, GoUrl::hostname));
 
 pub static GET_PORT: Function = PART
     .named("getPort", 24, "url_get_port")
-    .calls(|a| Ok(Value::string(url_arg(first(a)?)?.port())));
+    .calls(|a| part(a, GoUrl::port));
 
 pub static GET_ESCAPED_PATH: Function = PART
     .named("getEscapedPath", 24, "url_get_escaped_path")

@@ -200,6 +200,8 @@ pub(super) fn filter<'a>(
 }
 
 /// `map` (without a filter) over a list, charged as [`run_steps`] charges it.
+/// Its own loop, as each macro's fast path here is: one loop for `map`
+/// and `filter` would test which it runs on every element.
 pub(super) fn map<'a>(
     l: &'a Loop,
     list: &List<'a>,

@@ -135,26 +135,8 @@ pub(super) fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<
             Value::Map(m) => Ok(Value::Bool(m.get(&x).is_some())),
             _ => Err(EvalError::no_overload_of("@in")),
         },
-        BinOp::Add => {
-            let e = op_error(op, &x);
-            add(x, y).map_err(|err| {
-                if err.kind == ErrorKind::NoSuchOverload {
-                    e
-                } else {
-                    err
-                }
-            })
-        }
-        BinOp::Sub => {
-            let e = op_error(op, &x);
-            sub(x, y).map_err(|err| {
-                if err.kind == ErrorKind::NoSuchOverload {
-                    e
-                } else {
-                    err
-                }
-            })
-        }
+        BinOp::Add => worded(op, x, y, add),
+        BinOp::Sub => worded(op, x, y, sub),
         BinOp::Mul => match (x, y) {
             (Value::Int(a), Value::Int(b)) => a.checked_mul(b).map(Value::Int).ok_or_else(overflow),
             (Value::Uint(a), Value::Uint(b)) => {
@@ -181,6 +163,24 @@ pub(super) fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<
             (x, _) => Err(op_error(BinOp::Rem, &x)),
         },
     }
+}
+
+/// `f(x, y)` for `op`, a missing overload worded as [`op_error`] words it.
+#[inline(always)]
+fn worded<'a>(
+    op: BinOp,
+    x: Value<'a>,
+    y: Value<'a>,
+    f: impl FnOnce(Value<'a>, Value<'a>) -> Result<Value<'a>, EvalError>,
+) -> Result<Value<'a>, EvalError> {
+    let e = op_error(op, &x);
+    f(x, y).map_err(|err| {
+        if err.kind == ErrorKind::NoSuchOverload {
+            e
+        } else {
+            err
+        }
+    })
 }
 
 /// The Go type cel-go names in some runtime errors.
@@ -219,29 +219,14 @@ pub(super) fn key_text(k: &Value<'_>) -> String {
 /// has the operator but not for this right operand, and names the operator
 /// when the type lacks it altogether.
 pub(super) fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
+    let number = matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_));
+    let time = matches!(left, Value::Duration(_) | Value::Timestamp(_));
     let has_trait = match op {
-        BinOp::Add => matches!(
-            left,
-            Value::Int(_)
-                | Value::Uint(_)
-                | Value::Double(_)
-                | Value::Str(_)
-                | Value::Bytes(_)
-                | Value::List(_)
-                | Value::Duration(_)
-                | Value::Timestamp(_)
-        ),
-        BinOp::Sub => matches!(
-            left,
-            Value::Int(_)
-                | Value::Uint(_)
-                | Value::Double(_)
-                | Value::Duration(_)
-                | Value::Timestamp(_)
-        ),
-        BinOp::Mul | BinOp::Div => {
-            matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_))
+        BinOp::Add => {
+            number || time || matches!(left, Value::Str(_) | Value::Bytes(_) | Value::List(_))
         }
+        BinOp::Sub => number || time,
+        BinOp::Mul | BinOp::Div => number,
         BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => left.is_orderable(),
         _ => false,
@@ -249,24 +234,7 @@ pub(super) fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
     if has_trait {
         EvalError::no_overload()
     } else {
-        EvalError::no_overload_of(op_name(op))
-    }
-}
-
-pub(super) fn op_name(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "_+_",
-        BinOp::Sub => "_-_",
-        BinOp::Mul => "_*_",
-        BinOp::Div => "_/_",
-        BinOp::Rem => "_%_",
-        BinOp::Eq => "_==_",
-        BinOp::Ne => "_!=_",
-        BinOp::Lt => "_<_",
-        BinOp::Le => "_<=_",
-        BinOp::Gt => "_>_",
-        BinOp::Ge => "_>=_",
-        BinOp::In => "@in",
+        EvalError::no_overload_of(op.name())
     }
 }
 

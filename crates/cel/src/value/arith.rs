@@ -5,7 +5,7 @@
 use celhook_schema::ListType;
 
 use super::error::EvalError;
-use super::{equals, List, Value};
+use super::{contains_equal, equals, List, Value};
 
 /// Durations are int64 nanoseconds in cel-go: anything longer overflows.
 pub fn duration<'a>(d: Option<chrono::TimeDelta>) -> Result<Value<'a>, EvalError> {
@@ -76,14 +76,7 @@ pub fn concat<'a>(a: &List<'a>, b: &List<'a>) -> Result<Value<'a>, EvalError> {
         ListType::Atomic => out.extend(b.iter()),
         ListType::Set => {
             for v in b.iter() {
-                let mut present = false;
-                for o in &out {
-                    if equals(o, &v)? {
-                        present = true;
-                        break;
-                    }
-                }
-                if !present {
+                if !contains_equal(&out, &v)? {
                     out.push(v);
                 }
             }

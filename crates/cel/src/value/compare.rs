@@ -48,6 +48,17 @@ pub fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, EvalError> {
     })
 }
 
+/// Whether an element of `items` equals `v` (as `equals(item, v)`).
+#[inline]
+pub fn contains_equal(items: &[Value<'_>], v: &Value<'_>) -> Result<bool, EvalError> {
+    for item in items {
+        if equals(item, v)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 fn list_equals(x: &List<'_>, y: &List<'_>) -> Result<bool, EvalError> {
     if x.len() != y.len() {
         return Ok(false);

@@ -19,7 +19,7 @@ pub mod json;
 pub mod k8s;
 pub mod time;
 
-pub use compare::{compare, equals, numeric_cmp};
+pub use compare::{compare, contains_equal, equals, numeric_cmp};
 pub use json::to_json;
 pub use time::{format_timestamp, in_range, parse_timestamp, parse_timestamp_unbounded};
 

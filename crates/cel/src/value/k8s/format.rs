@@ -32,7 +32,7 @@ static FORMATS: [NamedFormat; 13] = [
     NamedFormat {
         key: "dns1123Subdomain",
         name: "DNS1123Subdomain",
-        validate: |s| dns1123_subdomain(s),
+        validate: |s| dns1123_subdomain(s, "characters"),
         max_regex_size: 60,
     },
     NamedFormat {
@@ -56,7 +56,7 @@ static FORMATS: [NamedFormat; 13] = [
     NamedFormat {
         key: "dns1123SubdomainPrefix",
         name: "DNS1123SubdomainPrefix",
-        validate: |s| dns1123_subdomain(&mask_trailing_dash(s)),
+        validate: |s| dns1123_subdomain(&mask_trailing_dash(s), "characters"),
         max_regex_size: 60,
     },
     NamedFormat {
@@ -80,6 +80,8 @@ static FORMATS: [NamedFormat; 13] = [
         },
         max_regex_size: 1103,
     },
+    // kube-openapi strfmt's formats, entries alike but for their test,
+    // message and pattern size: a yes or no with one message each.
     NamedFormat {
         key: "uuid",
         name: "uuid",
@@ -193,11 +195,17 @@ fn is_dns1123_subdomain(s: &str) -> bool {
     s.split('.').all(is_dns1123_label)
 }
 
+/// apimachinery's `MaxLenError`, worded in the unit its caller names
+/// (`bytes` or `characters`: a byte length either way).
+fn max_len(errs: &mut Vec<String>, s: &str, max: usize, unit: &str) {
+    if s.len() > max {
+        errs.push(format!("must be no more than {max} {unit}"));
+    }
+}
+
 fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_owned());
-    }
+    max_len(&mut errs, s, 63, "characters");
     if !is_dns1123_label(s) {
         if is_dns1123_subdomain(s) {
             errs.push("must not contain dots".to_owned());
@@ -212,42 +220,25 @@ fn dns1123_label(s: &str) -> Vec<String> {
     errs
 }
 
-/// `content.IsDNS1123Subdomain` (length limit worded in bytes).
-fn dns1123_subdomain_bytes(s: &str) -> Vec<String> {
+/// `IsDNS1123Subdomain`, its length limit worded in `unit`: `bytes` as
+/// `content.IsDNS1123Subdomain` words it (a qualified name's prefix),
+/// `characters` for the named format.
+fn dns1123_subdomain(s: &str, unit: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 bytes".to_owned());
-    }
+    max_len(&mut errs, s, 253, unit);
     if !is_dns1123_subdomain(s) {
-        errs.push(subdomain_regex_error());
-    }
-    errs
-}
-
-fn subdomain_regex_error() -> String {
-    regex_error(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        DNS1123_SUBDOMAIN_FMT,
-        &["example.com"],
-    )
-}
-
-fn dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 characters".to_owned());
-    }
-    if !is_dns1123_subdomain(s) {
-        errs.push(subdomain_regex_error());
+        errs.push(regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
     }
     errs
 }
 
 fn dns1035_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_owned());
-    }
+    max_len(&mut errs, s, 63, "characters");
     if !matches_label(s, |c| c.is_ascii_lowercase(), lower_alnum_dash, lower_alnum) {
         errs.push(regex_error(
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
@@ -278,7 +269,7 @@ fn qualified_name(s: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_owned());
             } else {
-                for m in dns1123_subdomain_bytes(prefix) {
+                for m in dns1123_subdomain(prefix, "bytes") {
                     errs.push(format!("prefix part {m}"));
                 }
             }
@@ -313,9 +304,7 @@ fn qualified_name(s: &str) -> Vec<String> {
 /// `content.IsLabelValue`.
 fn label_value(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 bytes".to_owned());
-    }
+    max_len(&mut errs, s, 63, "bytes");
     if !(s.is_empty() || is_label_key_name(s)) {
         errs.push(regex_error(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",

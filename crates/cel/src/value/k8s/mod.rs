@@ -4,6 +4,27 @@
 
 use super::TypeName;
 
+/// `PartialOrd`, `PartialEq` and `Eq` from the type's `Ord`: library values
+/// are equal when they compare equal (`200M == 0.2G`; semvers whatever
+/// their build metadata), so `==` and the comparison functions agree.
+macro_rules! eq_by_cmp {
+    ($t:ty) => {
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &$t) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl PartialEq for $t {
+            fn eq(&self, other: &$t) -> bool {
+                self.cmp(other).is_eq()
+            }
+        }
+
+        impl Eq for $t {}
+    };
+}
+
 pub mod format;
 pub mod net;
 pub mod quantity;

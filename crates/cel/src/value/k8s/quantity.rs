@@ -59,6 +59,11 @@ fn is_digit(b: u8) -> bool {
     b.is_ascii_digit()
 }
 
+/// The end of the run of bytes from `from` that pass `f`.
+fn run_end(b: &[u8], from: usize, f: impl Fn(u8) -> bool) -> usize {
+    from + b[from..].iter().take_while(|c| f(**c)).count()
+}
+
 /// Splits a quantity into sign, number and suffix, as apimachinery's
 /// `parseQuantityString` does (leading zeros of the integer part dropped).
 fn split(s: &str) -> Result<Parts<'_>, &'static str> {
@@ -88,54 +93,28 @@ fn split(s: &str) -> Result<Parts<'_>, &'static str> {
         p.value = "0";
         return Ok(p);
     }
-    let mut i = pos;
-    while i < end && is_digit(b[i]) {
-        i += 1;
-    }
-    if i >= end {
-        p.num = &s[pos..end];
-        p.value = s;
-        return Ok(p);
-    }
+    // Go returns as soon as the string ends; reading on gives the same
+    // parts, as every run below is then empty.
+    let i = run_end(b, pos, is_digit);
     p.num = if i == pos { "0" } else { &s[pos..i] };
     pos = i;
     if pos < end && b[pos] == b'.' {
         pos += 1;
-        let mut i = pos;
-        while i < end && is_digit(b[i]) {
-            i += 1;
-        }
-        if i >= end {
-            p.denom = &s[pos..end];
-            p.value = s;
-            return Ok(p);
-        }
+        let i = run_end(b, pos, is_digit);
         p.denom = &s[pos..i];
         pos = i;
     }
     p.value = &s[..pos];
-    let suffix_start = pos;
-    let mut i = pos;
-    while i < end && b"eEinumkKMGTP".contains(&b[i]) {
+    // The suffix: letters, then an optionally signed exponent.
+    let mut i = run_end(b, pos, |c| b"eEinumkKMGTP".contains(&c));
+    if matches!(b.get(i), Some(b'-' | b'+')) {
         i += 1;
     }
-    if i >= end {
-        p.suffix = &s[suffix_start..];
-        return Ok(p);
+    if run_end(b, i, is_digit) < end {
+        return Err(ERR_FORMAT);
     }
-    pos = i;
-    if matches!(b[pos], b'-' | b'+') {
-        pos += 1;
-    }
-    let mut i = pos;
-    while i < end && is_digit(b[i]) {
-        i += 1;
-    }
-    if i >= end {
-        p.suffix = &s[suffix_start..];
-        return Ok(p);
-    }
-    Err(ERR_FORMAT)
+    p.suffix = &s[pos..];
+    Ok(p)
 }
 
 /// The base, exponent and format a suffix stands for.
@@ -524,8 +503,6 @@ impl fmt::Display for Quantity {
     }
 }
 
-// Order and equality are the library's (values equal when they compare
-// equal: `200M == 0.2G`), so `==` and the comparison functions agree.
 /// Exact comparison.
 impl Ord for Quantity {
     fn cmp(&self, other: &Quantity) -> Ordering {
@@ -535,19 +512,7 @@ impl Ord for Quantity {
     }
 }
 
-impl PartialOrd for Quantity {
-    fn partial_cmp(&self, other: &Quantity) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Quantity {
-    fn eq(&self, other: &Quantity) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Quantity {}
+eq_by_cmp!(Quantity);
 
 #[cfg(test)]
 mod tests {

@@ -192,8 +192,6 @@ impl fmt::Display for Semver {
     }
 }
 
-// Order and equality are the library's (values equal when they compare
-// equal: `200M == 0.2G`), so `==` and the comparison functions agree.
 /// Semantic version precedence (build metadata ignored).
 impl Ord for Semver {
     fn cmp(&self, other: &Semver) -> Ordering {
@@ -223,19 +221,7 @@ impl Ord for Semver {
     }
 }
 
-impl PartialOrd for Semver {
-    fn partial_cmp(&self, other: &Semver) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Semver {
-    fn eq(&self, other: &Semver) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Semver {}
+eq_by_cmp!(Semver);
 
 #[cfg(test)]
 mod tests {
