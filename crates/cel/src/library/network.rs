@@ -8,7 +8,7 @@ use crate::registry::{
     arg, arg_size, first, is_string, lib_arg, lib_value, overload, scaled, shape_scaled, sig,
     str_arg, unit_scalar, Function,
 };
-use crate::shape::Shape;
+use crate::shape::{Compared, Shape};
 use crate::types::Ty;
 use crate::value::error::EvalError;
 use crate::value::k8s::net::{Cidr, Ip};
@@ -173,19 +173,28 @@ fn address_compare_cost(a: &[Value<'_>]) -> u64 {
 }
 
 /// The static estimate's comparison of two addresses of at most 16 bytes.
+/// The parse of a containment's string operand; an IP or CIDR value is
+/// not parsed.
+fn operand_parse_estimate(s: &[Shape<'_>]) -> f64 {
+    match s.get(1) {
+        Some(operand) if operand.compared == Compared::Unit => 0.0,
+        _ => parse_estimate(s, 1),
+    }
+}
+
 fn address_compare_estimate() -> f64 {
     (32.0_f64 * 0.1).ceil()
 }
 
-/// `cidr.containsIP(x)` and `cidr.containsCIDR(x)`. The checker does not
-/// tell the operand's overloads apart: the estimate counts the string's
-/// parse.
+/// `cidr.containsIP(x)` and `cidr.containsCIDR(x)`. The estimate counts
+/// the operand's parse unless it is an IP or a CIDR already (the checker
+/// then picks the overload that takes one).
 const CONTAINMENT: Function = Function::BASE
     .member_arities(&[1])
     .returns(TypeName::Bool)
     .costs(|a, _| address_compare_cost(a))
     .estimates(|s| {
-        let cost = address_compare_estimate() + parse_estimate(s, 1);
+        let cost = address_compare_estimate() + operand_parse_estimate(s);
         (cost, Shape::sized(1.0))
     });
 
@@ -224,7 +233,7 @@ pub static CONTAINS_CIDR: Function = CONTAINMENT
     .costs(|a, _| address_compare_cost(a) + scaled(arg_size(a, 0), 0.1) + 1)
     .estimates(|s| {
         let cost =
-            address_compare_estimate() + (16.0_f64 * 0.1).ceil() + 1.0 + parse_estimate(s, 1);
+            address_compare_estimate() + (16.0_f64 * 0.1).ceil() + 1.0 + operand_parse_estimate(s);
         (cost, Shape::sized(1.0))
     });
 
