@@ -97,6 +97,7 @@ fn ceil(x: f64) -> f64 {
 fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
     match ir {
         Ir::Const(c) => (0.0, const_shape(c)),
+        Ir::Folded(c, calls) => (f64::from(*calls), const_shape(c)),
         Ir::Var(slot) => (
             1.0,
             cx.env.get(*slot).copied().unwrap_or_else(Shape::unknown),

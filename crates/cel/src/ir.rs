@@ -11,6 +11,10 @@ use crate::value::Const;
 #[derive(Debug)]
 pub(crate) enum Ir {
     Const(Const),
+    /// A conversion of a literal (`int(10.0)`), folded when checked as
+    /// cel-go's optimizer folds it: free at run time, but its estimator
+    /// still prices the `calls` it folded.
+    Folded(Const, u32),
     Var(usize),
     /// `variables.<name>`: the composition's variable at this index,
     /// evaluated on first use (see `Composition`).
@@ -76,7 +80,7 @@ pub(crate) enum Ir {
 macro_rules! each_child {
     ($ir:expr, $f:ident $(, $m:tt)?) => {
         match $ir {
-            Ir::Const(_) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
+            Ir::Const(_) | Ir::Folded(..) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
             Ir::Not(a) | Ir::Matches(a, _) => $f(a),

@@ -255,7 +255,7 @@ impl<'s> Compiler<'_, 's> {
             .is_some_and(|a| matches!(a.expr, Expr::Literal(_)) || is_negative_literal(&a.expr));
         if func.conversion && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_)) {
             match fold(func, &args) {
-                Ok(Some(c)) => return Ok((Ir::Const(c), ty)),
+                Ok(Some(c)) => return Ok((Ir::Folded(c, 1), ty)),
                 Ok(None) => {}
                 Err(e) => return Err(self.error(id, e.message)),
             }

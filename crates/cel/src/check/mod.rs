@@ -228,7 +228,9 @@ impl<'s> Compiler<'_, 's> {
                     items.push(ir);
                 }
                 self.last_list_tys = elem_tys;
-                // Only constants and no optional entries: keep them as such.
+                // Only constants and no optional entries: keep them as such
+                // (a folded conversion among them is priced as a call, so
+                // such a list stays a literal of constants).
                 let ir = if optional.iter().all(|o| !o)
                     && items.iter().all(|i| matches!(i, Ir::Const(_)))
                 {

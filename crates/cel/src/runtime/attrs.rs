@@ -17,7 +17,7 @@ pub(super) fn is_attribute(ir: &Ir) -> bool {
             test: false,
             ..
         } => is_attribute(operand),
-        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_)),
+        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_) | Ir::Folded(..)),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_attribute(inner),
         _ => false,
     }

@@ -384,6 +384,7 @@ fn memo<'a>(
 #[inline(never)]
 fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     match ir {
+        Ir::Folded(c, _) => Ok(constant(c)),
         Ir::OptSelect { operand, field } => {
             // cel-go plans `a.b.?c` as one attribute: 1 for the attribute,
             // 1 for each field read, and 1 for `?c` when the field is there.
@@ -669,7 +670,7 @@ fn int_arith<'a>(op: BinOp, i: i64, j: i64, f: &mut Frame<'a>) -> Result<Value<'
 /// A literal made only of constants, which cel-go builds once.
 pub(crate) fn is_constant(ir: &Ir) -> bool {
     match ir {
-        Ir::Const(_) | Ir::ConstList(_) => true,
+        Ir::Const(_) | Ir::Folded(..) | Ir::ConstList(_) => true,
         Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
         Ir::Map(entries) => entries
             .iter()
