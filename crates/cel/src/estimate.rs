@@ -190,15 +190,15 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             (ca + cb + own, Shape::sized(size))
         }
         // cel-go's estimator prices a list literal at 10 even when its
-        // runtime builds it once; its elements have no size the Kubernetes
-        // size estimator knows (no schema path), so a call that traverses
-        // them prices them at their largest.
+        // runtime builds it once. A call that traverses it asks the
+        // Kubernetes size estimator for its elements' size by their path,
+        // the element step alone, which resolves to the rule's own node.
         Ir::ConstList(items) => {
             let mut shape = Shape::sized(items.len() as f64);
             let text = items
                 .iter()
                 .all(|c| matches!(c, Const::Str(_) | Const::Bytes(_)));
-            shape.items = Some((u64::MAX as f64, text && !items.is_empty()));
+            shape.items = Some((cx.root_size, text && !items.is_empty()));
             (10.0, shape)
         }
         Ir::List(items, _) => {
@@ -207,7 +207,7 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                 c += walk(i, cx).0;
             }
             let mut shape = Shape::sized(items.len() as f64);
-            shape.items = Some((u64::MAX as f64, false));
+            shape.items = Some((cx.root_size, false));
             (c + 10.0, shape)
         }
         Ir::Map(entries) => {
