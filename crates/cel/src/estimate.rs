@@ -5,7 +5,7 @@
 //! does celhook, at load.
 
 use crate::environment::Version;
-use crate::ir::{BinOp, Ir, LoopKind};
+use crate::ir::{BinOp, Ir, Loop, LoopKind};
 use crate::library::conversions;
 use crate::shape::{is_scalar_schema, min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
 use crate::value::Const;
@@ -256,17 +256,14 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                 let (cb, sb) = walk(&l.body, cx);
                 return (cr + cb, sb);
             }
-            let n = if matches!(l.kind, LoopKind::OptMap | LoopKind::OptFlatMap) {
-                1.0
-            } else {
-                range.size
-            };
+            if matches!(l.kind, LoopKind::OptMap | LoopKind::OptFlatMap) {
+                return optional_map(l, cr, range, cx);
+            }
+            let n = range.size;
             let two = l.var2.is_some();
             cx.env[l.var] = if two {
                 Shape::sized(MAX_REQUEST_BYTES)
-            } else if has_path(&l.range)
-                || matches!(l.kind, LoopKind::OptMap | LoopKind::OptFlatMap)
-            {
+            } else if has_path(&l.range) {
                 range.element(true)
             } else {
                 let mut element = range.element(true);
@@ -297,11 +294,6 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                     shape.items = Some((sb.size, sb.is_text()));
                     shape
                 }
-                LoopKind::OptMap | LoopKind::OptFlatMap => {
-                    let mut shape = Shape::sized(n.max(sb.size.min(n)));
-                    shape.optional = true;
-                    shape
-                }
                 _ => Shape::sized(n.max(sb.size.min(n))),
             };
             // After the loop: the result, and the accumulator's start where
@@ -316,6 +308,32 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             (cr + n * (cf + cb + step) + after, shape)
         }
     }
+}
+
+/// `t.optMap(v, e)` and `t.optFlatMap(v, e)` (target priced `ct`, of
+/// shape `target`), as cel-go expands them: `t.hasValue() ?
+/// optional.of(<v bound to t.value() in e>) : optional.none()` (no
+/// `optional.of` for `optFlatMap`), the target priced twice and the
+/// binding's empty range literal at 10.
+fn optional_map<'s>(l: &Loop, ct: f64, target: Shape<'s>, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
+    let mut value = target;
+    value.optional = false;
+    if cx.version < 33 {
+        // A comprehension's variable: its path (its name alone) resolves
+        // to the rule's own node.
+        value.size = cx.root_size;
+        value.via_root = true;
+    } else if !is_scalar(&value) {
+        // A binding of a call's result: no path, and no size unless a
+        // scalar's.
+        value.compared = Compared::Unsized;
+    }
+    cx.env[l.var] = value;
+    let (cb, sb) = walk(&l.body, cx);
+    let wrap = if l.kind == LoopKind::OptMap { 1.0 } else { 0.0 };
+    let mut shape = sb;
+    shape.optional = true;
+    (ct + 1.0 + (wrap + 10.0 + ct + 1.0 + cb).max(1.0), shape)
 }
 
 /// The largest size, which an equality with a value cel-go cannot size is
