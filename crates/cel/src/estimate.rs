@@ -272,7 +272,12 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                 element
             };
             if let Some(v2) = l.var2 {
-                cx.env[v2] = range.element(false);
+                let mut value = range.element(false);
+                if !has_path(&l.range) {
+                    value.size = cx.root_size;
+                    value.via_root = true;
+                }
+                cx.env[v2] = value;
             }
             let cf = l.filter.as_ref().map_or(0.0, |f| walk(f, cx).0);
             let (cb, sb) = walk(&l.body, cx);

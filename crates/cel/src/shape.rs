@@ -151,6 +151,12 @@ impl<'s> Shape<'s> {
     }
 
     fn element_of_schema(&self, keys: bool) -> Shape<'s> {
+        // A list literal's elements: its largest element's size.
+        if let (Some((size, text)), None) = (self.items, self.schema) {
+            let mut element = Shape::sized(size);
+            element.text = text;
+            return element;
+        }
         match self.schema {
             Some(s) if s.ty == Type::Array => {
                 s.items.as_deref().map_or_else(Shape::unknown, Shape::of)
