@@ -453,6 +453,16 @@ impl<'a> Map<'a> {
         }
     }
 
+    /// Entries as stored, null and unknown fields of an object included:
+    /// what the API server's values (and so cel-go's cost tracker) size an
+    /// object by.
+    pub fn stored_len(&self) -> usize {
+        match self {
+            Map::Json { obj, .. } => obj.len(),
+            Map::Owned(entries) => entries.len(),
+        }
+    }
+
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -557,7 +567,7 @@ pub fn size(v: &Value<'_>) -> u64 {
         Value::Str(s) => str_size(s),
         Value::Bytes(b) => b.len() as u64,
         Value::List(l) => l.len() as u64,
-        Value::Map(m) => m.len() as u64,
+        Value::Map(m) => m.stored_len() as u64,
         Value::Optional(Some(v)) => size(v),
         _ => 1,
     }
