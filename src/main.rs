@@ -36,59 +36,45 @@ fn main() -> ExitCode {
         }
     };
 
+    // Log lines go to stderr as text, but for `serve` in the format asked
+    // for; `eval` and `storage-migration` write only their own output.
+    match &command {
+        Command::Serve { log_format, .. } => telemetry::init(*log_format),
+        Command::Eval(_) | Command::StorageMigration { .. } => {}
+        _ => telemetry::init(LogFormat::Text),
+    }
     match command {
-        Command::Check(args) => {
-            telemetry::init(LogFormat::Text);
-            check(&args)
-        }
-        Command::Certs(args) => {
-            telemetry::init(LogFormat::Text);
-            match celhook::certs::generate(&args) {
-                Ok(bundle) => {
-                    eprintln!(
-                        "wrote ca.crt, ca.key, tls.crt and tls.key to {} for {}; caBundle:",
-                        args.out_dir.display(),
-                        celhook::certs::service_names(&args.service, &args.namespace).join(", ")
-                    );
-                    println!("{bundle}");
-                    ExitCode::SUCCESS
-                }
-                Err(err) => {
-                    tracing::error!(error = format!("{err:#}"), "cannot write the certificates");
-                    ExitCode::from(EXIT_FAILURE)
-                }
+        Command::Check(args) => check(&args),
+        Command::Certs(args) => match celhook::certs::generate(&args) {
+            Ok(bundle) => {
+                eprintln!(
+                    "wrote ca.crt, ca.key, tls.crt and tls.key to {} for {}; caBundle:",
+                    args.out_dir.display(),
+                    celhook::certs::service_names(&args.service, &args.namespace).join(", ")
+                );
+                println!("{bundle}");
+                ExitCode::SUCCESS
             }
-        }
-        Command::Convert(args) => {
-            telemetry::init(LogFormat::Text);
-            convert(&args)
-        }
+            Err(err) => {
+                tracing::error!(error = format!("{err:#}"), "cannot write the certificates");
+                ExitCode::from(EXIT_FAILURE)
+            }
+        },
+        Command::Convert(args) => convert(&args),
         Command::RoundTrip {
             source,
             files,
             strict,
             kubernetes,
-        } => {
-            telemetry::init(LogFormat::Text);
-            round_trip(&source, &files, strict, kubernetes)
-        }
-        Command::Serve { config, log_format } => {
-            telemetry::init(log_format);
-            serve(config)
-        }
+        } => round_trip(&source, &files, strict, kubernetes),
+        Command::Serve { config, .. } => serve(config),
         Command::Eval(args) => eval(&args),
-        Command::Test(args) => {
-            telemetry::init(LogFormat::Text);
-            test(&args)
-        }
+        Command::Test(args) => test(&args),
         Command::WebhookConfig {
             source,
             options,
             ca_bundle,
-        } => {
-            telemetry::init(LogFormat::Text);
-            webhook_config(&source, options, ca_bundle.as_deref())
-        }
+        } => webhook_config(&source, options, ca_bundle.as_deref()),
         Command::StorageMigration {
             source,
             crds,

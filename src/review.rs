@@ -179,48 +179,51 @@ struct WireReview<R> {
     request: Option<R>,
 }
 
-/// The fields only policies read stay raw (borrowed from the body, no
-/// allocation) and are parsed only when the config has policies: see
-/// [`Details`].
+impl<R> WireReview<R> {
+    /// Checks the apiVersion and kind as `review`'s (answering `v1` or
+    /// `v1beta1` for its two apiVersions), then takes out the request.
+    fn open<V>(self, review: Review, v1: V, v1beta1: V) -> Result<(V, R), ReviewError> {
+        let version = review.expect_header(self.api_version.as_deref(), self.kind, v1, v1beta1)?;
+        let request = self.request.ok_or(ReviewError::MissingRequest(review))?;
+        Ok((version, request))
+    }
+}
+
+/// The fields only policies read stay raw (`Raw` is a `&RawValue`
+/// borrowed from the body: no allocation) and are parsed only when the
+/// config has policies: see [`Details`]. A type parameter rather than a
+/// lifetime, so that serde borrows them with no `#[serde(borrow)]` on
+/// each field.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireRequest<'a> {
+struct WireRequest<Raw> {
     uid: Option<String>,
     kind: Option<GroupVersionKind>,
     name: Option<String>,
     namespace: Option<String>,
     operation: Option<String>,
-    #[serde(borrow)]
-    user_info: Option<WireUser<'a>>,
+    user_info: Option<WireUser<Raw>>,
     // A JSON null lands here as None, like an absent field.
     object: Option<serde_json::Value>,
     old_object: Option<serde_json::Value>,
     dry_run: Option<bool>,
-    #[serde(borrow)]
-    resource: Option<&'a RawValue>,
-    #[serde(borrow)]
-    sub_resource: Option<&'a RawValue>,
-    #[serde(borrow)]
-    request_kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    request_resource: Option<&'a RawValue>,
-    #[serde(borrow)]
-    request_sub_resource: Option<&'a RawValue>,
-    #[serde(borrow)]
-    options: Option<&'a RawValue>,
+    resource: Option<Raw>,
+    sub_resource: Option<Raw>,
+    request_kind: Option<Raw>,
+    request_resource: Option<Raw>,
+    request_sub_resource: Option<Raw>,
+    options: Option<Raw>,
 }
 
 /// Of `userInfo`, the name and groups are read (for the denial log and
 /// exemptions); uid and extra for the `request` of policies.
 #[derive(Deserialize)]
-struct WireUser<'a> {
+struct WireUser<Raw> {
     username: Option<String>,
     #[serde(default)]
     groups: Vec<String>,
-    #[serde(borrow)]
-    uid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    extra: Option<&'a RawValue>,
+    uid: Option<Raw>,
+    extra: Option<Raw>,
 }
 
 /// Whether to decode the fields only ValidatingAdmissionPolicies read
@@ -262,20 +265,13 @@ pub fn decode_admission_with(
     // Validating the whole body as UTF-8 once is cheaper than serde_json's
     // check of each string (about 2% of the hot path); a body that is not
     // UTF-8 goes through from_slice, whose error names the position.
-    let wire: WireReview<WireRequest> = match std::str::from_utf8(body) {
+    let wire: WireReview<WireRequest<&RawValue>> = match std::str::from_utf8(body) {
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(body),
     }
     .map_err(|e| ReviewError::from_json(review, e))?;
 
-    let version = review.expect_header(
-        wire.api_version.as_deref(),
-        wire.kind,
-        ReviewVersion::V1,
-        ReviewVersion::V1Beta1,
-    )?;
-
-    let mut req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
+    let (version, mut req) = wire.open(review, ReviewVersion::V1, ReviewVersion::V1Beta1)?;
     let uid = match req.uid {
         Some(uid) if !uid.is_empty() => uid,
         _ => return Err(ReviewError::MissingUid(review)),

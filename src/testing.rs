@@ -47,6 +47,8 @@ pub enum ReportFormat {
 }
 
 /// A test file, document, case or config that could not be loaded.
+// Not `config::Problem`, which it resembles: a test's problem names a case
+// rather than a CRD, version or rule, and `--output json` prints these fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     pub file: String,

@@ -4,6 +4,7 @@
 //! every object in the desired apiVersion (what the API server itself
 //! checks before it accepts a conversion).
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use crate::args::Expect;
@@ -84,7 +85,35 @@ pub fn check(body: &[u8], uid: &str, expectation: &Expectation) -> Verdict {
     }
 }
 
-fn envelope<R>(review: &Review<R>, api_version: &str, kind: &str) -> Result<(), Verdict> {
+/// The `uid` of either response, which must echo the request's.
+trait Echoed {
+    fn uid(&self) -> Option<&str>;
+}
+
+impl Echoed for AdmissionResponse {
+    fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+}
+
+impl Echoed for ConversionResponse {
+    fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+}
+
+/// The response of an answer that is a `kind` review in `api_version`
+/// echoing `uid`; else the verdict on it.
+fn response<R: DeserializeOwned + Echoed>(
+    body: &[u8],
+    uid: &str,
+    api_version: &str,
+    kind: &str,
+) -> Result<R, Verdict> {
+    let review: Review<R> = serde_json::from_slice(body).map_err(|e| {
+        let article = if kind.starts_with('A') { "an" } else { "a" };
+        fail("malformed_answer", format!("not {article} {kind}: {e}"))
+    })?;
     if review.api_version.as_deref() != Some(api_version) || review.kind.as_deref() != Some(kind) {
         return Err(fail(
             "wrong_review_type",
@@ -94,26 +123,23 @@ fn envelope<R>(review: &Review<R>, api_version: &str, kind: &str) -> Result<(), 
             ),
         ));
     }
-    Ok(())
+    let Some(response) = review.response else {
+        return Err(fail("malformed_answer", "the answer has no response"));
+    };
+    if response.uid() != Some(uid) {
+        return Err(fail(
+            "uid_mismatch",
+            format!("sent uid {uid}, got {:?}", response.uid()),
+        ));
+    }
+    Ok(response)
 }
 
 fn admission(body: &[u8], uid: &str, api_version: &str, expect: Expect) -> Verdict {
-    let review: Review<AdmissionResponse> = match serde_json::from_slice(body) {
+    let response: AdmissionResponse = match response(body, uid, api_version, "AdmissionReview") {
         Ok(r) => r,
-        Err(e) => return fail("malformed_answer", format!("not an AdmissionReview: {e}")),
+        Err(v) => return v,
     };
-    if let Err(v) = envelope(&review, api_version, "AdmissionReview") {
-        return v;
-    }
-    let Some(response) = review.response else {
-        return fail("malformed_answer", "the answer has no response");
-    };
-    if response.uid.as_deref() != Some(uid) {
-        return fail(
-            "uid_mismatch",
-            format!("sent uid {uid}, got {:?}", response.uid),
-        );
-    }
     let Some(allowed) = response.allowed else {
         return fail("malformed_answer", "response.allowed is missing");
     };
@@ -146,22 +172,10 @@ fn conversion(
     desired: &str,
     sent: &[SentObject],
 ) -> Verdict {
-    let review: Review<ConversionResponse> = match serde_json::from_slice(body) {
+    let response: ConversionResponse = match response(body, uid, api_version, "ConversionReview") {
         Ok(r) => r,
-        Err(e) => return fail("malformed_answer", format!("not a ConversionReview: {e}")),
+        Err(v) => return v,
     };
-    if let Err(v) = envelope(&review, api_version, "ConversionReview") {
-        return v;
-    }
-    let Some(response) = review.response else {
-        return fail("malformed_answer", "the answer has no response");
-    };
-    if response.uid.as_deref() != Some(uid) {
-        return fail(
-            "uid_mismatch",
-            format!("sent uid {uid}, got {:?}", response.uid),
-        );
-    }
     let result = response.result.unwrap_or(ConversionResult {
         status: None,
         message: None,

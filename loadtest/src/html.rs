@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use anyhow::Context;
+use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
 
 use crate::report::{Percentiles, Report};
@@ -73,45 +74,30 @@ fn throughput_svg(report: &Report) -> anyhow::Result<String> {
     let failed = steps(|r| r.failed_per_s);
     let top = answered.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.15;
     let x_end = report.duration_s.max(0.001);
-
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("Throughput (requests/s per {width})"), (FONT, 18))
-            .margin(12)
-            // Room for the last x label, centred on the axis' end.
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..x_end, 0f64..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since the start of the measurement")
-            .y_desc("requests/s")
-            .y_label_formatter(&|v| axis_number(*v))
-            .draw()?;
-        chart
-            .draw_series(LineSeries::new(answered, BLUE.stroke_width(3)))?
-            .label("answered (ok or failed)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(3)));
-        if report.failed > 0 {
+    let caption = format!("Throughput (requests/s per {width})");
+    chart_svg(
+        &caption,
+        (0f64..x_end, 0f64..top),
+        SeriesLabelPosition::LowerRight,
+        |chart| {
             chart
-                .draw_series(LineSeries::new(failed, RED.stroke_width(2)))?
-                .label("failed")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font((FONT, 14))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+                .configure_mesh()
+                .x_desc("seconds since the start of the measurement")
+                .y_desc("requests/s")
+                .y_label_formatter(&|v| axis_number(*v))
+                .draw()?;
+            line(
+                chart,
+                answered,
+                BLUE.stroke_width(3),
+                "answered (ok or failed)",
+            )?;
+            if report.failed > 0 {
+                line(chart, failed, RED.stroke_width(2), "failed")?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Latency (y, ms) by percentile (x, log scale from 0 to 99.99%).
@@ -125,51 +111,60 @@ fn latency_svg(report: &Report) -> anyhow::Result<String> {
         .fold(0.0, f64::max)
         .max(0.001)
         * 1.1;
+    chart_svg(
+        "Latency by percentile",
+        ((1f64..10_000f64).log_scale(), 0f64..top),
+        SeriesLabelPosition::UpperLeft,
+        |chart| {
+            chart
+                .configure_mesh()
+                .x_desc("percentile")
+                .y_desc("latency (ms)")
+                .x_label_formatter(&|x| percentile_label(*x))
+                .y_label_formatter(&|v| axis_number(*v))
+                .draw()?;
+            let label = if charts.service.is_empty() {
+                "latency"
+            } else {
+                "response time (from the due time)"
+            };
+            let latency = charts.latency.iter().copied();
+            line(chart, latency, BLUE.stroke_width(3), label)?;
+            if !charts.service.is_empty() {
+                let service = charts.service.iter().copied();
+                let label = "service time (from the send)";
+                line(chart, service, DARK_GREEN.stroke_width(2), label)?;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// A chart over `ranges` (x, y) as an SVG document, in the frame both
+/// charts share; `draw` adds the mesh and the series, whose legend goes
+/// at `legend`.
+fn chart_svg<X: AsRangedCoord, Y: AsRangedCoord>(
+    caption: &str,
+    ranges: (X, Y),
+    legend: SeriesLabelPosition,
+    draw: impl FnOnce(&mut Chart<'_, '_, X::CoordDescType, Y::CoordDescType>) -> anyhow::Result<()>,
+) -> anyhow::Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Latency by percentile", (FONT, 18))
+            .caption(caption, (FONT, 18))
             .margin(12)
             // Room for the last x label, centred on the axis' end.
             .margin_right(36)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d((1f64..10_000f64).log_scale(), 0f64..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("percentile")
-            .y_desc("latency (ms)")
-            .x_label_formatter(&|x| percentile_label(*x))
-            .y_label_formatter(&|v| axis_number(*v))
-            .draw()?;
-        let label = if charts.service.is_empty() {
-            "latency"
-        } else {
-            "response time (from the due time)"
-        };
-        chart
-            .draw_series(LineSeries::new(
-                charts.latency.iter().copied(),
-                BLUE.stroke_width(3),
-            ))?
-            .label(label)
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(3)));
-        if !charts.service.is_empty() {
-            chart
-                .draw_series(LineSeries::new(
-                    charts.service.iter().copied(),
-                    DARK_GREEN.stroke_width(2),
-                ))?
-                .label("service time (from the send)")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], DARK_GREEN.stroke_width(2))
-                });
-        }
+            .build_cartesian_2d(ranges.0, ranges.1)?;
+        draw(&mut chart)?;
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(legend)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .label_font((FONT, 14))
@@ -177,6 +172,27 @@ fn latency_svg(report: &Report) -> anyhow::Result<String> {
         root.present()?;
     }
     Ok(svg)
+}
+
+/// The chart [`chart_svg`] hands to its `draw`.
+type Chart<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+/// A series drawn as a line in `style`, labelled with a sample of it.
+fn line<X: Ranged, Y: Ranged>(
+    chart: &mut Chart<'_, '_, X, Y>,
+    points: impl IntoIterator<Item = (X::ValueType, Y::ValueType)>,
+    style: ShapeStyle,
+    label: &str,
+) -> anyhow::Result<()>
+where
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    chart
+        .draw_series(LineSeries::new(points, style))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    Ok(())
 }
 
 fn row(out: &mut String, label: &str, id: &str, value: &str) {
@@ -279,12 +295,7 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         row(&mut out, "denied", "denied", &report.denied.to_string());
     }
     row(&mut out, "failed", "failed", &report.failed.to_string());
-    for (kind, n) in &report.errors {
-        let example = report
-            .error_examples
-            .get(kind)
-            .map(String::as_str)
-            .unwrap_or("");
+    for (kind, n, example) in report.errors_with_examples() {
         row(
             &mut out,
             &format!("error: {kind}"),

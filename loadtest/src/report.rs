@@ -390,15 +390,18 @@ impl Report {
                 break;
             }
         }
-        for (kind, n) in &self.errors {
-            let example = self
-                .error_examples
-                .get(kind)
-                .map(String::as_str)
-                .unwrap_or("");
+        for (kind, n, example) in self.errors_with_examples() {
             let _ = writeln!(out, "error:       {kind} x{n}, e.g. {example}");
         }
         out
+    }
+
+    /// Each error class with its count and an example of its details.
+    pub fn errors_with_examples(&self) -> impl Iterator<Item = (&str, u64, &str)> {
+        self.errors.iter().map(|(kind, n)| {
+            let example = self.error_examples.get(kind).map_or("", String::as_str);
+            (*kind, *n, example)
+        })
     }
 }
 

@@ -139,6 +139,14 @@ fn str_at<'v>(v: &'v Value, pointer: &str, what: &str) -> anyhow::Result<&'v str
         .with_context(|| format!("{what}: {pointer} is missing or not a string"))
 }
 
+/// The string at `pointer` in `v`, or `absent` (for descriptions).
+fn str_or(v: &Value, pointer: &str, absent: &str) -> String {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or(absent)
+        .to_owned()
+}
+
 /// Builds the admission workload.
 pub fn admission(args: &AdmissionArgs) -> anyhow::Result<Workload> {
     let mut review = match (&args.review, &args.object) {
@@ -177,22 +185,9 @@ pub fn admission(args: &AdmissionArgs) -> anyhow::Result<Workload> {
         }
         None => {}
     }
-    let operation = request
-        .get("operation")
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_owned();
-    let kind = request
-        .get("kind")
-        .and_then(|k| k.get("kind"))
-        .and_then(Value::as_str)
-        .unwrap_or("?")
-        .to_owned();
-    let api_version = review
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("admission.k8s.io/v1")
-        .to_owned();
+    let operation = str_or(&review, "/request/operation", "?");
+    let kind = str_or(&review, "/request/kind/kind", "?");
+    let api_version = str_or(&review, "/apiVersion", "admission.k8s.io/v1");
     Ok(Workload {
         template: Template::new(review)?,
         expectation: Expectation::Admission {
@@ -222,11 +217,7 @@ pub fn review_for(object: Value, old: Option<Value>, crd: Option<&Value>) -> any
         }
         None => format!("{}s", kind.to_lowercase()),
     };
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let name = str_or(&object, "/metadata/name", "");
     let namespace = object
         .pointer("/metadata/namespace")
         .cloned()

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -11,11 +12,19 @@ use crate::config::ConfigSource;
 use crate::server::{ClientAuth, ServeConfig, TlsSource};
 use crate::telemetry::LogFormat;
 
-fn duration(text: &str) -> Result<std::time::Duration, String> {
+fn duration(text: &str) -> Result<Duration, String> {
     crate::server::limits::parse_go_duration(text)
         .ok_or_else(|| format!("{text:?} is not a duration such as 500ms, 5s or 1m30s"))
 }
 
+/// A count or size of at least `min`.
+fn at_least(min: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(min..)
+}
+
+// Each flag is declared in full, alike as many look: clap's derive has no
+// shared prefix for the `CELHOOK_*` variables, and each declaration is
+// what `--help` shows for its flag.
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
     #[command(flatten)]
@@ -53,7 +62,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_REQUEST_BYTES",
         value_name = "BYTES",
         default_value_t = crate::server::DEFAULT_MAX_REQUEST_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_request_bytes: usize,
 
@@ -63,7 +72,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_CONVERT_REQUEST_BYTES",
         value_name = "BYTES",
         default_value_t = crate::server::DEFAULT_MAX_CONVERT_REQUEST_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_convert_request_bytes: usize,
 
@@ -91,15 +100,15 @@ pub(super) struct ServeArgs {
 
     /// How often the certificate files and the config directory are checked for changes.
     #[arg(long, env = "CELHOOK_RELOAD_INTERVAL", value_name = "DURATION", default_value = "1s", value_parser = duration)]
-    reload_interval: std::time::Duration,
+    reload_interval: Duration,
 
     /// On SIGTERM, keep serving this long with /readyz failing before no longer accepting connections.
     #[arg(long, env = "CELHOOK_SHUTDOWN_DELAY", value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    shutdown_delay: std::time::Duration,
+    shutdown_delay: Duration,
 
     /// After the delay, wait at most this long for requests in flight.
     #[arg(long, env = "CELHOOK_SHUTDOWN_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
-    shutdown_timeout: std::time::Duration,
+    shutdown_timeout: Duration,
 
     /// Review requests served at once; more wait for a slot until their deadline, then get 503.
     #[arg(
@@ -107,7 +116,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_CONCURRENT_REQUESTS",
         value_name = "N",
         default_value_t = crate::server::DEFAULT_MAX_CONCURRENT_REQUESTS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_concurrent_requests: usize,
 
@@ -117,7 +126,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_IN_FLIGHT_BYTES",
         value_name = "BYTES",
         default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
+        value_parser = at_least(1024),
     )]
     max_in_flight_bytes: usize,
 
@@ -127,7 +136,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_CONVERT_IN_FLIGHT_BYTES",
         value_name = "BYTES",
         default_value_t = crate::server::DEFAULT_MAX_CONVERT_IN_FLIGHT_BYTES,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..),
+        value_parser = at_least(1024),
     )]
     max_convert_in_flight_bytes: usize,
 
@@ -137,7 +146,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_CONNECTION_RATE",
         value_name = "N",
         default_value_t = crate::server::DEFAULT_MAX_CONNECTION_RATE,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_connection_rate: usize,
 
@@ -147,7 +156,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_CONNECTIONS",
         value_name = "N",
         default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_connections: usize,
 
@@ -157,7 +166,7 @@ pub(super) struct ServeArgs {
         env = "CELHOOK_MAX_HANDSHAKES_PER_SOURCE",
         value_name = "N",
         default_value_t = crate::server::DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        value_parser = at_least(1),
     )]
     max_handshakes_per_source: usize,
 
@@ -173,19 +182,19 @@ pub(super) struct ServeArgs {
 
     /// Time for a new connection's first byte and whole TLS ClientHello.
     #[arg(long, env = "CELHOOK_CLIENT_HELLO_TIMEOUT", value_name = "DURATION", default_value = "1s", value_parser = duration)]
-    client_hello_timeout: std::time::Duration,
+    client_hello_timeout: Duration,
 
     /// The longest pause allowed within a request body (then 408 and the connection closes).
     #[arg(long, env = "CELHOOK_BODY_IDLE_TIMEOUT", value_name = "DURATION", default_value = "2s", value_parser = duration)]
-    body_idle_timeout: std::time::Duration,
+    body_idle_timeout: Duration,
 
     /// An answer that cannot be written for this long (a client that does not read) closes its connection.
     #[arg(long, env = "CELHOOK_WRITE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = duration)]
-    write_timeout: std::time::Duration,
+    write_timeout: Duration,
 
     /// Longest time a review may take; the deadline when the caller sends no ?timeout=.
     #[arg(long, env = "CELHOOK_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "25s", value_parser = duration)]
-    request_timeout: std::time::Duration,
+    request_timeout: Duration,
 
     /// Worker threads serving requests; default one per CPU the process may use (its cgroup quota included).
     #[arg(
@@ -198,11 +207,11 @@ pub(super) struct ServeArgs {
 
     /// How long idle connections are kept open.
     #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
-    keep_alive: std::time::Duration,
+    keep_alive: Duration,
 
     /// Time a client has for the TLS handshake and for a request head (HTTP/1.1) or header block (HTTP/2).
     #[arg(long, env = "CELHOOK_HEADER_TIMEOUT", value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    header_timeout: std::time::Duration,
+    header_timeout: Duration,
 
     /// What to answer for an object of a kind the config knows (a CRD, a rules document's target) in a version it has no schema of: deny, warn (allowed, with a warning) or allow. Each is logged and counted.
     #[arg(

@@ -559,15 +559,20 @@ impl Loader {
                 reason: p.reason,
                 document: None,
             };
-            let mut problems = Vec::new();
-            if let Some(other) = seen.get(&crd) {
-                problems.push(problem(conversion::DocumentProblem {
+            let crd_problem = |reason: String| {
+                problem(conversion::DocumentProblem {
                     crd: None,
                     version: None,
                     path: "spec.crd".into(),
                     rule: None,
-                    reason: format!("a second Conversion for this CRD (the first is in {other})"),
-                }));
+                    reason,
+                })
+            };
+            let mut problems = Vec::new();
+            if let Some(other) = seen.get(&crd) {
+                problems.push(crd_problem(format!(
+                    "a second Conversion for this CRD (the first is in {other})"
+                )));
             } else if let Some((group, kind, versions)) = self.crd_schemas.get(&crd) {
                 seen.insert(crd.clone(), file.clone());
                 let info = conversion::document::CrdInfo {
@@ -585,8 +590,7 @@ impl Loader {
                         if found.is_empty() && coverage.errors.is_empty() {
                             self.catalog.insert_conversion(compiled.conversion);
                         }
-                        problems.extend(found.into_iter().map(problem));
-                        problems.extend(coverage.errors.into_iter().map(problem));
+                        problems.extend(found.into_iter().chain(coverage.errors).map(problem));
                         self.report
                             .warnings
                             .extend(coverage.warnings.into_iter().map(problem));
@@ -602,13 +606,7 @@ impl Loader {
                 } else {
                     "no CustomResourceDefinition of this name in the config"
                 };
-                problems.push(problem(conversion::DocumentProblem {
-                    crd: None,
-                    version: None,
-                    path: "spec.crd".into(),
-                    rule: None,
-                    reason: reason.into(),
-                }));
+                problems.push(crd_problem(reason.into()));
             }
             match self.report.crds.iter_mut().find(|c| c.name == crd) {
                 Some(report) => report.errors.extend(problems),

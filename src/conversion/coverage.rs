@@ -138,16 +138,16 @@ pub struct Findings {
 pub fn findings(conversion: &Conversion) -> Findings {
     let lossy = conversion.lossy();
     let coverage = analyse(conversion);
-    let crd = Some(conversion.crd_name.clone());
+    let problem = |version: String, path: String, reason: String| DocumentProblem {
+        crd: Some(conversion.crd_name.clone()),
+        version: Some(version),
+        path,
+        rule: None,
+        reason,
+    };
     let mut out = Findings::default();
     for (version, path, reason) in coverage.conflicts {
-        out.errors.push(DocumentProblem {
-            crd: crd.clone(),
-            version: Some(version),
-            path,
-            rule: None,
-            reason,
-        });
+        out.errors.push(problem(version, path, reason));
     }
     let acknowledged = |from: &str, field: &str| {
         lossy
@@ -156,66 +156,55 @@ pub fn findings(conversion: &Conversion) -> Findings {
     };
     let mut used: Vec<(&str, &str)> = Vec::new();
     for pair in &coverage.pairs {
-        let (open, known): (Vec<&String>, Vec<&String>) = pair
+        let (open, known): (Vec<&str>, Vec<&str>) = pair
             .stash_only
             .iter()
+            .map(String::as_str)
             .partition(|f| !acknowledged(&pair.from, f));
-        let at = |what: &str, fields: &[&String]| DocumentProblem {
-            crd: crd.clone(),
-            version: Some(pair.from.clone()),
-            path: format!("spec.lossy.{}", pair.from),
-            rule: None,
-            reason: format!(
-                "converting {} -> {}, {what}: {}",
-                pair.from,
-                pair.to,
-                fields
-                    .iter()
-                    .map(|f| f.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+        // What converting this pair does to `fields`, told at `path` of `version`.
+        let converting = |version: &String, path: String, what: &str, fields: String| {
+            let reason = format!("converting {} -> {}, {what}: {fields}", pair.from, pair.to);
+            problem(version.clone(), path, reason)
         };
+        let lossy_path = format!("spec.lossy.{}", pair.from);
         if !open.is_empty() {
-            out.warnings.push(at(
+            out.warnings.push(converting(
+                &pair.from,
+                lossy_path.clone(),
                 "these fields survive only in the celhook.dev/conversion-stash annotation (invisible to clients of the target version; map them, or acknowledge them here)",
-                &open,
+                open.join(", "),
             ));
         }
         if !known.is_empty() {
-            out.notes
-                .push(at("acknowledged as kept only in the stash", &known));
+            out.notes.push(converting(
+                &pair.from,
+                lossy_path,
+                "acknowledged as kept only in the stash",
+                known.join(", "),
+            ));
         }
         if !pair.unfilled.is_empty() {
-            out.notes.push(DocumentProblem {
-                crd: crd.clone(),
-                version: Some(pair.to.clone()),
-                path: format!("spec.versions.{}", pair.to),
-                rule: None,
-                reason: format!(
-                    "converting {} -> {}, no source fills these fields of {}: {}",
-                    pair.from,
-                    pair.to,
-                    pair.to,
-                    pair.unfilled.join(", ")
-                ),
-            });
+            out.notes.push(converting(
+                &pair.to,
+                format!("spec.versions.{}", pair.to),
+                &format!("no source fills these fields of {}", pair.to),
+                pair.unfilled.join(", "),
+            ));
         }
-        for field in known.iter().copied().chain(&pair.transformed) {
-            used.push((pair.from.as_str(), field.as_str()));
+        let read = pair.transformed.iter().map(String::as_str);
+        for field in known.iter().copied().chain(read) {
+            used.push((pair.from.as_str(), field));
         }
     }
     for (version, paths) in lossy {
         for p in paths {
             let lost = used.iter().any(|(v, f)| v == version && within(f, p));
             if !lost {
-                out.warnings.push(DocumentProblem {
-                    crd: crd.clone(),
-                    version: Some(version.clone()),
-                    path: format!("spec.lossy.{version}"),
-                    rule: None,
-                    reason: format!("{p:?} is acknowledged as lost, but every conversion from {version} copies it as it is"),
-                });
+                out.warnings.push(problem(
+                    version.clone(),
+                    format!("spec.lossy.{version}"),
+                    format!("{p:?} is acknowledged as lost, but every conversion from {version} copies it as it is"),
+                ));
             }
         }
     }

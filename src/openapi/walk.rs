@@ -164,17 +164,7 @@ impl Walk {
                     self.node(item, &format!("{path}[{i}]"), v, old_item);
                 }
             }
-            let n = items.len() as i64;
-            if let Some(min) = node.min_items.filter(|m| n < *m) {
-                self.errors.push(self.invalid(
-                    path,
-                    &Json::from(n),
-                    format!("{path} in body should have at least {min} items"),
-                ));
-            }
-            if let Some(max) = node.max_items.filter(|m| n > *m) {
-                self.errors.push(too_many(path, n, max, self.version));
-            }
+            self.count_checks(path, items.len(), node.min_items, node.max_items, "items");
         }
         self.enum_check(node, path, value);
         if let Json::Object(fields) = value {
@@ -427,6 +417,30 @@ impl Walk {
         ));
     }
 
+    /// minItems/maxItems of a list, minProperties/maxProperties of an
+    /// object: its `n` items or properties (`what`) against the bounds.
+    /// The too-many text says "items" for both, as the API server's does.
+    fn count_checks(
+        &mut self,
+        path: &str,
+        n: usize,
+        min: Option<i64>,
+        max: Option<i64>,
+        what: &str,
+    ) {
+        let n = n as i64;
+        if let Some(min) = min.filter(|m| n < *m) {
+            self.errors.push(self.invalid(
+                path,
+                &Json::from(n),
+                format!("{path} in body should have at least {min} {what}"),
+            ));
+        }
+        if let Some(max) = max.filter(|m| n > *m) {
+            self.errors.push(too_many(path, n, max, self.version));
+        }
+    }
+
     fn object_checks(
         &mut self,
         node: &Node,
@@ -434,17 +448,13 @@ impl Walk {
         fields: &serde_json::Map<String, Json>,
         old: Option<&serde_json::Map<String, Json>>,
     ) {
-        let n = fields.len() as i64;
-        if let Some(min) = node.min_properties.filter(|m| n < *m) {
-            self.errors.push(self.invalid(
-                path,
-                &Json::from(n),
-                format!("{path} in body should have at least {min} properties"),
-            ));
-        }
-        if let Some(max) = node.max_properties.filter(|m| n > *m) {
-            self.errors.push(too_many(path, n, max, self.version));
-        }
+        self.count_checks(
+            path,
+            fields.len(),
+            node.min_properties,
+            node.max_properties,
+            "properties",
+        );
         if node.no_additional && node.properties.is_empty() {
             for key in fields.keys() {
                 self.errors.push(self.invalid(

@@ -32,6 +32,9 @@ pub struct Expression {
 }
 
 /// A compiled `spec.validations[i]`.
+// Shaped like a CRD's `validation::Rule`, but failing otherwise: a policy's
+// failure carries a reason and falls back to "failed expression: ...", a
+// CRD rule's carries a fieldPath and names the rule itself.
 #[derive(Debug)]
 pub struct Validation {
     pub expression: String,

@@ -106,6 +106,20 @@ impl<'a> Inputs<'a> {
     }
 }
 
+/// What the expressions of one phase see: the environment's values and
+/// the policy's variables.
+struct Scope<'a> {
+    values: Vec<Value<'a>>,
+    variables: &'a [(&'a str, &'a Program)],
+}
+
+impl<'a> Scope<'a> {
+    /// Lazy variables of their own, none evaluated yet.
+    fn composition(&self) -> Composition<'a> {
+        Composition::new(self.values.clone(), self.variables.to_vec(), PER_CALL_LIMIT)
+    }
+}
+
 /// A runtime budget being spent.
 struct Budget(i64);
 
@@ -142,13 +156,19 @@ pub fn evaluate(policy: &Policy, inputs: Inputs<'_>) -> Evaluation {
         .map(|v| (v.name.as_str(), &v.program))
         .collect();
     let mut out = Evaluation::default();
-    let values = inputs.values(&inputs.namespace_object);
+    let scope = Scope {
+        values: inputs.values(&inputs.namespace_object),
+        variables: &variables,
+    };
     // Out of budget, the API server keeps one error decision alone.
-    if let Err(message) = validations(policy, &values, &variables, &mut out) {
+    if let Err(message) = validations(policy, &scope, &mut out) {
         return Evaluation::only_error(fp, 0, message);
     }
-    let values = inputs.values(&inputs.namespace_stored);
-    if let Err(message) = annotations(policy, &values, &variables, &mut out) {
+    let scope = Scope {
+        values: inputs.values(&inputs.namespace_stored),
+        variables: &variables,
+    };
+    if let Err(message) = annotations(policy, &scope, &mut out) {
         return Evaluation::only_error(fp, policy.validations.len(), message);
     }
     out
@@ -190,14 +210,9 @@ fn match_conditions(policy: &Policy, inputs: &Inputs<'_>) -> Result<bool, String
 /// The validations, then the messages of those that failed, under one
 /// budget. Anything but `true` fails a validation. `Err` when the
 /// validations run out of budget.
-fn validations(
-    policy: &Policy,
-    values: &[Value<'_>],
-    variables: &[(&str, &Program)],
-    out: &mut Evaluation,
-) -> Result<(), String> {
+fn validations(policy: &Policy, scope: &Scope<'_>, out: &mut Evaluation) -> Result<(), String> {
     let fp = policy.failure_policy;
-    let composition = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+    let composition = scope.composition();
     let mut budget = Budget(RUNTIME_BUDGET as i64);
     let mut failed = Vec::new();
     let mut evaluated = vec![true; policy.validations.len()];
@@ -217,7 +232,7 @@ fn validations(
     // those of failed validations (upstream runs all of them): when even
     // these run out, upstream's did too, and every validation that was
     // evaluated becomes that error.
-    let messages = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+    let messages = scope.composition();
     let mut texts = Vec::with_capacity(failed.len());
     for &i in &failed {
         let v = &policy.validations[i];
@@ -268,13 +283,8 @@ fn validations(
 /// be evaluated denies whatever the binding's actions (under Fail); one
 /// of an unsupported type denies under either failure policy. `Err` when
 /// they run out of budget.
-fn annotations(
-    policy: &Policy,
-    values: &[Value<'_>],
-    variables: &[(&str, &Program)],
-    out: &mut Evaluation,
-) -> Result<(), String> {
-    let composition = Composition::new(values.to_vec(), variables.to_vec(), PER_CALL_LIMIT);
+fn annotations(policy: &Policy, scope: &Scope<'_>, out: &mut Evaluation) -> Result<(), String> {
+    let composition = scope.composition();
     let mut budget = Budget(RUNTIME_BUDGET as i64);
     let index = policy.validations.len();
     let deny = |out: &mut Evaluation, message: String| {

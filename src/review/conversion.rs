@@ -78,13 +78,11 @@ pub fn decode_conversion(
     review.expect_object(body)?;
     let wire: WireReview<WireRequest> =
         serde_json::from_slice(body).map_err(|e| ReviewError::from_json(review, e))?;
-    let version = review.expect_header(
-        wire.api_version.as_deref(),
-        wire.kind,
+    let (version, req) = wire.open(
+        review,
         ConversionReviewVersion::V1,
         ConversionReviewVersion::V1Beta1,
     )?;
-    let req = wire.request.ok_or(ReviewError::MissingRequest(review))?;
     let uid = req
         .uid
         .filter(|u| !u.is_empty())

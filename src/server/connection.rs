@@ -33,7 +33,7 @@ use tokio::sync::{watch, Notify};
 use super::activity::Activity;
 use super::io::Tracked;
 use super::routes::{self, Routes};
-use super::AppState;
+use super::{lock, AppState};
 use crate::metrics::Metrics;
 
 /// Where the server is in its life.
@@ -145,7 +145,7 @@ impl Registry {
         activity: Arc<Activity>,
         metrics: &Metrics,
     ) -> Option<Registered> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.entries);
         if entries.len() >= self.cap {
             let victim = entries
                 .iter()
@@ -171,7 +171,7 @@ impl Registry {
 
     /// Connections open now.
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.entries).len()
     }
 
     /// True when no connection is open.
@@ -202,11 +202,7 @@ pub struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        let mut entries = self
-            .registry
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.registry.entries);
         entries.remove(&self.id);
         if entries.is_empty() {
             self.registry.empty.notify_waiters();

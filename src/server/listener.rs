@@ -31,6 +31,7 @@ use tokio_rustls::LazyConfigAcceptor;
 
 use super::activity::Activity;
 use super::connection::{self, Phase, Served};
+use super::lock;
 
 /// What the accept path shares: the served side, and the handshake limits.
 pub struct Accept {
@@ -63,7 +64,7 @@ impl Sources {
 
     /// Counts a handshake from `ip` until the guard drops, if under the cap.
     pub fn try_enter(self: &Arc<Self>, ip: IpAddr) -> Option<SourceGuard> {
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts = lock(&self.counts);
         let n = counts.entry(ip).or_insert(0);
         if *n >= self.cap {
             return None;
@@ -85,11 +86,7 @@ pub struct SourceGuard {
 
 impl Drop for SourceGuard {
     fn drop(&mut self) {
-        let mut counts = self
-            .sources
-            .counts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut counts = lock(&self.sources.counts);
         if let Some(n) = counts.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -133,7 +130,7 @@ impl RateLimitedLog {
 
     /// Whether a line for `key` is due at `now` (and if so, notes it).
     fn due(&self, key: (&'static str, IpAddr), now: std::time::Instant) -> bool {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = lock(&self.last);
         if last.len() >= Self::SOURCES && !last.contains_key(&key) {
             last.retain(|_, at| now.duration_since(*at) < Self::EVERY);
         }

@@ -34,6 +34,14 @@ use connection::Phase;
 pub use serve_config::*;
 pub use tls::{ClientAuth, TlsError, TlsSource};
 
+/// Locks one of the server's bookkeeping maps (connections, handshakes
+/// per source, log lines per source). A panic while one was held cannot
+/// leave it half-changed, so a poisoned lock is taken as it is rather
+/// than failing every later connection.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// State shared by every connection.
 #[derive(Debug)]
 pub struct AppState {

@@ -388,6 +388,7 @@ impl ClientCertVerifier for NameCheckingVerifier {
         }
     }
 
+    // Both signature checks only delegate: rustls' trait has no default for them.
     fn verify_tls12_signature(
         &self,
         message: &[u8],

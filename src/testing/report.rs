@@ -173,6 +173,8 @@ fn problem_name(problem: &Problem) -> String {
 /// a parser would otherwise turn into spaces, and carriage returns
 /// everywhere; control characters XML 1.0
 /// cannot carry in any form become U+FFFD.
+// Shaped like `field_error::go_json`, which escapes for Go's JSON: the
+// two formats share no escape.
 pub(super) fn escape(text: &str, attribute: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
