@@ -64,14 +64,7 @@ impl<'s> Shape<'s> {
     pub fn of(schema: &'s Schema) -> Self {
         Shape {
             schema: Some(schema),
-            size: max_size(schema),
-            bytes: false,
-            text: false,
-            items: None,
-            compared: Compared::Size,
-            optional: false,
-            pathless: false,
-            via_root: false,
+            ..Shape::sized(max_size(schema))
         }
     }
 
