@@ -17,8 +17,8 @@ pub(super) struct Compilation {
     pub(super) per_evaluation: bool,
     /// The Kubernetes minor whose libraries the rules may use.
     pub(super) libraries: cel::environment::Version,
-    /// The Kubernetes minor whose cost estimator prices them.
-    pub(super) estimator: cel::environment::Version,
+    /// The API server's own minor, which prices and runs them.
+    pub(super) api_server: cel::environment::Version,
 }
 
 impl Default for Compilation {
@@ -28,7 +28,7 @@ impl Default for Compilation {
             costs: Vec::new(),
             per_evaluation: false,
             libraries: cel::environment::LATEST,
-            estimator: cel::environment::LATEST,
+            api_server: cel::environment::LATEST,
         }
     }
 }
@@ -82,7 +82,7 @@ pub(super) fn compile_node(
         cardinality.unwrap_or_else(|| cel::max_cardinality(schema))
     };
     let libraries = cx.libraries;
-    let estimator = cx.estimator;
+    let api_server = cx.api_server;
     let problems = &mut cx.problems;
     let costs = &mut cx.costs;
     // Data of unknown type has no CEL type: rules there cannot compile.
@@ -160,7 +160,7 @@ pub(super) fn compile_node(
         let optional_old_self = v.optional_old_self.unwrap_or(false);
         let opts = cel::Environment::crd_rule(optional_old_self)
             .at(libraries)
-            .estimated_as(estimator);
+            .run_by(api_server);
         let program = match Program::compile(&v.rule, schema, opts) {
             Ok(p) if p.result_type() == "bool" => p,
             Ok(_) => {
@@ -220,7 +220,7 @@ pub(super) fn compile_node(
             Some(m) => {
                 let opts = cel::Environment::message_expression()
                     .at(libraries)
-                    .estimated_as(estimator);
+                    .run_by(api_server);
                 match Program::compile(m, schema, opts) {
                     Ok(p) if p.result_type() == "string" => {
                         // Counted in the CRD's total even when over its own

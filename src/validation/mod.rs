@@ -190,7 +190,7 @@ impl Validator {
                 // own estimator.
                 let mut cx = Compilation::default();
                 cx.libraries = libraries;
-                cx.estimator = kubernetes.stored();
+                cx.api_server = kubernetes.stored();
                 let validator = match (Self::compile_with(schema, cx), root_map) {
                     (Ok(v), None) => v.answering_as(kubernetes),
                     (Ok(_), Some(root)) => return Err(vec![root]),

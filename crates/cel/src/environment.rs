@@ -38,10 +38,10 @@ pub struct Environment {
     /// Functions first available in a later Kubernetes minor are
     /// undeclared.
     pub version: Version,
-    /// The Kubernetes minor whose cost estimator prices the expression:
-    /// the API server's own, also for an expression written against its
-    /// compatibility version (one minor behind).
-    pub estimator: Version,
+    /// The API server's own minor, also for an expression written against
+    /// its compatibility version (one minor behind): its cost estimator
+    /// prices the expression, and its cel-go charges it.
+    pub api_server: Version,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -92,7 +92,7 @@ impl Environment {
             old_self: true,
             optional_old_self,
             version: LATEST,
-            estimator: LATEST,
+            api_server: LATEST,
             extensions: true,
         }
     }
@@ -121,7 +121,7 @@ impl Environment {
             old_self: false,
             optional_old_self: false,
             version: LATEST,
-            estimator: LATEST,
+            api_server: LATEST,
             extensions: false,
         }
     }
@@ -147,16 +147,15 @@ impl Environment {
     pub const fn at(self, version: Version) -> Environment {
         Environment {
             version,
-            estimator: version,
+            api_server: version,
             ..self
         }
     }
 
-    /// The same environment with the cost estimator of Kubernetes
-    /// `1.<version>`.
-    pub const fn estimated_as(self, version: Version) -> Environment {
+    /// The same environment run by API server `1.<version>`.
+    pub const fn run_by(self, version: Version) -> Environment {
         Environment {
-            estimator: version,
+            api_server: version,
             ..self
         }
     }
@@ -185,7 +184,7 @@ impl Environment {
         // A function exists in a version when one of its overloads does.
         ALL.iter()
             .find(|f| f.name == name && f.overload_ids().any(|(_, v)| v <= self.version))
-            .copied()
+            .map(|f| f.as_run_by(self.api_server))
     }
 }
 

@@ -143,7 +143,7 @@ impl Program {
     ) -> Result<Program, CompileError> {
         let mut c = check::compile(source, decls)?;
         let estimated_cost =
-            estimate::estimate(&c.ir, decls.self_schema, c.slots, decls.env.estimator);
+            estimate::estimate(&c.ir, decls.self_schema, c.slots, decls.env.api_server);
         let memos = if plan_memos {
             plan::plan(&mut c.ir)
         } else {

@@ -72,6 +72,9 @@ pub struct Function {
     pub regex: Option<RegexArg>,
     /// The runtime charge from the arguments and the result.
     pub cost: fn(&[Value<'_>], &Value<'_>) -> u64,
+    /// From API server `1.<since>` on, the same function as `row`, which
+    /// differs only in how cel-go charges it there.
+    pub charged_from: Option<(Since, Func)>,
     /// The charge when it is known before the call runs, for calls whose
     /// work or result grows faster than their arguments: the evaluator
     /// stops before running one that would pass the limit.
@@ -125,6 +128,7 @@ impl Function {
         call: no_call,
         regex: None,
         cost: unit_cost,
+        charged_from: None,
         cost_before: None,
         estimate: unit_sized_like_first,
         folds: false,
@@ -210,6 +214,23 @@ impl Function {
     /// The runtime charge.
     pub const fn costs(self, cost: fn(&[Value<'_>], &Value<'_>) -> u64) -> Function {
         Function { cost, ..self }
+    }
+
+    /// From API server `1.<since>` on, `row` (this row charged otherwise)
+    /// stands for it.
+    pub const fn charged_from(self, since: Since, row: Func) -> Function {
+        Function {
+            charged_from: Some((since, row)),
+            ..self
+        }
+    }
+
+    /// The row the API server `1.<version>` runs for this one.
+    pub fn as_run_by(&'static self, version: Since) -> Func {
+        match self.charged_from {
+            Some((since, row)) if version >= since => row,
+            _ => self,
+        }
     }
 
     /// The charge known before the call runs.

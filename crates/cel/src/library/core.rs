@@ -76,19 +76,32 @@ pub static CONTAINS: Function = STRING_TEST
         (cost, Shape::sized(1.0))
     });
 
-/// The prefix and suffix tests: cel-go charges them by the target at run
-/// time but estimates them by the affix.
+/// The prefix and suffix tests: cel-go estimates them by the affix, and
+/// charges them by the target at run time up to 1.36, by the affix from
+/// 1.37 (cel-go 0.29).
 const AFFIX_TEST: Function = STRING_TEST
     .costs(tenth_of_target)
     .estimates(|s| (shape_scaled(s, 1, 0.1), Shape::sized(1.0)));
 
-pub static STARTS_WITH: Function = AFFIX_TEST
+fn tenth_of_affix(a: &[Value<'_>], _: &Value<'_>) -> u64 {
+    scaled(arg_size(a, 1), 0.1)
+}
+
+const STARTS_WITH_ROW: Function = AFFIX_TEST
     .named("startsWith", 23, "starts_with_string")
     .calls(|a| str_pair(a, |s, t| s.starts_with(t)));
 
-pub static ENDS_WITH: Function = AFFIX_TEST
+pub static STARTS_WITH: Function = STARTS_WITH_ROW.charged_from(37, &STARTS_WITH_BY_AFFIX);
+
+static STARTS_WITH_BY_AFFIX: Function = STARTS_WITH_ROW.costs(tenth_of_affix);
+
+const ENDS_WITH_ROW: Function = AFFIX_TEST
     .named("endsWith", 23, "ends_with_string")
     .calls(|a| str_pair(a, |s, t| s.ends_with(t)));
+
+pub static ENDS_WITH: Function = ENDS_WITH_ROW.charged_from(37, &ENDS_WITH_BY_AFFIX);
+
+static ENDS_WITH_BY_AFFIX: Function = ENDS_WITH_ROW.costs(tenth_of_affix);
 
 /// The runtime charge of `matches` on a string with a pattern of
 /// `pattern_len` characters (also charged by the evaluator for a
