@@ -5,8 +5,9 @@
 //! superscript exponents for `%e`), and cel-go's error texts.
 
 use crate::registry::{
-    first, is_list, is_string, overload, sig, str_arg, unit_unbounded, Function,
+    first, is_list, is_string, overload, shape_scaled, sig, str_arg, tenth_of_target, Function,
 };
+use crate::shape::Shape;
 use crate::text::{format_double, go_quote};
 use crate::types::Ty;
 use crate::value::error::EvalError;
@@ -27,7 +28,10 @@ pub static FORMAT: Function = Function::BASE
             _ => Err(overload()),
         }
     })
-    .estimates(unit_unbounded);
+    // A tenth of the format string, at run time and in the estimate (whose
+    // result cel-go leaves unsized).
+    .costs(tenth_of_target)
+    .estimates(|s| (shape_scaled(s, 0, 0.1), Shape::unbounded()));
 
 const DEFAULT_PRECISION: usize = 6;
 /// The largest precision (or `%e` width) accepted.

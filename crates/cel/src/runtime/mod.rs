@@ -671,6 +671,8 @@ fn int_arith<'a>(op: BinOp, i: i64, j: i64, f: &mut Frame<'a>) -> Result<Value<'
 pub(crate) fn is_constant(ir: &Ir) -> bool {
     match ir {
         Ir::Const(_) | Ir::Folded(..) | Ir::ConstList(_) => true,
+        // cel-go's optimizer folds these too (`duration('1m')`).
+        Ir::Call(func, args) => func.folds && args.iter().all(is_constant),
         Ir::List(items, opt) => !opt.iter().any(|o| *o) && items.iter().all(is_constant),
         Ir::Map(entries) => entries
             .iter()
