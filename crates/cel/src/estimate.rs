@@ -217,9 +217,9 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             }
             (c, Shape::sized(entries.len() as f64))
         }
-        Ir::Matches(target, re) => {
+        Ir::Matches(target, _, pattern_len) => {
             let (c, s) = walk(target, cx);
-            let own = ceil((1.0 + s.size) * 0.1) * ceil(re.as_str().chars().count() as f64 * 0.25);
+            let own = ceil((1.0 + s.size) * 0.1) * ceil(f64::from(*pattern_len) * 0.25);
             (c + own, Shape::sized(1.0))
         }
         Ir::Call(func, args) | Ir::RegexCall(func, args, _) => {

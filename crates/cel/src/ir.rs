@@ -53,7 +53,9 @@ pub(crate) enum Ir {
     Map(Vec<(Ir, Ir, bool)>),
     Call(Func, Vec<Ir>),
     /// `matches` with a constant pattern, compiled at load.
-    Matches(Box<Ir>, Arc<regex::Regex>),
+    /// The pattern's length in characters as written prices the call (the
+    /// compiled regex is RE2's syntax translated).
+    Matches(Box<Ir>, Arc<regex::Regex>, u32),
     /// Another call with a constant regex argument (`find`, `findAll`),
     /// compiled at load; see `registry::RegexArg`.
     RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
@@ -83,7 +85,7 @@ macro_rules! each_child {
             Ir::Const(_) | Ir::Folded(..) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
-            Ir::Not(a) | Ir::Matches(a, _) => $f(a),
+            Ir::Not(a) | Ir::Matches(a, ..) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)
             | Ir::And(a, b)

@@ -265,9 +265,13 @@ impl<'s> Compiler<'_, 's> {
             if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
                 let re = crate::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
+                let pattern_len = u32::try_from(p.chars().count()).unwrap_or(u32::MAX);
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
-                return Ok((Ir::Matches(Box::new(target), Arc::new(re)), Ty::Bool));
+                return Ok((
+                    Ir::Matches(Box::new(target), Arc::new(re), pattern_len),
+                    Ty::Bool,
+                ));
             }
         }
         if let Some(i) = func.regex.as_ref().map(|r| r.arg) {

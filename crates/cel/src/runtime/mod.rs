@@ -221,13 +221,13 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             bin_values(*op, x, y, b, f)
         }
         Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
-        Ir::Matches(target, re) => {
+        Ir::Matches(target, re, pattern_len) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
                     f.charge(crate::library::core::matches_cost(
                         &v,
-                        crate::value::str_size(re.as_str()) as usize,
+                        *pattern_len as usize,
                     ))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
