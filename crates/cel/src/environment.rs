@@ -42,6 +42,14 @@ pub struct Environment {
     /// its compatibility version (one minor behind): its cost estimator
     /// prices the expression, and its cel-go charges it.
     pub api_server: Version,
+    /// cel-go's homogeneous aggregate literals (`[1, 2u]` refused), which
+    /// every Kubernetes environment sets.
+    pub homogeneous_literals: bool,
+    /// The size a string or bytes value of unknown size gets from the size
+    /// estimator: none in the API server; 12 in upstream's library cost
+    /// tests, which the exact-cost ports run as written
+    /// ([`Environment::as_in_library_tests`]).
+    pub unknown_text_size: Option<u32>,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -93,6 +101,8 @@ impl Environment {
             optional_old_self,
             version: LATEST,
             api_server: LATEST,
+            homogeneous_literals: true,
+            unknown_text_size: None,
             extensions: true,
         }
     }
@@ -122,6 +132,8 @@ impl Environment {
             optional_old_self: false,
             version: LATEST,
             api_server: LATEST,
+            homogeneous_literals: true,
+            unknown_text_size: None,
             extensions: false,
         }
     }
@@ -148,6 +160,17 @@ impl Environment {
         Environment {
             version,
             api_server: version,
+            ..self
+        }
+    }
+
+    /// The same environment as upstream's library cost tests build it:
+    /// mixed literals allowed, strings and bytes of unknown size sized 12.
+    /// No API server environment is so; only the exact-cost ports use it.
+    pub const fn as_in_library_tests(self) -> Environment {
+        Environment {
+            homogeneous_literals: false,
+            unknown_text_size: Some(12),
             ..self
         }
     }

@@ -4,7 +4,7 @@
 //! request). Kubernetes refuses rules whose estimate passes its limits; so
 //! does celhook, at load.
 
-use crate::environment::Version;
+use crate::environment::{Environment, Version};
 use crate::ir::{BinOp, Ir, Loop, LoopKind};
 use crate::library::conversions;
 use crate::shape::{is_scalar_schema, min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
@@ -20,7 +20,9 @@ pub fn max_cardinality(s: &Schema) -> f64 {
 
 /// The worst-case cost of `ir` with `self` (and `oldSelf`) typed by `schema`.
 /// Sizes and prices follow the estimators of Kubernetes `1.<version>`.
-pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, version: Version) -> f64 {
+pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, env: &Environment) -> f64 {
+    let version = env.api_server;
+    let text_size = env.unknown_text_size.map(f64::from);
     let mut env = vec![Shape::unknown(); slots.max(2)];
     env[0] = Shape::of(schema);
     env[1] = Shape::of(schema);
@@ -36,6 +38,7 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, version: Version)
             env,
             version,
             root_size,
+            text_size,
         },
     )
     .0
@@ -48,6 +51,22 @@ struct Cx<'s> {
     version: Version,
     /// The size the Kubernetes size estimator gives the rule's own node.
     root_size: f64,
+    /// See [`Environment::unknown_text_size`].
+    text_size: Option<f64>,
+}
+
+impl Cx<'_> {
+    /// The size of a value whose path the size estimator resolves to the
+    /// rule's own node (an element of a literal, a loop variable over one):
+    /// that node's size, or in upstream's library tests 12 for a string or
+    /// bytes and 1 for anything else.
+    fn pathless_size(&self, text: bool) -> f64 {
+        match self.text_size {
+            Some(n) if text => n,
+            Some(_) => 1.0,
+            None => self.root_size,
+        }
+    }
 }
 
 /// Whether cel-go's estimator knows a schema path for `ir`: a variable, or
@@ -80,7 +99,7 @@ fn is_map(shape: &Shape<'_>) -> bool {
 }
 
 /// A literal's size: characters of a string, bytes of bytes, else 1.
-fn const_shape(c: &Const) -> Shape<'static> {
+pub(crate) fn const_shape(c: &Const) -> Shape<'static> {
     let mut shape = Shape::sized(match c {
         Const::Str(s) => s.chars().count() as f64,
         Const::Bytes(b) => b.len() as f64,
@@ -97,7 +116,7 @@ fn ceil(x: f64) -> f64 {
 fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
     match ir {
         Ir::Const(c) => (0.0, const_shape(c)),
-        Ir::Folded(c, calls) => (f64::from(*calls), const_shape(c)),
+        Ir::Folded(c, estimate) => (f64::from(*estimate), const_shape(c)),
         Ir::Var(slot) => (
             1.0,
             cx.env.get(*slot).copied().unwrap_or_else(Shape::unknown),
@@ -198,16 +217,20 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             let text = items
                 .iter()
                 .all(|c| matches!(c, Const::Str(_) | Const::Bytes(_)));
-            shape.items = Some((cx.root_size, text && !items.is_empty()));
+            let text = text && !items.is_empty();
+            shape.items = Some((cx.pathless_size(text), text));
             (10.0, shape)
         }
         Ir::List(items, _) => {
             let mut c = 0.0;
+            let mut text = !items.is_empty();
             for i in items {
-                c += walk(i, cx).0;
+                let (ci, si) = walk(i, cx);
+                c += ci;
+                text &= si.is_text();
             }
             let mut shape = Shape::sized(items.len() as f64);
-            shape.items = Some((cx.root_size, false));
+            shape.items = Some((cx.pathless_size(text), text));
             (c + 10.0, shape)
         }
         Ir::Map(entries) => {
@@ -267,14 +290,14 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                 range.element(true)
             } else {
                 let mut element = range.element(true);
-                element.size = cx.root_size;
+                element.size = cx.pathless_size(element.is_text());
                 element.via_root = true;
                 element
             };
             if let Some(v2) = l.var2 {
                 let mut value = range.element(false);
                 if !has_path(&l.range) {
-                    value.size = cx.root_size;
+                    value.size = cx.pathless_size(value.is_text());
                     value.via_root = true;
                 }
                 cx.env[v2] = value;
@@ -326,7 +349,7 @@ fn optional_map<'s>(l: &Loop, ct: f64, target: Shape<'s>, cx: &mut Cx<'s>) -> (f
     if cx.version < 33 {
         // A comprehension's variable: its path (its name alone) resolves
         // to the rule's own node.
-        value.size = cx.root_size;
+        value.size = cx.pathless_size(value.is_text());
         value.via_root = true;
     } else if !is_scalar(&value) {
         // A binding of a call's result: no path, and no size unless a

@@ -13,7 +13,7 @@ pub(crate) enum Ir {
     Const(Const),
     /// A conversion of a literal (`int(10.0)`), folded when checked as
     /// cel-go's optimizer folds it: free at run time, but its estimator
-    /// still prices the `calls` it folded.
+    /// still prices the call (the second field, its estimate).
     Folded(Const, u32),
     Var(usize),
     /// `variables.<name>`: the composition's variable at this index,

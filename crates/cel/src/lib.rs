@@ -142,8 +142,7 @@ impl Program {
         plan_memos: bool,
     ) -> Result<Program, CompileError> {
         let mut c = check::compile(source, decls)?;
-        let estimated_cost =
-            estimate::estimate(&c.ir, decls.self_schema, c.slots, decls.env.api_server);
+        let estimated_cost = estimate::estimate(&c.ir, decls.self_schema, c.slots, &decls.env);
         let memos = if plan_memos {
             plan::plan(&mut c.ir)
         } else {

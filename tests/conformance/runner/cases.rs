@@ -31,7 +31,14 @@ pub fn case_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-const FILE_KEYS: &[&str] = &["area", "source", "notes", "versions", "cases"];
+const FILE_KEYS: &[&str] = &[
+    "area",
+    "source",
+    "notes",
+    "versions",
+    "environment",
+    "cases",
+];
 const CASE_KEYS: &[&str] = &[
     "name",
     "source",
@@ -104,6 +111,13 @@ pub fn load_file(path: &Path) -> Result<CaseFile, String> {
         if stem_is_probe {
             c.insert(PROBE_MARK.into(), Json::Bool(true));
         }
+        match doc.get("environment") {
+            None => {}
+            Some(Json::String(e)) if e == "library-tests" => {
+                c.insert(LIBRARY_TESTS_MARK.into(), Json::Bool(true));
+            }
+            Some(other) => return Err(format!("unknown `environment` {other}")),
+        }
         out.push(c);
     }
     let cost = path
@@ -147,6 +161,15 @@ pub const PROBE_MARK: &str = "@probe";
 /// Probe cases carry the probe's variable conventions in their schema.
 pub fn case_area_is_probe(case: &Map<String, Json>) -> bool {
     case.get(PROBE_MARK) == Some(&Json::Bool(true))
+}
+
+/// Set by the loader on the cases of a file with `environment:
+/// library-tests`: they compile as upstream's library cost tests do
+/// (`cel::Environment::as_in_library_tests`).
+pub const LIBRARY_TESTS_MARK: &str = "@library-tests";
+
+pub fn in_library_tests(case: &Map<String, Json>) -> bool {
+    case.get(LIBRARY_TESTS_MARK) == Some(&Json::Bool(true))
 }
 
 /// Whether a case holds for `version`: its `versions` is `1.32+`,

@@ -10,7 +10,7 @@ use celhook::schema::Schema;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use serde_json::{Map, Value as Json};
 
-use crate::cases::{case_area_is_probe, str_field};
+use crate::cases::{case_area_is_probe, in_library_tests, str_field};
 
 pub fn openapi(v: &Json) -> Result<JSONSchemaProps, String> {
     serde_json::from_value(v.clone()).map_err(|e| format!("bad case: schema: {e}"))
@@ -56,7 +56,10 @@ pub fn run_expression(case: &Map<String, Json>, version: KubeVersion) -> Result<
             schema
         };
     let optional_old_self = matches!(case.get("optional_old_self"), Some(Json::Bool(true)));
-    let opts = cel::Environment::crd_rule(optional_old_self).at(version.stored());
+    let mut opts = cel::Environment::crd_rule(optional_old_self).at(version.stored());
+    if in_library_tests(case) {
+        opts = opts.as_in_library_tests();
+    }
     let compiled = Program::compile(expr, &schema, opts);
     // Upstream expectations quote the validator's wording, which prefixes
     // the compiler's text with `compilation failed: ` (tested on its own in

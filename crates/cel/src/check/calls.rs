@@ -255,7 +255,14 @@ impl<'s> Compiler<'_, 's> {
             .is_some_and(|a| matches!(a.expr, Expr::Literal(_)) || is_negative_literal(&a.expr));
         if func.conversion && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_)) {
             match fold(func, &args) {
-                Ok(Some(c)) => return Ok((Ir::Folded(c, 1), ty)),
+                Ok(Some(c)) => {
+                    // cel-go's estimator prices the call it does not fold.
+                    let estimate = match &args[0] {
+                        Ir::Const(arg) => (func.estimate)(&[crate::estimate::const_shape(arg)]).0,
+                        _ => 1.0,
+                    };
+                    return Ok((Ir::Folded(c, estimate as u32), ty));
+                }
                 Ok(None) => {}
                 Err(e) => return Err(self.error(id, e.message)),
             }

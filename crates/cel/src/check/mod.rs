@@ -424,8 +424,9 @@ impl<'s> Compiler<'_, 's> {
         match first {
             None => Ok(next),
             Some(first) if same_literal_type(&first, &next, true) => Ok(first.join(&next)),
-            // Mixed literals inside `format(...)` are allowed and dynamic.
-            Some(_) if self.format_depth > 0 => Ok(Ty::Dyn),
+            // Mixed literals inside `format(...)` are allowed and dynamic,
+            // as everywhere in an environment without homogeneous literals.
+            Some(_) if self.format_depth > 0 || !self.decls.env.homogeneous_literals => Ok(Ty::Dyn),
             Some(first) => {
                 Err(self.error(id, format!("expected type '{first}' but found '{next}'")))
             }
