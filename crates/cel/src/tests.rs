@@ -398,6 +398,9 @@ fn runtime_costs_match_cel_go() {
     // literal, a call's result) starts a relative attribute: 1 more.
     assert_eq!(cost("[1, 2, 3][1] == 2"), 3);
     assert_eq!(cost("{'a': 1}.a == 1"), 3);
+    // A conditional resolves an attribute branch without its attribute
+    // step: only the field reads are charged.
+    assert_eq!(cost("(true ? self.spec.replicas : 0) == 7"), 3);
     assert_eq!(
         cost("self.spec.x__dash__prop == self.spec.x__dash__prop"),
         11

@@ -42,6 +42,22 @@ pub(super) fn plans_as_attribute(ir: &Ir) -> bool {
     }
 }
 
+/// Whether evaluating `ir` charges the 1 of an attribute (a variable, a
+/// field read or index, the `variables` of a composition) that cel-go
+/// does not charge where it resolves the attribute itself.
+pub(super) fn charges_attribute_step(ir: &Ir) -> bool {
+    match ir {
+        Ir::Var(_)
+        | Ir::Lazy(_)
+        | Ir::Select { test: false, .. }
+        | Ir::Index(..)
+        | Ir::OptSelect { .. }
+        | Ir::OptIndex(..) => true,
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => charges_attribute_step(inner),
+        _ => false,
+    }
+}
+
 /// The key of an index: one that is an attribute (`m[k]`, `m[self.key]`)
 /// is a qualifier of the indexed value, its reads not charged.
 pub(super) fn index_key<'a>(key: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {

@@ -11,7 +11,7 @@ mod loops;
 mod ops;
 mod scan;
 
-use attrs::{index_key, is_attribute, opt_or, plans_as_attribute};
+use attrs::{charges_attribute_step, index_key, is_attribute, opt_or, plans_as_attribute};
 use loops::*;
 use ops::*;
 use scan::*;
@@ -200,11 +200,15 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             Ok(Value::Bool(!v))
         }
         Ir::Cond(c, t, e) => {
-            if as_bool(eval(c, f))? {
-                eval(t, f)
-            } else {
-                eval(e, f)
+            let branch = if as_bool(eval(c, f))? { t } else { e };
+            let v = eval(branch, f)?;
+            // cel-go plans a conditional as an attribute that resolves its
+            // branch without the branch's own observer: an attribute branch
+            // (`e`, `self.a`) is not charged its attribute step.
+            if charges_attribute_step(branch) {
+                f.cost = f.cost.saturating_sub(1);
             }
+            Ok(v)
         }
         Ir::Bin(op, a, b) => {
             // Arguments are evaluated before an error in either stops the
