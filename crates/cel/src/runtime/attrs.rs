@@ -36,8 +36,8 @@ pub(super) fn plans_as_attribute(ir: &Ir) -> bool {
         | Ir::OptSelect { .. }
         | Ir::OptIndex(..) => true,
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => plans_as_attribute(inner),
-        // A conditional over two attributes is one.
-        Ir::Cond(_, t, e) => plans_as_attribute(t) && plans_as_attribute(e),
+        // cel-go plans every conditional as an attribute over its branches.
+        Ir::Cond(..) => true,
         _ => false,
     }
 }
@@ -46,16 +46,8 @@ pub(super) fn plans_as_attribute(ir: &Ir) -> bool {
 /// field read or index, the `variables` of a composition) that cel-go
 /// does not charge where it resolves the attribute itself.
 pub(super) fn charges_attribute_step(ir: &Ir) -> bool {
-    match ir {
-        Ir::Var(_)
-        | Ir::Lazy(_)
-        | Ir::Select { test: false, .. }
-        | Ir::Index(..)
-        | Ir::OptSelect { .. }
-        | Ir::OptIndex(..) => true,
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => charges_attribute_step(inner),
-        _ => false,
-    }
+    // A conditional is an attribute without a step of its own.
+    !matches!(ir, Ir::Cond(..)) && plans_as_attribute(ir)
 }
 
 /// The key of an index: one that is an attribute (`m[k]`, `m[self.key]`)
