@@ -128,6 +128,7 @@ impl Validator {
     ) -> Result<Validator, Vec<RuleProblem>> {
         let mut cx = Compilation::default();
         cx.libraries = libraries;
+        cx.api_server = libraries;
         cx.per_evaluation = per_evaluation;
         Self::compile_with(schema, cx)
     }

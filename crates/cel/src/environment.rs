@@ -45,10 +45,11 @@ pub struct Environment {
     /// cel-go's homogeneous aggregate literals (`[1, 2u]` refused), which
     /// every Kubernetes environment sets.
     pub homogeneous_literals: bool,
-    /// The size a string or bytes value of unknown size gets from the size
-    /// estimator: none in the API server; 12 in upstream's library cost
-    /// tests, which the exact-cost ports run as written
-    /// ([`Environment::as_in_library_tests`]).
+    /// The size the size estimator gives a string or bytes value whose path
+    /// it is asked about and no schema reaches (an element of a literal, a
+    /// loop variable over one): none in the API server (the rule's node
+    /// decides); 12 in upstream's library cost tests, which the exact-cost
+    /// ports run as written ([`Environment::as_in_library_tests`]).
     pub unknown_text_size: Option<u32>,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,

@@ -7,6 +7,7 @@
 use crate::environment::{Environment, Version};
 use crate::ir::{BinOp, Ir, Loop, LoopKind};
 use crate::library::conversions;
+use crate::registry::Func;
 use crate::shape::{is_scalar_schema, min_serialized_size, Compared, Shape, MAX_REQUEST_BYTES};
 use crate::value::Const;
 use crate::value::TypeName;
@@ -67,6 +68,14 @@ impl Cx<'_> {
             None => self.root_size,
         }
     }
+
+    /// `shape` as a value whose path is the element step (or its name)
+    /// alone, which resolves to the rule's own node.
+    fn via_root<'s>(&self, mut shape: Shape<'s>) -> Shape<'s> {
+        shape.size = self.pathless_size(shape.is_text());
+        shape.via_root = true;
+        shape
+    }
 }
 
 /// Whether cel-go's estimator knows a schema path for `ir`: a variable, or
@@ -99,7 +108,7 @@ fn is_map(shape: &Shape<'_>) -> bool {
 }
 
 /// A literal's size: characters of a string, bytes of bytes, else 1.
-pub(crate) fn const_shape(c: &Const) -> Shape<'static> {
+fn const_shape(c: &Const) -> Shape<'static> {
     let mut shape = Shape::sized(match c {
         Const::Str(s) => s.chars().count() as f64,
         Const::Bytes(b) => b.len() as f64,
@@ -116,7 +125,14 @@ fn ceil(x: f64) -> f64 {
 fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
     match ir {
         Ir::Const(c) => (0.0, const_shape(c)),
-        Ir::Folded(c, estimate) => (f64::from(*estimate), const_shape(c)),
+        // Priced as the call cel-go's estimator sees.
+        Ir::Folded(folded) => {
+            let mut arg = const_shape(&folded.arg);
+            arg.bytes = matches!(folded.arg, Const::Bytes(_));
+            let (cost, mut shape) = priced_call(folded.func, &[arg], cx);
+            shape.text |= matches!(folded.value, Const::Str(_) | Const::Bytes(_));
+            (cost, shape)
+        }
         Ir::Var(slot) => (
             1.0,
             cx.env.get(*slot).copied().unwrap_or_else(Shape::unknown),
@@ -131,29 +147,14 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             ..
         } => {
             let (c, shape) = walk(operand, cx);
-            let mut child = match shape.schema {
-                Some(s) => match (s.property(field), shape.pathless) {
-                    (Some(p), false) => Shape::of(p),
-                    (Some(p), true) => Shape::pathless(p),
-                    // A map's value read as a field: the size estimator
-                    // follows no such path.
-                    (None, _) => s
-                        .additional_properties
-                        .as_deref()
-                        .map_or_else(Shape::unknown, Shape::pathless),
-                },
-                None => Shape::unknown(),
-            };
+            let mut child = select_shape(&shape, field);
             // A field of an optional is an optional.
             child.optional = shape.optional && !*test;
             (c + if *test { 0.0 } else { 1.0 }, child)
         }
         Ir::OptSelect { operand, field } => {
             let (c, shape) = walk(operand, cx);
-            let mut child = shape
-                .schema
-                .and_then(|s| s.property(field).or(s.additional_properties.as_deref()))
-                .map_or_else(Shape::unknown, Shape::of);
+            let mut child = select_shape(&shape, field);
             child.optional = true;
             (c + 1.0, child)
         }
@@ -254,22 +255,7 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
                 sa.bytes = is_bytes(a, &sa);
                 shapes.push(sa);
             }
-            let (own, mut shape) = (func.estimate)(&shapes);
-            match func.result {
-                Some(TypeName::Type) => shape.compared = Compared::Unsized,
-                Some(TypeName::Quantity | TypeName::Ip | TypeName::Cidr | TypeName::Semver) => {
-                    shape.compared = Compared::Unit
-                }
-                Some(TypeName::Url) => {
-                    shape.compared = Compared::Url;
-                    // From 1.32 a URL is sized as the text it was parsed from.
-                    if cx.version >= 32 {
-                        shape.size = shapes.first().map_or(1.0, |s| s.size);
-                    }
-                }
-                Some(TypeName::Optional) => shape.optional = true,
-                _ => {}
-            }
+            let (own, shape) = priced_call(func, &shapes, cx);
             (c + own, shape)
         }
         Ir::Loop(l) => {
@@ -289,16 +275,12 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             } else if has_path(&l.range) {
                 range.element(true)
             } else {
-                let mut element = range.element(true);
-                element.size = cx.pathless_size(element.is_text());
-                element.via_root = true;
-                element
+                cx.via_root(range.element(true))
             };
             if let Some(v2) = l.var2 {
                 let mut value = range.element(false);
                 if !has_path(&l.range) {
-                    value.size = cx.pathless_size(value.is_text());
-                    value.via_root = true;
+                    value = cx.via_root(value);
                 }
                 cx.env[v2] = value;
             }
@@ -338,6 +320,46 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
     }
 }
 
+/// The shape of field `field` of a value of shape `shape`.
+fn select_shape<'s>(shape: &Shape<'s>, field: &str) -> Shape<'s> {
+    match shape.schema {
+        Some(s) => match (s.property(field), shape.pathless) {
+            (Some(p), false) => Shape::of(p),
+            (Some(p), true) => Shape::pathless(p),
+            // A map's value read as a field: the size estimator follows no
+            // such path.
+            (None, _) => s
+                .additional_properties
+                .as_deref()
+                .map_or_else(Shape::unknown, Shape::pathless),
+        },
+        None => Shape::unknown(),
+    }
+}
+
+/// A call's estimate from its row, and what its result type tells the
+/// estimator about equality with the result.
+fn priced_call<'s>(func: Func, shapes: &[Shape<'s>], cx: &Cx<'s>) -> (f64, Shape<'s>) {
+    let (own, mut shape) = (func.estimate)(shapes);
+    match func.result {
+        Some(TypeName::Type) => shape.compared = Compared::Unsized,
+        Some(TypeName::Quantity | TypeName::Ip | TypeName::Cidr | TypeName::Semver) => {
+            shape.compared = Compared::Unit
+        }
+        Some(TypeName::NamedFormat) => shape.compared = Compared::Format,
+        Some(TypeName::Url) => {
+            shape.compared = Compared::Url;
+            // From 1.32 a URL is sized as the text it was parsed from.
+            if cx.version >= 32 {
+                shape.size = shapes.first().map_or(1.0, |s| s.size);
+            }
+        }
+        Some(TypeName::Optional) => shape.optional = true,
+        _ => {}
+    }
+    (own, shape)
+}
+
 /// `t.optMap(v, e)` and `t.optFlatMap(v, e)` (target priced `ct`, of
 /// shape `target`), as cel-go expands them: `t.hasValue() ?
 /// optional.of(<v bound to t.value() in e>) : optional.none()` (no
@@ -349,8 +371,7 @@ fn optional_map<'s>(l: &Loop, ct: f64, target: Shape<'s>, cx: &mut Cx<'s>) -> (f
     if cx.version < 33 {
         // A comprehension's variable: its path (its name alone) resolves
         // to the rule's own node.
-        value.size = cx.pathless_size(value.is_text());
-        value.via_root = true;
+        value = cx.via_root(value);
     } else if !is_scalar(&value) {
         // A binding of a call's result: no path, and no size unless a
         // scalar's.

@@ -13,8 +13,8 @@ pub(crate) enum Ir {
     Const(Const),
     /// A conversion of a literal (`int(10.0)`), folded when checked as
     /// cel-go's optimizer folds it: free at run time, but its estimator
-    /// still prices the call (the second field, its estimate).
-    Folded(Const, u32),
+    /// still prices the call.
+    Folded(Box<FoldedCall>),
     Var(usize),
     /// `variables.<name>`: the composition's variable at this index,
     /// evaluated on first use (see `Composition`).
@@ -124,7 +124,24 @@ macro_rules! each_child {
     };
 }
 
+/// A call folded when checked: its value, and the call as written.
+#[derive(Debug)]
+pub(crate) struct FoldedCall {
+    pub value: Const,
+    pub func: Func,
+    pub arg: Const,
+}
+
 impl Ir {
+    /// The constant `self` stands for: a literal, or a folded call's value.
+    pub(crate) fn constant(&self) -> Option<&Const> {
+        match self {
+            Ir::Const(c) => Some(c),
+            Ir::Folded(f) => Some(&f.value),
+            _ => None,
+        }
+    }
+
     /// Calls `f` on each direct child, in evaluation order, for passes
     /// that treat every node kind alike.
     pub(crate) fn each_child<'a>(&'a self, f: &mut impl FnMut(&'a Ir)) {

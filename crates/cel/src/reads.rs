@@ -37,8 +37,8 @@ fn chain(ir: &Ir) -> Option<Vec<String>> {
             path.push(field.to_string());
             Some(path)
         }
-        Ir::Index(operand, key) | Ir::OptIndex(operand, key) => match key.as_ref() {
-            Ir::Const(Const::Str(k)) => {
+        Ir::Index(operand, key) | Ir::OptIndex(operand, key) => match key.constant() {
+            Some(Const::Str(k)) => {
                 let mut path = chain(operand)?;
                 path.push(k.to_string());
                 Some(path)

@@ -20,8 +20,9 @@ pub struct Shape<'s> {
     pub bytes: bool,
     /// A string or bytes literal: its size is characters (or bytes).
     pub text: bool,
-    /// Of a list literal: its largest element's size, and whether every
-    /// element is a string or bytes literal.
+    /// Of a list literal: its elements' size (the rule's node's, as the
+    /// size estimator resolves their path), and whether every element is
+    /// a string or bytes value.
     pub items: Option<(f64, bool)>,
     /// How an equality with the value is priced.
     pub compared: Compared,

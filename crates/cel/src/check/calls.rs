@@ -238,7 +238,7 @@ impl<'s> Compiler<'_, 's> {
         };
         let duration = func == &library::conversions::DURATION;
         let timestamp = func == &library::conversions::TIMESTAMP;
-        if let (true, Some(Ir::Const(_))) = (duration || timestamp, args.first()) {
+        if let (true, Some(Some(_))) = (duration || timestamp, args.first().map(Ir::constant)) {
             if fold(func, &args).is_err() {
                 let what = if duration { "duration" } else { "timestamp" };
                 return Err(
@@ -254,22 +254,19 @@ impl<'s> Compiler<'_, 's> {
             .first()
             .is_some_and(|a| matches!(a.expr, Expr::Literal(_)) || is_negative_literal(&a.expr));
         if func.conversion && args.len() == 1 && literal_arg && matches!(args[0], Ir::Const(_)) {
-            match fold(func, &args) {
-                Ok(Some(c)) => {
-                    // cel-go's estimator prices the call it does not fold.
-                    let estimate = match &args[0] {
-                        Ir::Const(arg) => (func.estimate)(&[crate::estimate::const_shape(arg)]).0,
-                        _ => 1.0,
-                    };
-                    return Ok((Ir::Folded(c, estimate as u32), ty));
+            match (fold(func, &args), args.pop()) {
+                (Ok(Some(value)), Some(Ir::Const(arg))) => {
+                    let folded = crate::ir::FoldedCall { value, func, arg };
+                    return Ok((Ir::Folded(Box::new(folded)), ty));
                 }
-                Ok(None) => {}
-                Err(e) => return Err(self.error(id, e.message)),
+                (Ok(_), Some(arg)) => args.push(arg),
+                (Ok(_), None) => {}
+                (Err(e), _) => return Err(self.error(id, e.message)),
             }
         }
         // A constant pattern is compiled once here, not per evaluation.
         if func == &library::core::MATCHES {
-            if let Some(Ir::Const(Const::Str(p))) = args.get(1) {
+            if let Some(Some(Const::Str(p))) = args.get(1).map(Ir::constant) {
                 let re = crate::re2::compile(p)
                     .map_err(|_| self.error(literal_id(1), "invalid matches argument"))?;
                 let pattern_len = u32::try_from(p.chars().count()).unwrap_or(u32::MAX);
@@ -282,7 +279,7 @@ impl<'s> Compiler<'_, 's> {
             }
         }
         if let Some(i) = func.regex.as_ref().map(|r| r.arg) {
-            if let Some(Ir::Const(Const::Str(p))) = args.get(i) {
+            if let Some(Some(Const::Str(p))) = args.get(i).map(Ir::constant) {
                 // cel-go compiles it when planning the program (the regex
                 // optimisation of the Kubernetes library): Go's plain text.
                 let re = crate::re2::compile(p).map_err(|message| CompileError {

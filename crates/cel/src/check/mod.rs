@@ -228,9 +228,10 @@ impl<'s> Compiler<'_, 's> {
                     items.push(ir);
                 }
                 self.last_list_tys = elem_tys;
-                // Only constants and no optional entries: keep them as such
-                // (a folded conversion among them is priced as a call, so
-                // such a list stays a literal of constants).
+                // Only literals and no optional entries: keep them as such
+                // (a list with a folded conversion stays a list of items, so
+                // that the estimate prices the call; it is free at run time
+                // all the same).
                 let ir = if optional.iter().all(|o| !o)
                     && items.iter().all(|i| matches!(i, Ir::Const(_)))
                 {

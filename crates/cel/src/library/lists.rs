@@ -162,8 +162,8 @@ fn built_list(_: &[Value<'_>], result: &Value<'_>) -> u64 {
     }
 }
 
-/// A function that builds a list of the target's elements (`slice`,
-/// `reverse`): estimated as large as the target, charged as built.
+/// A function that builds a list (`slice`, `reverse`, `lists.range`):
+/// estimated as large as the target, charged as built.
 pub(crate) const LIST_BUILDER: Function = Function::BASE
     .returns(TypeName::List)
     .costs(built_list)

@@ -172,7 +172,6 @@ fn address_compare_cost(a: &[Value<'_>]) -> u64 {
     scaled(cidr + cidr, 0.1) + parse
 }
 
-/// The static estimate's comparison of two addresses of at most 16 bytes.
 /// The parse of a containment's string operand; an IP or CIDR value is
 /// not parsed.
 fn operand_parse_estimate(s: &[Shape<'_>]) -> f64 {
@@ -182,6 +181,7 @@ fn operand_parse_estimate(s: &[Shape<'_>]) -> f64 {
     }
 }
 
+/// The static estimate's comparison of two addresses of at most 16 bytes.
 fn address_compare_estimate() -> f64 {
     (32.0_f64 * 0.1).ceil()
 }

@@ -9,16 +9,16 @@ use crate::value::error::EvalError;
 use crate::value::Value;
 
 /// A variable, or field reads and constant indexes on one.
-pub(super) fn is_attribute(ir: &Ir) -> bool {
+pub(super) fn is_constant_key_chain(ir: &Ir) -> bool {
     match ir {
         Ir::Var(_) => true,
         Ir::Select {
             operand,
             test: false,
             ..
-        } => is_attribute(operand),
-        Ir::Index(a, b) => is_attribute(a) && matches!(**b, Ir::Const(_) | Ir::Folded(..)),
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_attribute(inner),
+        } => is_constant_key_chain(operand),
+        Ir::Index(a, b) => is_constant_key_chain(a) && b.constant().is_some(),
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => is_constant_key_chain(inner),
         _ => false,
     }
 }
@@ -53,7 +53,7 @@ pub(super) fn charges_attribute_step(ir: &Ir) -> bool {
 /// The key of an index: one that is an attribute (`m[k]`, `m[self.key]`)
 /// is a qualifier of the indexed value, its reads not charged.
 pub(super) fn index_key<'a>(key: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    if !is_attribute(key) {
+    if !is_constant_key_chain(key) {
         return eval(key, f);
     }
     let before = f.cost;

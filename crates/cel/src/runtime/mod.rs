@@ -11,7 +11,7 @@ mod loops;
 mod ops;
 mod scan;
 
-use attrs::{charges_attribute_step, index_key, is_attribute, opt_or, plans_as_attribute};
+use attrs::{charges_attribute_step, index_key, is_constant_key_chain, opt_or, plans_as_attribute};
 use loops::*;
 use ops::*;
 use scan::*;
@@ -201,14 +201,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         }
         Ir::Cond(c, t, e) => {
             let branch = if as_bool(eval(c, f))? { t } else { e };
-            let v = eval(branch, f)?;
-            // cel-go plans a conditional as an attribute that resolves its
-            // branch without the branch's own observer: an attribute branch
-            // (`e`, `self.a`) is not charged its attribute step.
             if charges_attribute_step(branch) {
-                f.cost = f.cost.saturating_sub(1);
+                attribute_branch(branch, f)
+            } else {
+                eval(branch, f)
             }
-            Ok(v)
         }
         Ir::Bin(op, a, b) => {
             // Arguments are evaluated before an error in either stops the
@@ -384,11 +381,32 @@ fn memo<'a>(
     Ok(value)
 }
 
+/// A conditional's branch that is an attribute (`e`, `self.a`): cel-go
+/// resolves it without the branch's own observer, so its attribute step
+/// is not charged. The evaluator charges the step and takes it back, with
+/// the limit one higher meanwhile so that a branch ending at the limit
+/// passes; a branch that charged nothing (`x.?f` on an empty optional)
+/// has nothing taken back.
+#[inline(never)]
+fn attribute_branch<'a>(branch: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let (before, limit) = (f.cost, f.limit);
+    f.limit = limit.saturating_add(1);
+    let result = eval(branch, f);
+    f.limit = limit;
+    if f.cost > before {
+        f.cost -= 1;
+    }
+    if f.cost > f.limit && result.is_ok() {
+        return Err(cost_limit_error());
+    }
+    result
+}
+
 /// The forms of [`eval`] that are not on every rule's path.
 #[inline(never)]
 fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     match ir {
-        Ir::Folded(c, _) => Ok(constant(c)),
+        Ir::Folded(folded) => Ok(constant(&folded.value)),
         Ir::OptSelect { operand, field } => {
             // cel-go plans `a.b.?c` as one attribute: 1 for the attribute,
             // 1 for each field read, and 1 for `?c` when the field is there.
@@ -400,7 +418,7 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             // On an optional the selection is charged only when it finds
             // the field (below), as a plain selection on an optional is;
             // a chain of field reads was charged as the attribute.
-            let chained = !matches!(**operand, Ir::Var(_)) && is_attribute(operand);
+            let chained = !matches!(**operand, Ir::Var(_)) && is_constant_key_chain(operand);
             if !matches!(v, Value::Optional(_)) && !chained {
                 f.charge(1)?;
             }
@@ -424,7 +442,12 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
             let relative = !plans_as_attribute(a);
             let a = eval(a, f)?;
             let b = index_key(b, f)?;
-            f.charge(1 + u64::from(relative))?;
+            // The qualifier, then a relative attribute's own step: two
+            // charges, as where a limit stops the count is reported.
+            f.charge(1)?;
+            if relative {
+                f.charge(1)?;
+            }
             match a {
                 Value::Optional(None) => Ok(Value::Optional(None)),
                 Value::Optional(Some(inner)) => {
@@ -435,7 +458,7 @@ fn eval_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError>
         }
         Ir::OptIndex(a, b) => {
             // As `?.` above: an attribute chain was charged as such.
-            let chained = !matches!(**a, Ir::Var(_)) && is_attribute(a);
+            let chained = !matches!(**a, Ir::Var(_)) && is_constant_key_chain(a);
             let a = eval(a, f)?;
             let b = eval(b, f)?;
             if !chained {

@@ -303,3 +303,38 @@ fn an_older_kubernetes_version_lacks_newer_functions_and_macros() {
         crate::environment::LATEST
     );
 }
+
+/// A conditional's attribute branch is not charged its attribute step: a
+/// branch that ends exactly at the limit passes, and one that charges
+/// nothing (a field of an empty optional) takes nothing back.
+#[test]
+fn a_conditional_s_attribute_branch_is_charged_as_cel_go_charges_it() {
+    let s = crontab();
+    let p = Program::compile("true ? self.spec.replicas : 0", &s, Environment::default()).unwrap();
+    let obj = json!({"spec": {"replicas": 3}});
+    // cel-go: the two field reads, not the attribute's own step.
+    let (r, cost) = p.eval(Value::from_json(&obj, &s), None, 2);
+    assert_eq!((r.map(|v| to_json(&v)), cost), (Ok(json!(3)), 2));
+    let (r, _) = p.eval(Value::from_json(&obj, &s), None, 1);
+    assert_eq!(r.unwrap_err().kind, ErrorKind::CostLimit);
+    // Nothing charged by the branch, nothing taken back from before it.
+    let (r, cost) = eval_with_limit(
+        "[1].all(x, (x == 1 ? optional.none().?f : optional.none()) == optional.none())",
+        100,
+    );
+    assert_eq!(r.unwrap(), json!(true));
+    assert!(cost > 0);
+}
+
+/// A conversion of a literal folded when checked is still checked and
+/// priced as the call it was: a bad constant pattern is refused at load,
+/// and bytes folded from a string are priced as bytes.
+#[test]
+fn folded_conversions_are_checked_and_priced_as_calls() {
+    let s = crontab();
+    let compile = |e: &str| Program::compile(e, &s, Environment::default());
+    assert!(compile("self.spec.x__dash__prop.matches(string('('))").is_err());
+    // bytes('abc') 1, string(bytes) 1 with the bytes' size, == on 3 and 3.
+    let p = compile("string(bytes('abc')) == 'abc'").unwrap();
+    assert_eq!(p.estimated_cost(), 3.0);
+}
