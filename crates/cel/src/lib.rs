@@ -12,6 +12,8 @@ mod re2;
 pub mod text;
 // Runtime values, their errors, order, arithmetic and library types.
 pub mod value;
+// The binary operators' names.
+mod operators;
 // The checker's types; the estimator's shapes of values.
 mod shape;
 mod types;

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::ir::BinOp;
+use crate::operators::BinOp;
 use crate::value::TypeName;
 use celhook_schema::{Format, Schema, Type};
 
