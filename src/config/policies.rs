@@ -57,7 +57,11 @@ impl Loader {
             loader: self,
             crd_resources: &crd_resources,
         };
-        let loaded = policy::load(sources, &schemas, self.libraries());
+        let versions = crate::cel::environment::Versions {
+            libraries: self.libraries(),
+            api_server: self.options.kubernetes.stored(),
+        };
+        let loaded = policy::load(sources, &schemas, versions);
         let problem = |p: policy::PolicyProblem| Problem {
             file: p.file,
             document: Some(p.document),

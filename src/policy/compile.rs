@@ -87,7 +87,7 @@ const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
 /// Compiles a policy, or says everything that is wrong with it.
 pub fn policy(
     doc: &ValidatingAdmissionPolicy,
-    libraries: cel::environment::Version,
+    versions: cel::environment::Versions,
 ) -> Result<Policy, Vec<Located>> {
     let mut problems = Vec::new();
     let name = required_name(&doc.metadata, &mut problems);
@@ -149,7 +149,7 @@ pub fn policy(
         declared: Vec::new(),
         composition: !variable_sources.is_empty(),
         params: param_kind.is_some(),
-        libraries,
+        versions,
         problems,
     };
     let match_conditions = c.match_conditions(spec.match_conditions.as_deref().unwrap_or_default());

@@ -74,14 +74,14 @@ pub(super) struct Compiler {
     pub(super) composition: bool,
     /// The policy has a paramKind (else `params` is undeclared).
     pub(super) params: bool,
-    /// The Kubernetes minor whose libraries the expressions may use.
-    pub(super) libraries: cel::environment::Version,
+    /// The libraries the expressions may use, and the API server's minor.
+    pub(super) versions: cel::environment::Versions,
     pub(super) problems: Vec<Located>,
 }
 
 impl Compiler {
     fn env(&self, kind: Kind) -> Environment {
-        environment(kind == Kind::Message, self.params, self.libraries)
+        environment(kind == Kind::Message, self.params, self.versions)
     }
 
     /// Compiles `source` at `path`; `want` are the result types it may
@@ -250,9 +250,9 @@ fn over_the_limit_always(program: &Program) -> Option<String> {
 pub(super) fn environment(
     message: bool,
     params: bool,
-    libraries: cel::environment::Version,
+    versions: cel::environment::Versions,
 ) -> Environment {
-    let env = Environment::admission_policy().at(libraries);
+    let env = Environment::admission_policy().at_versions(versions);
     match (message, params) {
         (false, true) => env,
         (false, false) => env.without(&["params"]),

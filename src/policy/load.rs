@@ -113,7 +113,7 @@ pub trait Schemas {
 pub fn load(
     sources: Sources,
     schemas: &dyn Schemas,
-    libraries: crate::cel::environment::Version,
+    versions: crate::cel::environment::Versions,
 ) -> Loaded {
     let mut out = Loaded::default();
     let mut policies: Vec<(Arc<Policy>, String)> = Vec::new();
@@ -124,7 +124,7 @@ pub fn load(
         let Some(parsed) = at.parse::<ValidatingAdmissionPolicy>(doc, &mut out.errors) else {
             continue;
         };
-        match compile::policy(&parsed, libraries) {
+        match compile::policy(&parsed, versions) {
             Ok(policy) => {
                 if let Some(other) = seen.insert(policy.name.clone(), file.clone()) {
                     out.errors.push(problem(
@@ -151,7 +151,7 @@ pub fn load(
                     }
                 }
                 if let Some(spec) = &parsed.spec {
-                    for w in type_check(spec, schemas, libraries) {
+                    for w in type_check(spec, schemas, versions) {
                         out.warnings
                             .push(problem(Some(w.field_ref), w.warning.trim_end().to_owned()));
                     }
@@ -263,7 +263,7 @@ pub fn load(
 fn type_check(
     spec: &k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec,
     schemas: &dyn Schemas,
-    libraries: crate::cel::environment::Version,
+    versions: crate::cel::environment::Versions,
 ) -> Vec<typecheck::Warning> {
     let mut kinds: Vec<((String, String, String), Schema)> = Vec::new();
     for (g, v, r) in typecheck::resources(spec) {
@@ -286,7 +286,7 @@ fn type_check(
         .param_kind
         .as_ref()
         .and_then(|p| schemas.by_kind(p.api_version.as_deref()?, p.kind.as_deref()?));
-    typecheck::check(spec, &checked, params.as_ref(), libraries)
+    typecheck::check(spec, &checked, params.as_ref(), versions)
 }
 
 fn type_of(doc: &Json) -> (String, String) {

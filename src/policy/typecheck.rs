@@ -61,11 +61,11 @@ pub fn check(
     spec: &ValidatingAdmissionPolicySpec,
     kinds: &[Checked<'_>],
     params_schema: Option<&Schema>,
-    libraries: crate::cel::environment::Version,
+    versions: crate::cel::environment::Versions,
 ) -> Vec<Warning> {
     let has_params = spec.param_kind.is_some();
-    let env = super::expressions::environment(false, has_params, libraries);
-    let message_env = super::expressions::environment(true, has_params, libraries);
+    let env = super::expressions::environment(false, has_params, versions);
+    let message_env = super::expressions::environment(true, has_params, versions);
     let validations = spec.validations.as_deref().unwrap_or_default();
     let variables = spec.variables.as_deref().unwrap_or_default();
     // Per expression, the kinds' errors in order.

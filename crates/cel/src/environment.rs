@@ -11,6 +11,15 @@ use crate::registry::{Func, Since};
 /// The Kubernetes version an environment answers as (`1.<minor>`).
 pub type Version = Since;
 
+/// The libraries an expression may use, and the API server that prices and
+/// runs it: the same minor for a stored expression, one minor apart for
+/// one being written (compiled against the compatibility version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    pub libraries: Version,
+    pub api_server: Version,
+}
+
 /// The newest Kubernetes minor whose libraries this build carries.
 pub const LATEST: Version = 37;
 
@@ -172,6 +181,15 @@ impl Environment {
         Environment {
             homogeneous_literals: false,
             unknown_text_size: Some(12),
+            ..self
+        }
+    }
+
+    /// The same environment at `versions`.
+    pub const fn at_versions(self, versions: Versions) -> Environment {
+        Environment {
+            version: versions.libraries,
+            api_server: versions.api_server,
             ..self
         }
     }
