@@ -60,6 +60,9 @@ pub struct Environment {
     /// decides); 12 in upstream's library cost tests, which the exact-cost
     /// ports run as written ([`Environment::as_in_library_tests`]).
     pub unknown_text_size: Option<u32>,
+    /// MutatingAdmissionPolicy's libraries (JSONPatch): in none of
+    /// celhook's environments; upstream's library cost tests have them.
+    pub mutating: bool,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -113,6 +116,7 @@ impl Environment {
             api_server: LATEST,
             homogeneous_literals: true,
             unknown_text_size: None,
+            mutating: false,
             extensions: true,
         }
     }
@@ -144,6 +148,7 @@ impl Environment {
             api_server: LATEST,
             homogeneous_literals: true,
             unknown_text_size: None,
+            mutating: false,
             extensions: false,
         }
     }
@@ -175,12 +180,14 @@ impl Environment {
     }
 
     /// The same environment as upstream's library cost tests build it:
-    /// mixed literals allowed, strings and bytes of unknown size sized 12.
+    /// mixed literals allowed, strings and bytes of unknown size sized 12,
+    /// the JSONPatch library.
     /// No API server environment is so; only the exact-cost ports use it.
     pub const fn as_in_library_tests(self) -> Environment {
         Environment {
             homogeneous_literals: false,
             unknown_text_size: Some(12),
+            mutating: true,
             ..self
         }
     }
@@ -225,7 +232,11 @@ impl Environment {
     fn function(&self, name: &str) -> Option<Func> {
         // A function exists in a version when one of its overloads does.
         ALL.iter()
-            .find(|f| f.name == name && f.overload_ids().any(|(_, v)| v <= self.version))
+            .find(|f| {
+                f.name == name
+                    && (self.mutating || !f.mutating)
+                    && f.overload_ids().any(|(_, v)| v <= self.version)
+            })
             .map(|f| f.as_run_by(self.api_server))
     }
 }
@@ -253,6 +264,15 @@ mod tests {
             env.lookup("size", true, 1).is_none(),
             "size takes no argument as a member"
         );
+    }
+
+    #[test]
+    fn mutating_policy_functions_are_only_where_asked_for() {
+        let crd = Environment::crd_rule(false);
+        assert!(!crd.declares("jsonpatch.escapeKey"));
+        let library_tests = crd.as_in_library_tests();
+        assert!(library_tests.declares("jsonpatch.escapeKey"));
+        assert!(!library_tests.at(31).declares("jsonpatch.escapeKey"));
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Function {
     pub conversion: bool,
     /// How a call with no matching overload is reported at run time.
     pub wording: Wording,
+    /// A function of MutatingAdmissionPolicy expressions only (the
+    /// JSONPatch library): environments without `mutating` lack it.
+    pub mutating: bool,
 }
 
 /// A function whose argument `arg` (target first) is a regular expression.
@@ -134,6 +137,7 @@ impl Function {
         folds: false,
         conversion: false,
         wording: Wording::NameAndTypes,
+        mutating: false,
     };
 
     // The rows are built from a base row by these methods, one per
@@ -214,6 +218,14 @@ impl Function {
     /// The runtime charge.
     pub const fn costs(self, cost: fn(&[Value<'_>], &Value<'_>) -> u64) -> Function {
         Function { cost, ..self }
+    }
+
+    /// A function of MutatingAdmissionPolicy expressions only.
+    pub const fn for_mutating_policies(self) -> Function {
+        Function {
+            mutating: true,
+            ..self
+        }
     }
 
     /// From API server `1.<since>` on, `row` (this row charged otherwise)

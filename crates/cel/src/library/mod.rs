@@ -6,6 +6,7 @@
 pub mod conversions;
 pub mod core;
 pub mod format;
+pub mod jsonpatch;
 pub mod lists;
 pub mod network;
 pub mod optional;
@@ -157,4 +158,6 @@ pub static ALL: &[Func] = &[
     &format::BYTE,
     &format::DATE,
     &format::DATETIME,
+    // MutatingAdmissionPolicy expressions only.
+    &jsonpatch::ESCAPE_KEY,
 ];
