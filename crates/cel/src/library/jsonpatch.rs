@@ -20,15 +20,8 @@ pub static ESCAPE_KEY: Function = super::PARSER
     .estimates(|s| (shape_scaled(s, 0, 0.1), Shape::sized(shape_size(s, 0))));
 
 fn escape_key(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for c in key.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
-        }
-    }
-    out
+    // `~` first, so that the `~` of an escaped `/` stays as it is.
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
