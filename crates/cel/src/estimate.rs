@@ -27,12 +27,7 @@ pub(crate) fn estimate(ir: &Ir, schema: &Schema, slots: usize, env: &Environment
     let mut env = vec![Shape::unknown(); slots.max(2)];
     env[0] = Shape::of(schema);
     env[1] = Shape::of(schema);
-    // An object's or a scalar's node has no elements.
-    let root_size = match schema.ty {
-        Type::Object if !schema.is_map() => 0.0,
-        Type::Integer | Type::Number | Type::Boolean if !schema.int_or_string => 0.0,
-        _ => env[0].size,
-    };
+    let root_size = node_size(schema, env[0].size);
     walk(
         ir,
         &mut Cx {
@@ -425,15 +420,19 @@ fn equality_size(shape: &Shape<'_>, version: Version) -> f64 {
     if shape.pathless || shape.via_root {
         return shape.size;
     }
-    match shape.schema {
-        Some(s)
-            if matches!(s.ty, Type::Integer | Type::Number | Type::Boolean) && !s.int_or_string =>
-        {
-            0.0
-        }
-        // An object with properties (not a map) has no elements either.
-        Some(s) if s.ty == Type::Object && s.additional_properties.is_none() => 0.0,
-        _ => shape.size,
+    shape
+        .schema
+        .map_or(shape.size, |s| node_size(s, shape.size))
+}
+
+/// The size the Kubernetes size estimator gives a node of `s` whose values
+/// are at most `size` large: none for a number, a boolean or an object
+/// with properties (not a map).
+fn node_size(s: &Schema, size: f64) -> f64 {
+    match s.ty {
+        Type::Object if !s.is_map() => 0.0,
+        Type::Integer | Type::Number | Type::Boolean if !s.int_or_string => 0.0,
+        _ => size,
     }
 }
 
