@@ -63,6 +63,9 @@ pub struct Environment {
     /// MutatingAdmissionPolicy's libraries (JSONPatch): in none of
     /// celhook's environments; upstream's library cost tests have them.
     pub mutating: bool,
+    /// Libraries behind feature gates that are off by default in the
+    /// version (upstream's library tests enable them all).
+    pub gated_features: bool,
     /// celhook's additions to what Kubernetes enables (today `cel.bind`).
     pub extensions: bool,
 }
@@ -117,6 +120,7 @@ impl Environment {
             homogeneous_literals: true,
             unknown_text_size: None,
             mutating: false,
+            gated_features: false,
             extensions: true,
         }
     }
@@ -149,6 +153,7 @@ impl Environment {
             homogeneous_literals: true,
             unknown_text_size: None,
             mutating: false,
+            gated_features: false,
             extensions: false,
         }
     }
@@ -180,14 +185,17 @@ impl Environment {
     }
 
     /// The same environment as upstream's library cost tests build it:
-    /// mixed literals allowed, strings and bytes of unknown size sized 12,
-    /// the JSONPatch library.
+    /// one variable, `authorizer`, in place of `self`; mixed literals
+    /// allowed, strings and bytes of unknown size sized 12, the JSONPatch
+    /// library and the gated authorizer selectors.
     /// No API server environment is so; only the exact-cost ports use it.
     pub const fn as_in_library_tests(self) -> Environment {
         Environment {
+            variables: &["authorizer"],
             homogeneous_literals: false,
             unknown_text_size: Some(12),
             mutating: true,
+            gated_features: true,
             ..self
         }
     }
@@ -235,6 +243,7 @@ impl Environment {
             .find(|f| {
                 f.name == name
                     && (self.mutating || !f.mutating)
+                    && (self.gated_features || f.gated_until <= self.version)
                     && f.overload_ids().any(|(_, v)| v <= self.version)
             })
             .map(|f| f.as_run_by(self.api_server))

@@ -39,6 +39,7 @@ mod reads;
 
 pub use environment::{Environment, PER_EXPRESSION_COST_LIMIT};
 pub use estimate::{factor_text, max_cardinality};
+pub use library::authz::authorizer_value;
 /// Go's `%q`: the API server quotes values in its messages this way.
 pub use re2::compile as compile_go_regex;
 pub use text::{format_double, go_quote};

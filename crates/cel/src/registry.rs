@@ -91,6 +91,9 @@ pub struct Function {
     /// A function of MutatingAdmissionPolicy expressions only (the
     /// JSONPatch library): environments without `mutating` lack it.
     pub mutating: bool,
+    /// Before this minor the function is behind a feature gate that is
+    /// off by default: only environments with `gated_features` have it.
+    pub gated_until: Since,
 }
 
 /// A function whose argument `arg` (target first) is a regular expression.
@@ -138,6 +141,7 @@ impl Function {
         conversion: false,
         wording: Wording::NameAndTypes,
         mutating: false,
+        gated_until: 0,
     };
 
     // The rows are built from a base row by these methods, one per
@@ -224,6 +228,14 @@ impl Function {
     pub const fn for_mutating_policies(self) -> Function {
         Function {
             mutating: true,
+            ..self
+        }
+    }
+
+    /// Behind a feature gate, off by default until `1.<minor>`.
+    pub const fn gated_until(self, minor: Since) -> Function {
+        Function {
+            gated_until: minor,
             ..self
         }
     }

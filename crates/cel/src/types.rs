@@ -103,7 +103,12 @@ impl<'s> Ty<'s> {
             | TypeName::Cidr
             | TypeName::Url
             | TypeName::Semver
-            | TypeName::NamedFormat => Ty::Lib(t),
+            | TypeName::NamedFormat
+            | TypeName::Authorizer
+            | TypeName::PathCheck
+            | TypeName::GroupCheck
+            | TypeName::ResourceCheck
+            | TypeName::Decision => Ty::Lib(t),
             _ => Ty::Dyn,
         }
     }

@@ -12,6 +12,23 @@ use serde_json::{Map, Value as Json};
 
 use crate::cases::{case_area_is_probe, in_library_tests, str_field};
 
+/// The authorizer of upstream's library tests: every question allowed,
+/// with no reason and no error.
+#[derive(Debug)]
+struct AlwaysAllow;
+
+impl cel::value::k8s::authz::Authorizer for AlwaysAllow {
+    fn authorize(
+        &self,
+        _: &cel::value::k8s::authz::Attributes<'_>,
+    ) -> cel::value::k8s::authz::Decision {
+        cel::value::k8s::authz::Decision {
+            allowed: true,
+            ..Default::default()
+        }
+    }
+}
+
 pub fn openapi(v: &Json) -> Result<JSONSchemaProps, String> {
     serde_json::from_value(v.clone()).map_err(|e| format!("bad case: schema: {e}"))
 }
@@ -107,7 +124,14 @@ pub fn run_expression(case: &Map<String, Json>, version: KubeVersion) -> Result<
             .ok_or("bad case: `cost_limit` must be a number")?,
         None => cel::PER_EXPRESSION_COST_LIMIT,
     };
-    let (result, cost) = program.eval(Value::from_json(this, &schema), old_value, limit);
+    let (result, cost) = if in_library_tests(case) {
+        // Upstream's helper binds `authorizer` alone, with no user, to an
+        // authorizer that allows everything.
+        let authorizer = cel::authorizer_value(Rc::new(AlwaysAllow), None);
+        program.eval_variables([authorizer], limit)
+    } else {
+        program.eval(Value::from_json(this, &schema), old_value, limit)
+    };
 
     let mut diffs = Vec::new();
     match (

@@ -303,6 +303,8 @@ impl<'s> Compiler<'_, 's> {
             if !self.decls.env.hidden.contains(&name) {
                 let ty = match self.decls.variable_schemas.get(i) {
                     Some(Some(schema)) => Ty::of_schema(schema),
+                    // The API server types it, so its calls check.
+                    _ if name == "authorizer" => Ty::Lib(crate::value::TypeName::Authorizer),
                     _ => Ty::Dyn,
                 };
                 return Ok((Ir::Var(FIRST_VARIABLE_SLOT + i), ty));

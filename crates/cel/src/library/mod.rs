@@ -3,6 +3,7 @@
 //! Adding a function is adding its row to one of these files and to
 //! [`ALL`]; environments (`environment.rs`) choose among them.
 
+pub mod authz;
 pub mod conversions;
 pub mod core;
 pub mod format;
@@ -160,4 +161,19 @@ pub static ALL: &[Func] = &[
     &format::DATETIME,
     // MutatingAdmissionPolicy expressions only.
     &jsonpatch::ESCAPE_KEY,
+    // Reached only through an `authorizer` variable.
+    &authz::PATH,
+    &authz::GROUP,
+    &authz::SERVICE_ACCOUNT,
+    &authz::RESOURCE,
+    &authz::SUBRESOURCE,
+    &authz::NAMESPACE,
+    &authz::NAME,
+    &authz::FIELD_SELECTOR,
+    &authz::LABEL_SELECTOR,
+    &authz::CHECK,
+    &authz::ALLOWED,
+    &authz::REASON,
+    &authz::ERRORED,
+    &authz::ERROR,
 ];

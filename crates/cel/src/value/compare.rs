@@ -40,7 +40,7 @@ pub fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, EvalError> {
             (Some(x), Some(y)) => equals(x, y)?,
             _ => false,
         },
-        (Value::Lib(x), Value::Lib(y)) => x.equals(y),
+        (Value::Lib(x), Value::Lib(y)) => x.equals(y).ok_or_else(EvalError::no_overload)?,
         _ => match numeric_cmp(a, b) {
             Some(o) => o == Ordering::Equal,
             None => false,

@@ -126,6 +126,13 @@ pub enum TypeName {
     Semver,
     /// `kubernetes.NamedFormat` (format library).
     NamedFormat,
+    /// The authorizer library's types: the `authorizer` variable, the
+    /// questions it builds and their decisions.
+    Authorizer,
+    PathCheck,
+    GroupCheck,
+    ResourceCheck,
+    Decision,
 }
 
 impl TypeName {
@@ -152,6 +159,11 @@ impl TypeName {
             TypeName::Url => "kubernetes.URL",
             TypeName::Semver => "kubernetes.Semver",
             TypeName::NamedFormat => "kubernetes.NamedFormat",
+            TypeName::Authorizer => "kubernetes.authorization.Authorizer",
+            TypeName::PathCheck => "kubernetes.authorization.PathCheck",
+            TypeName::GroupCheck => "kubernetes.authorization.GroupCheck",
+            TypeName::ResourceCheck => "kubernetes.authorization.ResourceCheck",
+            TypeName::Decision => "kubernetes.authorization.Decision",
         }
     }
 }

@@ -203,6 +203,16 @@ fn max_len(errs: &mut Vec<String>, s: &str, max: usize, unit: &str) {
     }
 }
 
+/// apimachinery's `NameIsDNSLabel` (a namespace's name).
+pub(crate) fn is_dns_label_name(s: &str) -> bool {
+    s.len() <= 63 && is_dns1123_label(s)
+}
+
+/// apimachinery's `NameIsDNSSubdomain` (a service account's name).
+pub(crate) fn is_dns_subdomain_name(s: &str) -> bool {
+    s.len() <= 253 && is_dns1123_subdomain(s)
+}
+
 fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     max_len(&mut errs, s, 63, "characters");

@@ -25,12 +25,14 @@ macro_rules! eq_by_cmp {
     };
 }
 
+pub mod authz;
 pub mod format;
 pub mod net;
 pub mod quantity;
 pub mod semver;
 pub mod url;
 
+use authz::AuthzValue;
 use format::NamedFormat;
 use net::{Cidr, Ip};
 use quantity::Quantity;
@@ -47,6 +49,7 @@ pub enum LibValue {
     Url(GoUrl),
     Semver(Semver),
     Format(&'static NamedFormat),
+    Authz(AuthzValue),
 }
 
 impl LibValue {
@@ -59,6 +62,13 @@ impl LibValue {
             LibValue::Url(_) => TypeName::Url,
             LibValue::Semver(_) => TypeName::Semver,
             LibValue::Format(_) => TypeName::NamedFormat,
+            LibValue::Authz(a) => match a {
+                AuthzValue::Authorizer(_) => TypeName::Authorizer,
+                AuthzValue::Path(..) => TypeName::PathCheck,
+                AuthzValue::Group(..) => TypeName::GroupCheck,
+                AuthzValue::Resource(..) => TypeName::ResourceCheck,
+                AuthzValue::Decision(_) => TypeName::Decision,
+            },
         }
     }
 
@@ -72,13 +82,22 @@ impl LibValue {
             LibValue::Url(_) => "cel.URL",
             LibValue::Semver(_) => "cel.Semver",
             LibValue::Format(_) => "cel.Format",
+            LibValue::Authz(a) => match a {
+                AuthzValue::Authorizer(_) => "library.authorizerVal",
+                AuthzValue::Path(..) => "library.pathCheckVal",
+                AuthzValue::Group(..) => "library.groupCheckVal",
+                AuthzValue::Resource(..) => "library.resourceCheckVal",
+                AuthzValue::Decision(_) => "library.decisionVal",
+            },
         }
     }
 
     /// Equality as each library type defines it; values of different
-    /// library types are unequal.
-    pub fn equals(&self, other: &LibValue) -> bool {
-        match (self, other) {
+    /// library types are unequal. `None` for the authorizer library's
+    /// values, which cel-go cannot compare (no such overload).
+    pub fn equals(&self, other: &LibValue) -> Option<bool> {
+        Some(match (self, other) {
+            (LibValue::Authz(_), _) | (_, LibValue::Authz(_)) => return None,
             (LibValue::Quantity(a), LibValue::Quantity(b)) => a.cmp(b).is_eq(),
             (LibValue::Ip(a), LibValue::Ip(b)) => a == b,
             (LibValue::Cidr(a), LibValue::Cidr(b)) => a == b,
@@ -87,7 +106,7 @@ impl LibValue {
             (LibValue::Semver(a), LibValue::Semver(b)) => a.cmp(b).is_eq(),
             (LibValue::Format(a), LibValue::Format(b)) => a.name == b.name,
             _ => false,
-        }
+        })
     }
 
     /// The text `string(x)` and JSON output give (quantities, URLs and
@@ -100,6 +119,7 @@ impl LibValue {
             LibValue::Url(u) => u.to_string(),
             LibValue::Semver(v) => v.to_string(),
             LibValue::Format(f) => f.name.to_owned(),
+            LibValue::Authz(_) => self.type_name().name().to_owned(),
         }
     }
 }
@@ -114,6 +134,11 @@ pub fn type_by_name(name: &str) -> Option<TypeName> {
         "kubernetes.URL" => TypeName::Url,
         "kubernetes.Semver" => TypeName::Semver,
         "kubernetes.NamedFormat" => TypeName::NamedFormat,
+        "kubernetes.authorization.Authorizer" => TypeName::Authorizer,
+        "kubernetes.authorization.PathCheck" => TypeName::PathCheck,
+        "kubernetes.authorization.GroupCheck" => TypeName::GroupCheck,
+        "kubernetes.authorization.ResourceCheck" => TypeName::ResourceCheck,
+        "kubernetes.authorization.Decision" => TypeName::Decision,
         _ => return None,
     })
 }
