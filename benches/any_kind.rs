@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use celhook::config::{self, Catalog};
-use celhook::review::{decode_admission_with, encode_admission};
+use celhook::review::encode_admission;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
 
@@ -183,7 +183,8 @@ fn review(group: &str, object: Value) -> Vec<u8> {
 }
 
 fn hot_path(catalog: &Catalog, body: &[u8]) -> Vec<u8> {
-    let (version, req) = decode_admission_with(body, catalog.request_details()).expect("decodes");
+    let policy = celhook::admission::Policy::default();
+    let (version, req) = celhook::admission::decode(catalog, &policy, body).expect("decodes");
     let res = celhook::admission::answer(catalog, &req);
     encode_admission(version, &res).expect("encodes")
 }

@@ -10,10 +10,13 @@
 //! ```
 //!
 //! Arguments: the fixture directory under tests/fixtures/perf (`core`,
-//! `norules`, `k8slib`), `create` or `update`, and the iteration count.
+//! `norules`, `k8slib`), `create`, `update` or `update-applied` (the
+//! review file `review-<op>.json`), the iteration count, and `whole` to
+//! decode the objects whole rather than what the rules read.
 
 use std::path::Path;
 
+use celhook::admission::Policy;
 use celhook::config::{self, ConfigSource};
 use celhook::review::{decode_admission_with, encode_admission};
 
@@ -30,6 +33,7 @@ fn main() -> Result<(), String> {
         .map(|s| s.parse().map_err(|e| format!("iterations {s:?}: {e}")))
         .transpose()?
         .unwrap_or(1000);
+    let whole = args.next().as_deref() == Some("whole");
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
     let loaded = config::load(&ConfigSource::Dir(fixtures.join(&dir)));
     if loaded.report.has_errors() {
@@ -44,11 +48,14 @@ fn main() -> Result<(), String> {
     let mut allowed = 0u64;
     for _ in 0..n {
         // As the server decodes: the fields only policies read when the
-        // config has some.
-        let (version, req) = decode_admission_with(
-            std::hint::black_box(&body),
-            loaded.catalog.request_details(),
-        )
+        // config has some, of the objects what the rules read (`whole`:
+        // the objects whole, as before the decoding was planned).
+        let body = std::hint::black_box(&body);
+        let (version, req) = if whole {
+            decode_admission_with(body, loaded.catalog.request_details())
+        } else {
+            celhook::admission::decode(&loaded.catalog, &Policy::default(), body)
+        }
         .map_err(|e| e.to_string())?;
         let res = celhook::admission::answer(&loaded.catalog, &req);
         allowed += u64::from(res.allowed);

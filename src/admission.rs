@@ -11,9 +11,12 @@ use serde_json::Value as Json;
 use crate::config::{Catalog, Target};
 use crate::metrics::RuleObservation;
 use crate::policy;
-use crate::review::{AdmissionRequest, AdmissionResponse, Operation};
-use crate::rules::{self, Requester};
-use crate::validation::invalid_status;
+use crate::review::{
+    AdmissionRequest, AdmissionResponse, GroupVersionKind, Keep, ObjectReads, Operation,
+    ReviewError, ReviewVersion, RootFields,
+};
+use crate::rules::{self, Requester, RuleSet};
+use crate::validation::{invalid_status, Node};
 
 /// What to do with an object of a group and kind the config knows (a CRD,
 /// or the target of a rules document) in a version it has no schema of:
@@ -102,6 +105,92 @@ pub const OFFLINE: Policy = Policy {
     scope: Scope::All,
     check_schema: true,
 };
+
+/// Decodes an AdmissionReview body as `review` under `policy` will read
+/// it: the fields only policies read when the config has some, and of the
+/// objects what [`Reads`] plans.
+pub fn decode(
+    catalog: &Catalog,
+    policy: &Policy,
+    body: &[u8],
+) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
+    let reads = Reads { catalog, policy };
+    crate::review::decode_admission_planned(body, catalog.request_details(), &reads)
+}
+
+/// What [`review`] will read of the objects of a request, so that
+/// decoding builds only that (`review::decode_admission_planned`): the
+/// top-level fields the CRD's and rules documents' rules sit under, and
+/// `metadata.name`. Whole objects for what reads more: policies, the
+/// schema check, a rule on the root, a matchCondition or object selector
+/// of a rules document.
+pub struct Reads<'c> {
+    pub catalog: &'c Catalog,
+    pub policy: &'c Policy,
+}
+
+/// The top-level fields the rules of one kind read.
+pub struct RootReads<'c> {
+    crd: Option<&'c Node>,
+    rules: &'c [Arc<RuleSet>],
+}
+
+impl RootFields for RootReads<'_> {
+    fn keep(&self, field: &str) -> Keep {
+        let read = |node: &Node| node.properties.iter().any(|(name, _)| name == field);
+        if self.crd.is_some_and(read) || self.rules.iter().any(|s| read(&s.validator.root)) {
+            Keep::Whole
+        } else if field == "metadata" {
+            Keep::Name
+        } else {
+            Keep::Skip
+        }
+    }
+}
+
+impl ObjectReads for Reads<'_> {
+    type Plan<'r>
+        = RootReads<'r>
+    where
+        Self: 'r;
+
+    fn plan(&self, gvk: &GroupVersionKind) -> Option<RootReads<'_>> {
+        if self.policy.scope != Scope::Rules && !self.catalog.policies().is_empty() {
+            return None;
+        }
+        let nothing = RootReads {
+            crd: None,
+            rules: &[],
+        };
+        if self.policy.scope == Scope::Policies {
+            return Some(nothing);
+        }
+        let target = self.catalog.target(&gvk.group, &gvk.version, &gvk.kind);
+        if target.unknown_version {
+            return Some(nothing);
+        }
+        // A node with rules is read whole, whatever they look at.
+        let reads_root = |node: &Node| !node.rules.is_empty() || node.element.is_some();
+        if let Some(crd) = target.crd {
+            let checked = self.policy.check_schema && crd.validator.schema_check.is_some();
+            if checked || reads_root(&crd.validator.root) {
+                return None;
+            }
+        }
+        let whole = |set: &Arc<RuleSet>| {
+            !set.info.match_conditions.is_empty()
+                || set.info.exempt.reads_object()
+                || reads_root(&set.validator.root)
+        };
+        if target.rules.iter().any(whole) {
+            return None;
+        }
+        Some(RootReads {
+            crd: target.crd.map(|c| &c.validator.root),
+            rules: target.rules,
+        })
+    }
+}
 
 /// Answers one admission request. Never panics; runtime errors of rules
 /// become denials.
@@ -288,3 +377,6 @@ fn audit_value(audit: &[(Arc<rules::Info>, String)]) -> String {
         .collect();
     Json::Array(entries).to_string()
 }
+
+#[cfg(test)]
+mod tests;

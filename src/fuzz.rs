@@ -98,6 +98,22 @@ pub fn admission_review(data: &[u8]) {
             return;
         };
         let res = crate::admission::answer(catalog(), &req);
+        // Decoding only what the rules read answers the same.
+        for policy in [
+            crate::admission::Policy::default(),
+            crate::admission::OFFLINE,
+        ] {
+            let reads = crate::admission::Reads {
+                catalog: catalog(),
+                policy: &policy,
+            };
+            let (_, planned) =
+                review::decode_admission_planned(data, review::Details::Decode, &reads)
+                    .expect("what decodes whole decodes in part");
+            let whole = crate::admission::review(catalog(), &req, &policy).response;
+            let part = crate::admission::review(catalog(), &planned, &policy).response;
+            assert_eq!(whole, part, "the answer from the planned decoding");
+        }
         assert_eq!(res.uid, req.uid, "the answer echoes the uid");
         // The whole-schema check (`eval`, `serve --check-schema`) on the
         // same input: it must not panic either, and answers the same uid.

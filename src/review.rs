@@ -12,11 +12,14 @@ use serde_json::value::RawValue;
 
 mod conversion;
 mod error;
+mod partial;
+mod request;
 pub use conversion::{
     decode_conversion, encode_conversion, ConversionRequest, ConversionReviewVersion,
     SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1, CONVERSION_V1BETA1,
 };
 pub use error::{Review, ReviewError};
+pub use partial::{Keep, ObjectReads, RootFields, Whole};
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,43 +192,6 @@ impl<R> WireReview<R> {
     }
 }
 
-/// The fields only policies read stay raw (`Raw` is a `&RawValue`
-/// borrowed from the body: no allocation) and are parsed only when the
-/// config has policies: see [`Details`]. A type parameter rather than a
-/// lifetime, so that serde borrows them with no `#[serde(borrow)]` on
-/// each field.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireRequest<Raw> {
-    uid: Option<String>,
-    kind: Option<GroupVersionKind>,
-    name: Option<String>,
-    namespace: Option<String>,
-    operation: Option<String>,
-    user_info: Option<WireUser<Raw>>,
-    // A JSON null lands here as None, like an absent field.
-    object: Option<serde_json::Value>,
-    old_object: Option<serde_json::Value>,
-    dry_run: Option<bool>,
-    resource: Option<Raw>,
-    sub_resource: Option<Raw>,
-    request_kind: Option<Raw>,
-    request_resource: Option<Raw>,
-    request_sub_resource: Option<Raw>,
-    options: Option<Raw>,
-}
-
-/// Of `userInfo`, the name and groups are read (for the denial log and
-/// exemptions); uid and extra for the `request` of policies.
-#[derive(Deserialize)]
-struct WireUser<Raw> {
-    username: Option<String>,
-    #[serde(default)]
-    groups: Vec<String>,
-    uid: Option<Raw>,
-    extra: Option<Raw>,
-}
-
 /// Whether to decode the fields only ValidatingAdmissionPolicies read
 /// (`RequestDetails`): a config without policies skips them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,15 +225,34 @@ pub fn decode_admission_with(
     body: &[u8],
     details: Details,
 ) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
+    decode_admission_planned(body, details, &Whole)
+}
+
+/// [`decode_admission_with`], building of `object` and `oldObject` only
+/// the top-level fields `reads` plans for the request's kind.
+pub fn decode_admission_planned<P: ObjectReads>(
+    body: &[u8],
+    details: Details,
+    reads: &P,
+) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
+    use serde::de::DeserializeSeed;
+
     let review = Review::Admission;
     review.expect_object(body)?;
 
     // Validating the whole body as UTF-8 once is cheaper than serde_json's
     // check of each string (about 2% of the hot path); a body that is not
     // UTF-8 goes through from_slice, whose error names the position.
-    let wire: WireReview<WireRequest<&RawValue>> = match std::str::from_utf8(body) {
-        Ok(text) => serde_json::from_str(text),
-        Err(_) => serde_json::from_slice(body),
+    let seed = request::ReviewSeed(reads);
+    let wire = match std::str::from_utf8(body) {
+        Ok(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            seed.deserialize(&mut de).and_then(|w| de.end().map(|()| w))
+        }
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(body);
+            seed.deserialize(&mut de).and_then(|w| de.end().map(|()| w))
+        }
     }
     .map_err(|e| ReviewError::from_json(review, e))?;
 

@@ -105,6 +105,11 @@ impl Exemptions {
     }
 
     /// True when the request is exempt from the document.
+    /// True when deciding reads the object (its labels).
+    pub fn reads_object(&self) -> bool {
+        self.selector.is_some()
+    }
+
     pub fn exempts(&self, r: &Requester<'_>) -> bool {
         if self.is_empty() {
             return false;

@@ -328,15 +328,15 @@ fn answer_admission(
         tracing::debug!(body = %String::from_utf8_lossy(body), "admission request body");
     }
     let catalog = state.catalog.load();
-    let (version, req) = review::decode_admission_with(body, catalog.request_details())?;
-
-    let span = tracing::Span::current();
-    record_request(&span, &req);
-
     let policy = admission::Policy {
         scope,
         ..state.policy
     };
+    let (version, req) = admission::decode(&catalog, &policy, body)?;
+
+    let span = tracing::Span::current();
+    record_request(&span, &req);
+
     let verdict = admission::review(&catalog, &req, &policy);
     let res = &verdict.response;
     // Only CRDs and kinds the config serves become label values: the set
