@@ -268,6 +268,26 @@ fn rejects_duplicate_fields() {
 }
 
 #[test]
+fn rejects_duplicate_request_fields_even_after_a_null() {
+    for (field, first, second) in [
+        ("uid", "null", "\"u\""),
+        ("object", "{}", "{}"),
+        ("oldObject", "null", "{}"),
+    ] {
+        let body = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","kind":{{"version":"v1","kind":"X"}},"operation":"CREATE","{field}":{first},"{field}":{second}}}}}"#
+        );
+        let body = body.replacen("\"uid\":\"u\",", "", usize::from(field == "uid"));
+        let err = decode_err(body.as_bytes());
+        assert!(
+            err.to_string()
+                .contains(&format!("duplicate field `{field}`")),
+            "{field}: {err}"
+        );
+    }
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let depth = 10_000;
     let mut body = String::from(
