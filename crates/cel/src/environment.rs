@@ -243,7 +243,7 @@ impl Environment {
             .find(|f| {
                 f.name == name
                     && (self.mutating || !f.mutating)
-                    && (self.gated_features || f.gated_until <= self.version)
+                    && (self.gated_features || f.gated_until <= self.api_server)
                     && f.overload_ids().any(|(_, v)| v <= self.version)
             })
             .map(|f| f.as_run_by(self.api_server))
