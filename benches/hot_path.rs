@@ -224,8 +224,8 @@ fn target1(c: &mut Criterion) {
 fn per_rule(c: &mut Criterion) {
     let create = read_json("review-create.json");
     let update = read_json("review-update.json");
-    let object = &create["request"]["object"];
-    let old = &update["request"]["oldObject"];
+    let object = &celhook_json::Value::from(&create["request"]["object"]);
+    let old = &celhook_json::Value::from(&update["request"]["oldObject"]);
     let mut g = c.benchmark_group("rule");
     for dir in ["core", "k8slib"] {
         let crd = read_crd(dir);

@@ -77,7 +77,9 @@ def circles(edges):
 
 
 def main():
-    roots = sys.argv[1:] or ["src", "crates/cel/src", "crates/schema/src", "loadtest/src"]
+    roots = sys.argv[1:] or [
+        "src", "crates/cel/src", "crates/json/src", "crates/schema/src", "loadtest/src",
+    ]
     failed = False
     for src in roots:
         edges = graph(src)

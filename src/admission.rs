@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use crate::config::{Catalog, Target};
 use crate::metrics::RuleObservation;
@@ -369,7 +369,7 @@ fn audit_value(audit: &[(Arc<rules::Info>, String)]) -> String {
     let entries: Vec<Json> = audit
         .iter()
         .map(|(info, failure)| {
-            serde_json::json!({
+            celhook_json::json!({
                 "document": info.name,
                 "failure": failure,
             })

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use crate::cel::{self, Program};
 use crate::cli::OutputFormat;
@@ -237,7 +237,7 @@ pub fn answer_objects(
                             .unwrap_or_default();
                     let mut review: Json = serde_json::from_slice(&bytes).unwrap_or_default();
                     if several {
-                        review["object"] = Json::String(label.clone());
+                        review["object"] = Json::from(label.as_str());
                     }
                     review
                 })
@@ -391,7 +391,7 @@ mod tests {
 
     #[test]
     fn expressions_evaluate_over_a_dynamic_self() {
-        let this = serde_json::json!({"a": [1, 2, 3]});
+        let this = celhook_json::json!({"a": [1, 2, 3]});
         assert_eq!(
             eval_expr(
                 "self.a.map(x, x * 2)",
@@ -400,7 +400,7 @@ mod tests {
                 KubeVersion::default()
             )
             .unwrap(),
-            Ok(serde_json::json!([2, 4, 6]))
+            Ok(celhook_json::json!([2, 4, 6]))
         );
         assert_eq!(
             eval_expr("self.b", Some(&this), None, KubeVersion::default()).unwrap(),
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn old_self_is_declared_only_with_an_old_value() {
-        let (this, old) = (serde_json::json!({"n": 3}), serde_json::json!({"n": 2}));
+        let (this, old) = (celhook_json::json!({"n": 3}), celhook_json::json!({"n": 2}));
         assert_eq!(
             eval_expr(
                 "self.n - oldSelf.n",
@@ -423,7 +423,7 @@ mod tests {
                 KubeVersion::default()
             )
             .unwrap(),
-            Ok(serde_json::json!(1))
+            Ok(celhook_json::json!(1))
         );
         match eval_expr(
             "self.n - oldSelf.n",
@@ -449,7 +449,7 @@ mod tests {
         let one = read_objects(&write("one.yaml", "---\na: 1\n")).unwrap();
         assert_eq!(
             one.objects,
-            [("document 0".to_owned(), serde_json::json!({"a": 1}))]
+            [("document 0".to_owned(), celhook_json::json!({"a": 1}))]
         );
         assert!(!one.several);
         let docs = read_objects(&write("two.yaml", "a: 1\n---\n---\nb: 2\n")).unwrap();

@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use arbitrary::{Result as ArbResult, Unstructured};
-use serde_json::{Map, Value as Json};
+use celhook_json::{Map, Value as Json};
 
 use crate::cel::{self, Environment, ErrorKind, Program, Value};
 use crate::config::{self, Catalog};
@@ -380,8 +380,8 @@ fn conversion_round_trips(u: &mut Unstructured<'_>) -> ArbResult<()> {
         let Json::Object(fields) = &mut object else {
             return Ok(());
         };
-        fields.insert("apiVersion".into(), format!("{group}/{version}").into());
-        fields.insert("kind".into(), kind.into());
+        fields.insert("apiVersion", format!("{group}/{version}").into());
+        fields.insert("kind", kind.into());
         let metadata = fields
             .entry("metadata")
             .or_insert_with(|| Json::Object(Map::new()));

@@ -67,9 +67,9 @@ pub struct RequestDetails {
     pub request_sub_resource: Option<String>,
     /// `request.userInfo.uid` and `extra`.
     pub user_uid: String,
-    pub user_extra: Option<serde_json::Value>,
+    pub user_extra: Option<celhook_json::Value>,
     /// `request.options` (CreateOptions, UpdateOptions, DeleteOptions).
-    pub options: Option<serde_json::Value>,
+    pub options: Option<celhook_json::Value>,
 }
 
 /// The admission operation.
@@ -97,9 +97,9 @@ pub struct AdmissionRequest {
     /// `request.userInfo.groups`: for the exemptions of rules documents.
     pub groups: Vec<String>,
     /// `request.object`; `None` when absent or JSON null.
-    pub object: Option<serde_json::Value>,
+    pub object: Option<celhook_json::Value>,
     /// `request.oldObject`; `None` when absent or JSON null.
-    pub old_object: Option<serde_json::Value>,
+    pub old_object: Option<celhook_json::Value>,
     pub dry_run: bool,
     pub details: RequestDetails,
 }
@@ -312,8 +312,11 @@ pub fn decode_admission_planned<P: ObjectReads>(
     ))
 }
 
-fn check_object(field: &'static str, value: Option<&serde_json::Value>) -> Result<(), ReviewError> {
-    use serde_json::Value;
+fn check_object(
+    field: &'static str,
+    value: Option<&celhook_json::Value>,
+) -> Result<(), ReviewError> {
+    use celhook_json::Value;
     let found = match value {
         None | Some(Value::Object(_)) => return Ok(()),
         Some(Value::Null) => "null",

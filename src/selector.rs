@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use celhook_json::Value as Json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use serde::Deserialize;
-use serde_json::Value as Json;
 
 use crate::field_error::invalid;
 
@@ -325,10 +325,10 @@ fn label_value_problems(value: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use celhook_json::json;
 
     fn wire(v: Json) -> LabelSelector {
-        serde_json::from_value(v).expect("selector")
+        celhook_json::from_value(v).expect("selector")
     }
 
     #[test]
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn the_api_type_compiles_the_same() {
-        let k8s: meta::LabelSelector = serde_json::from_value(json!({
+        let k8s: meta::LabelSelector = celhook_json::from_value(json!({
             "matchLabels": {"app": "web"},
             "matchExpressions": [{"key": "example.com/tier", "operator": "NotIn", "values": ["db"]}]
         }))
@@ -465,7 +465,7 @@ mod tests {
         assert!(s.matches(Some(&json!({"app": "web"}))));
         assert!(!s.matches(Some(&json!({"app": "web", "example.com/tier": "db"}))));
         let bad: meta::LabelSelector =
-            serde_json::from_value(json!({"matchExpressions": [{"key": "k", "operator": "In"}]}))
+            celhook_json::from_value(json!({"matchExpressions": [{"key": "k", "operator": "In"}]}))
                 .expect("k8s selector");
         let found = Selector::from_k8s(&bad).expect_err("refused");
         assert_eq!(found[0].0, "matchExpressions[0].values");

@@ -1,6 +1,6 @@
 //! Decoding only what the rules read (`Reads`) answers as decoding whole.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::*;
 use crate::config::{self, ConfigSource};

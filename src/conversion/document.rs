@@ -24,8 +24,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use celhook_json::Value as Json;
 use serde::Deserialize;
-use serde_json::Value as Json;
 
 use super::{guard, Assignment, Conversion, VersionPlan};
 use crate::cel::{Environment, Program};
@@ -73,7 +73,7 @@ struct Document {
     kind: String,
     #[serde(default)]
     #[allow(dead_code)]
-    metadata: Option<Json>,
+    metadata: Option<serde_json::Value>,
     spec: Spec,
 }
 
@@ -120,14 +120,14 @@ pub struct Compiled {
 }
 
 /// The CRD a document names (`spec.crd`), if the document has one.
-pub fn crd_name(doc: &Json) -> Option<&str> {
-    doc.pointer("/spec/crd").and_then(Json::as_str)
+pub fn crd_name(doc: &serde_json::Value) -> Option<&str> {
+    doc.pointer("/spec/crd").and_then(serde_json::Value::as_str)
 }
 
 /// Parses and compiles a conversion document for the CRD `crd` with the
 /// given versions (name, schema, in the CRD's order). Reports every problem.
 pub fn compile(
-    doc: Json,
+    doc: serde_json::Value,
     crd: CrdInfo<'_>,
     versions: &[(String, Schema)],
     libraries: crate::cel::environment::Version,

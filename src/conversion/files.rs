@@ -8,7 +8,7 @@
 
 mod ordered;
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 use serde_norway::Value as Yaml;
 
 use super::guard;

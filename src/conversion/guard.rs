@@ -8,7 +8,7 @@
 //! instead lets the message name the object and the field.
 
 use crate::selector;
-use serde_json::{Map, Value as Json};
+use celhook_json::{Map, Value as Json};
 
 /// The API server's limit on the total size of an object's annotations
 /// (keys plus values), in bytes.
@@ -163,7 +163,7 @@ pub fn check(
     // Everything else but labels and annotations is copied back by the API
     // server; a difference means the conversion lost or invented metadata.
     // Each key once: a key of both is compared (deeply) on the first pass.
-    let dropped = old_meta.keys().filter(|k| !meta.contains_key(*k));
+    let dropped = old_meta.keys().filter(|k| !meta.contains_key(k));
     for key in meta.keys().chain(dropped) {
         if matches!(key.as_str(), "labels" | "annotations") {
             continue;
@@ -259,7 +259,7 @@ fn validate_annotations(annotations: Option<&Json>) -> Result<(), (String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use celhook_json::json;
 
     const DESIRED: &str = "example.com/v1";
 

@@ -5,7 +5,7 @@
 //! whatever a round trip would lose in the [`stash`], and checking every
 //! answer with the API server's rules ([`guard`]) before it is returned.
 //!
-//! Pure functions over `serde_json::Value`: no IO.
+//! Pure functions over `celhook_json::Value`: no IO.
 
 pub mod coverage;
 pub mod document;
@@ -16,7 +16,7 @@ pub mod stash;
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json};
+use celhook_json::{Map, Value as Json};
 
 use crate::cel::{self, Program, Value};
 use crate::schema::{Schema, Type};
@@ -250,7 +250,7 @@ impl Conversion {
                 "the object is not a JSON object".into(),
             ));
         };
-        map.insert("apiVersion".into(), Json::String(self.api_version(to)));
+        map.insert("apiVersion", Json::from(self.api_version(to)));
         for (a, value) in assignments.iter().zip(values) {
             place(&mut out, &a.path, value).map_err(|reason| ObjectError::Expression {
                 at: a.at.clone(),

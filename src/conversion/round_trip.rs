@@ -7,7 +7,7 @@
 //! version never see it: a loss in practice, unless the conversion
 //! document acknowledges the field in `spec.lossy`).
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use super::files::{read_documents, FileFormat};
 use super::{guard, split_api_version, stash, Conversion, Conversions};

@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use celhook_json::{Map, Value as Json};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value as Json};
 
 /// The annotation holding the stash.
 pub const ANNOTATION: &str = "celhook.dev/conversion-stash";
@@ -77,7 +77,7 @@ pub fn put(object: &mut Json, stash: &Stash) -> Result<(), String> {
         .or_insert_with(|| Json::Object(Map::new()));
     match annotations.as_object_mut() {
         Some(map) => {
-            map.insert(ANNOTATION.to_owned(), Json::String(text));
+            map.insert(ANNOTATION, Json::from(text));
             Ok(())
         }
         None => Err("metadata.annotations is not an object".into()),
@@ -103,7 +103,8 @@ fn diff_into(
 ) {
     match (a, b) {
         (Some(Json::Object(a)), Some(Json::Object(b))) => {
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            let keys: std::collections::BTreeSet<&str> =
+                a.keys().chain(b.keys()).map(|k| k.as_str()).collect();
             for key in keys {
                 if root && key == "metadata" {
                     // Of metadata a conversion may change only labels and
@@ -113,7 +114,7 @@ fn diff_into(
                             a.get(key).and_then(|m| m.get(sub)),
                             b.get(key).and_then(|m| m.get(sub)),
                         );
-                        path.push(key.clone());
+                        path.push(key.to_owned());
                         path.push(sub.to_owned());
                         diff_into(sa, sb, path, out, false);
                         path.truncate(path.len() - 2);
@@ -128,7 +129,7 @@ fn diff_into(
                     // Our own annotation is never part of the difference.
                     continue;
                 }
-                path.push(key.clone());
+                path.push(key.to_owned());
                 diff_into(a.get(key), b.get(key), path, out, false);
                 path.pop();
             }
@@ -169,7 +170,7 @@ pub fn restore(object: &mut Json, entries: &[Entry]) {
 
 /// The object at `parents`, created where missing; `None` when a non-object
 /// is in the way.
-fn parent_mut<'a>(object: &'a mut Json, parents: &[String]) -> Option<&'a mut Map<String, Json>> {
+fn parent_mut<'a>(object: &'a mut Json, parents: &[String]) -> Option<&'a mut Map> {
     let mut node = object;
     for key in parents {
         node = node
@@ -187,7 +188,7 @@ fn get<'a>(object: &'a Json, path: &[String]) -> Option<&'a Json> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use celhook_json::json;
 
     #[test]
     fn diff_finds_the_deepest_differing_keys_and_skips_metadata() {

@@ -1,6 +1,6 @@
 //! Engine tests over the embedded examples.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::*;
 use crate::config::{self, Catalog, ConfigSource};

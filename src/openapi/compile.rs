@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use celhook_json::Value as Json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
 use regex::Regex;
-use serde_json::Value as Json;
 
 use super::formats::Format;
 use crate::kube_version::KubeVersion;
@@ -177,7 +177,7 @@ pub(super) fn compile(p: &JSONSchemaProps, path: &str, v: KubeVersion) -> Result
         range,
         nullable: p.nullable == Some(true),
         has_default: p.default.is_some(),
-        enumeration: p.enum_.iter().flatten().map(|j| j.0.clone()).collect(),
+        enumeration: p.enum_.iter().flatten().map(|j| Json::from(&j.0)).collect(),
         pattern,
         minimum: bound(p.minimum, p.exclusive_minimum),
         maximum: bound(p.maximum, p.exclusive_maximum),

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use super::compile::{ListType, Node};
 use super::render_for;
@@ -46,7 +46,7 @@ fn each<'a>(
             }
             if let Some(values) = &node.additional {
                 for (key, v) in fields {
-                    if !node.properties.contains_key(key) {
+                    if !node.properties.contains_key(key.as_str()) {
                         each(values, &format!("{path}[{key}]"), v, at);
                     }
                 }
@@ -192,7 +192,7 @@ pub(super) fn identity(v: &Json) -> String {
 
 /// The key fields of a list-map item present in it, as an object.
 pub(super) fn map_key(item: &Json, keys: &[String]) -> Json {
-    let mut key = serde_json::Map::new();
+    let mut key = celhook_json::Map::new();
     for k in keys {
         if let Some(x) = item.get(k) {
             key.insert(k.clone(), x.clone());

@@ -18,8 +18,8 @@ mod formats;
 mod lists;
 mod walk;
 
+use celhook_json::Value as Json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
-use serde_json::Value as Json;
 
 use crate::field_error::{BadValue, ErrorType, FieldError};
 use crate::kube_version::KubeVersion;

@@ -2,7 +2,7 @@
 //! unless a test names another), from the cases of apiextensions' and
 //! kube-openapi's validation tests.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::*;
 
@@ -16,7 +16,7 @@ fn check_update(schema: Json, object: Json, old: Option<Json>) -> Vec<String> {
 
 fn check_at(version: &str, schema: Json, object: Json, old: Option<Json>) -> Vec<String> {
     let version: KubeVersion = version.parse().expect("version");
-    let props: JSONSchemaProps = serde_json::from_value(schema).expect("schema");
+    let props: JSONSchemaProps = celhook_json::from_value(schema).expect("schema");
     let c = SchemaCheck::compile(&props, version).expect("compiles");
     c.check(&object, old.as_ref())
         .errors
@@ -206,7 +206,7 @@ fn unknown_fields_are_listed_apart_and_preserved_ones_are_not() {
         "known": {"type": "string"},
         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
     }));
-    let props: JSONSchemaProps = serde_json::from_value(s).expect("schema");
+    let props: JSONSchemaProps = celhook_json::from_value(s).expect("schema");
     let found = SchemaCheck::compile(&props, KubeVersion::NEWEST).expect("compiles").check(
         &json!({"apiVersion": "x/v1", "kind": "K", "metadata": {}, "spec": {"known": "a", "extra": 1, "free": {"any": 1}}, "status": {}}),
         None,
@@ -265,7 +265,7 @@ fn metadata_is_not_the_schema_s_and_defaults_fill_required_fields() {
     }));
     s["properties"]["metadata"] = json!({"type": "object"});
     s["properties"]["spec"]["required"] = json!(["tag"]);
-    let props: JSONSchemaProps = serde_json::from_value(s).expect("schema");
+    let props: JSONSchemaProps = celhook_json::from_value(s).expect("schema");
     let found = SchemaCheck::compile(&props, KubeVersion::NEWEST).expect("compiles").check(
         &json!({"metadata": {"name": "x", "labels": {"a": "b"}}, "spec": {"tag": null, "mode": null}}),
         None,

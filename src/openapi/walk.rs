@@ -10,7 +10,7 @@
 //! are dropped (ratcheting): properties and map values correlate by key,
 //! list items only in `x-kubernetes-list-type: map` lists, by their keys.
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use std::collections::HashMap;
 
@@ -445,8 +445,8 @@ impl Walk {
         &mut self,
         node: &Node,
         path: &str,
-        fields: &serde_json::Map<String, Json>,
-        old: Option<&serde_json::Map<String, Json>>,
+        fields: &celhook_json::Map,
+        old: Option<&celhook_json::Map>,
     ) {
         self.count_checks(
             path,
@@ -466,7 +466,7 @@ impl Walk {
         }
         if let Some(values) = &node.additional {
             for (key, v) in fields {
-                if node.properties.contains_key(key) || skipped_null(values, v) {
+                if node.properties.contains_key(key.as_str()) || skipped_null(values, v) {
                     continue;
                 }
                 let old_v = old.and_then(|o| o.get(key));
@@ -513,7 +513,7 @@ impl Walk {
                     && matches!(k, "apiVersion" | "kind" | "metadata")
             };
             for key in fields.keys() {
-                if !node.properties.contains_key(key) && !root_meta(key) {
+                if !node.properties.contains_key(key.as_str()) && !root_meta(key) {
                     self.unknown.push(child(path, key));
                 }
             }

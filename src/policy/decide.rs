@@ -7,9 +7,9 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use celhook_json::Value as Json;
 use kube_core::response::{Status, StatusCause, StatusDetails, StatusSummary};
 use serde::Serialize;
-use serde_json::Value as Json;
 
 use super::compile::{Action, Binding, FailurePolicy, Policy};
 use super::matching::{self, Gvr};
@@ -253,10 +253,10 @@ fn matched_kind(
 /// `base` with `request.resource` and `request.kind` replaced, when they
 /// differ from what it holds.
 fn patched(base: &Json, resource: &Gvr<'_>, kind: &GroupVersionKind) -> Option<Json> {
-    let resource = serde_json::json!({
+    let resource = celhook_json::json!({
         "group": resource.group, "version": resource.version, "resource": resource.resource,
     });
-    let kind = serde_json::to_value(kind).unwrap_or(Json::Null);
+    let kind = celhook_json::to_value(kind).unwrap_or(Json::Null);
     if base.get("resource") == Some(&resource) && base.get("kind") == Some(&kind) {
         return None;
     }
@@ -397,8 +397,8 @@ fn denial(req: &AdmissionRequest, view: &matching::Request<'_>, d: Denied) -> St
 /// AdmissionRequest's fields.
 pub fn request_json(req: &AdmissionRequest) -> Json {
     let d = &req.details;
-    let resource = serde_json::to_value(&d.resource).unwrap_or(Json::Null);
-    let mut user = serde_json::json!({
+    let resource = celhook_json::to_value(&d.resource).unwrap_or(Json::Null);
+    let mut user = celhook_json::json!({
         "username": req.user,
         "uid": d.user_uid,
         "groups": req.groups,
@@ -407,12 +407,12 @@ pub fn request_json(req: &AdmissionRequest) -> Json {
         user["extra"] = extra.clone();
     }
     // No uid: the API server builds this request for CEL without one.
-    let mut out = serde_json::json!({
+    let mut out = celhook_json::json!({
         "uid": "",
         "kind": req.kind,
         "resource": resource,
         "requestKind": d.request_kind.as_ref().unwrap_or(&req.kind),
-        "requestResource": d.request_resource.as_ref().map_or(resource.clone(), |r| serde_json::to_value(r).unwrap_or(Json::Null)),
+        "requestResource": d.request_resource.as_ref().map_or(resource.clone(), |r| celhook_json::to_value(r).unwrap_or(Json::Null)),
         "name": req.name,
         "namespace": req.namespace.as_deref().unwrap_or(""),
         "operation": req.operation.as_str(),

@@ -229,7 +229,7 @@ pub fn load(
     for (_, _, ns) in &sources.namespaces {
         if let Some(name) = ns.pointer("/metadata/name").and_then(Json::as_str) {
             set.namespaces
-                .insert(name.to_owned(), super::Namespace::from_manifest(ns));
+                .insert(name.to_owned(), super::Namespace::from_manifest(&ns.into()));
         }
     }
     let param_kinds: HashSet<(String, String)> = policies
@@ -240,7 +240,11 @@ pub fn load(
         let key = type_of(doc);
         if param_kinds.contains(&key) {
             out.used_objects.insert(i);
-            set.params.entry(key).or_default().push(doc.clone());
+            // Kept as the tree the engine reads: converted once, at load.
+            set.params
+                .entry(key)
+                .or_default()
+                .push(celhook_json::Value::from(doc));
         }
     }
     for key in param_kinds {
@@ -352,7 +356,7 @@ impl Set {
         policy: &Policy,
         binding: &Binding,
         namespace: &str,
-    ) -> Result<Vec<Option<&Json>>, String> {
+    ) -> Result<Vec<Option<&celhook_json::Value>>, String> {
         let Some(kind) = &policy.param_kind else {
             return Ok(vec![None]);
         };
@@ -379,7 +383,7 @@ impl Set {
         } else {
             Some(namespace)
         };
-        let found: Vec<Option<&Json>> = self
+        let found: Vec<Option<&celhook_json::Value>> = self
             .params
             .get(kind)
             .into_iter()
@@ -387,13 +391,15 @@ impl Set {
             .filter(|o| {
                 let ns = o
                     .pointer("/metadata/namespace")
-                    .and_then(Json::as_str)
+                    .and_then(celhook_json::Value::as_str)
                     .unwrap_or("");
                 in_namespace.is_none_or(|want| want == ns)
             })
             .filter(|o| match (&r.name, &r.selector) {
                 (Some(name), _) => {
-                    o.pointer("/metadata/name").and_then(Json::as_str) == Some(name.as_str())
+                    o.pointer("/metadata/name")
+                        .and_then(celhook_json::Value::as_str)
+                        == Some(name.as_str())
                 }
                 (None, Some(selector)) => selector.matches(o.pointer("/metadata/labels")),
                 (None, None) => false,

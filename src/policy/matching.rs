@@ -8,8 +8,8 @@
 //! would have refused it on write, so only a missing namespace is left
 //! to fail a request.
 
+use celhook_json::Value as Json;
 use k8s_openapi::api::admissionregistration::v1::{MatchResources, NamedRuleWithOperations};
-use serde_json::Value as Json;
 
 use crate::cel::go_quote;
 use crate::field_error::{duplicate, invalid, invalid_list, unsupported};

@@ -18,7 +18,7 @@ pub mod validate;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 pub use compile::{Action, Binding, FailurePolicy, Policy};
 pub use decide::{request_json, review, Decision, Outcome};

@@ -1,7 +1,7 @@
 //! Policies loaded from manifests and answered, through `config::load_texts`
 //! (the loader the server uses) and `policy::review`.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use crate::config::{self, Problem};
 use crate::review::{

@@ -9,9 +9,9 @@
 //! located in the body ([`RawValue`]s borrowing it) and each is parsed when
 //! its turn to be converted comes, so a large list is never held parsed.
 
+use celhook_json::Value as Json;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value as Json;
 
 use super::{Review, ReviewError, WireAnswer, WireReview};
 
@@ -222,7 +222,7 @@ impl SuccessWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use celhook_json::json;
 
     fn body(v: Json) -> Vec<u8> {
         serde_json::to_vec(&v).expect("serializes")

@@ -4,15 +4,15 @@
 //! most of its bytes. A skipped field is scanned (serde_json still checks
 //! it is JSON) but never built into a tree.
 //!
-//! Hand-written visitors rather than `serde_json::Value`'s own: which
+//! Hand-written visitors rather than `celhook_json::Value`'s own: which
 //! fields to build is only known once the request's kind is.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use celhook_json::{Map, Value};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{Map, Value};
 
 /// What decoding keeps of one top-level field of an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,15 +120,15 @@ impl<'de, F: Fn(&str) -> Keep> Visitor<'de> for Partial<F> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        Ok(Value::from(v))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+        Ok(Value::from(v))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+        Ok(Value::from(v))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {

@@ -9,10 +9,10 @@
 
 use std::fmt;
 
+use celhook_json::Value;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::partial::{ObjectReads, ObjectSeed};
 use super::{GroupVersionKind, WireReview};

@@ -1,6 +1,6 @@
 //! Decoding and encoding AdmissionReviews.
 use super::*;
-use serde_json::{json, Value};
+use celhook_json::{json, Value};
 
 fn review(api_version: &str, request: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({

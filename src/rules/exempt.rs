@@ -2,7 +2,7 @@
 //! groups or service accounts, in listed namespaces, or on objects whose
 //! labels match a selector are not checked by that document.
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use crate::selector::Selector;
 /// The written selector; its home is [`crate::selector`].
@@ -148,10 +148,10 @@ impl Exemptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use celhook_json::json;
 
     fn exemptions() -> Exemptions {
-        let selector: LabelSelector = serde_json::from_value(json!({
+        let selector: LabelSelector = celhook_json::from_value(json!({
             "matchLabels": {"celhook.dev/exempt": "true"},
             "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["prod"]}]
         }))
@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn bad_lists_are_refused_with_their_paths() {
-        let selector: LabelSelector = serde_json::from_value(json!({
+        let selector: LabelSelector = celhook_json::from_value(json!({
             "matchExpressions": [
                 {"key": "a", "operator": "In"},
                 {"key": "b", "operator": "Exists", "values": ["x"]},

@@ -12,8 +12,8 @@ pub mod path;
 
 use std::sync::Arc;
 
+use celhook_json::Value as Json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
-use serde_json::Value as Json;
 
 use crate::cel::{self, Program};
 use crate::kube_version::KubeVersion;

@@ -2,7 +2,7 @@
 //! built-in and CRD targets, every action, exemptions, unknown versions,
 //! and the load-time refusals.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use crate::admission::{self, Policy, UnknownVersions};
 use crate::config::{self, report, Catalog};

@@ -97,11 +97,11 @@ struct CaseDocument {
     #[serde(default)]
     operation: Option<String>,
     #[serde(default)]
-    object: Option<Json>,
+    object: Option<celhook_json::Value>,
     #[serde(default)]
     object_file: Option<PathBuf>,
     #[serde(default)]
-    old_object: Option<Json>,
+    old_object: Option<celhook_json::Value>,
     #[serde(default)]
     old_object_file: Option<PathBuf>,
     #[serde(default)]
@@ -258,8 +258,10 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
     let Some(shown) = object.as_ref().or(old.as_ref()) else {
         return Err("object or objectFile is required".into());
     };
-    let api_version = shown.get("apiVersion").and_then(Json::as_str);
-    let kind = shown.get("kind").and_then(Json::as_str);
+    let api_version = shown
+        .get("apiVersion")
+        .and_then(celhook_json::Value::as_str);
+    let kind = shown.get("kind").and_then(celhook_json::Value::as_str);
     let (Some(api_version), Some(kind)) = (api_version, kind) else {
         return Err("the object has no apiVersion or no kind".into());
     };
@@ -268,7 +270,7 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
         shown
             .get("metadata")
             .and_then(|m| m.get(field))
-            .and_then(Json::as_str)
+            .and_then(celhook_json::Value::as_str)
             .map(str::to_owned)
     };
     let request = AdmissionRequest {
@@ -318,10 +320,10 @@ fn read_case(case: Json, dir: &Path) -> Result<Case, String> {
 /// `field` given inline or as `<field>File` (relative to `dir`): a JSON object.
 fn inline_or_file(
     field: &str,
-    inline: Option<Json>,
+    inline: Option<celhook_json::Value>,
     file: Option<PathBuf>,
     dir: &Path,
-) -> Result<Option<Json>, String> {
+) -> Result<Option<celhook_json::Value>, String> {
     let value = match (inline, file) {
         (Some(_), Some(_)) => return Err(format!("{field} and {field}File: give one")),
         (Some(value), None) => value,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::{Outcome, Problem, Run};
 

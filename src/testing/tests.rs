@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::report::escape;
 use super::*;

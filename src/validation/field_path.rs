@@ -126,7 +126,7 @@ mod tests {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 
     fn schema() -> Schema {
-        let p: JSONSchemaProps = serde_json::from_value(serde_json::json!({
+        let p: JSONSchemaProps = celhook_json::from_value(celhook_json::json!({
             "type": "object",
             "properties": {
                 "a": {"type": "object", "properties": {"bbb.c": {"type": "string"}}},

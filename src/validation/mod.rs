@@ -6,7 +6,7 @@ mod compile;
 mod field_path;
 mod walk;
 
-use serde_json::Value as Json;
+use celhook_json::Value as Json;
 
 use crate::cel::{self, Program};
 use crate::kube_version::KubeVersion;
@@ -265,12 +265,13 @@ impl Validator {
             return;
         };
         if let Some(default) = &props.default {
+            let default = Json::from(&default.0);
             let mut w = Walk::new(self.kubernetes);
             let mut at = String::new();
             w.node(
                 node,
                 schema,
-                &default.0,
+                &default,
                 None,
                 false,
                 &Unchanged::never(),

@@ -1,15 +1,15 @@
 //! Compile-time refusals and walk behaviour of the validator.
 
 use super::*;
+use celhook_json::json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
-use serde_json::json;
 
-fn compile(schema: serde_json::Value) -> Result<Validator, Vec<RuleProblem>> {
-    let p: JSONSchemaProps = serde_json::from_value(schema).expect("schema");
+fn compile(schema: celhook_json::Value) -> Result<Validator, Vec<RuleProblem>> {
+    let p: JSONSchemaProps = celhook_json::from_value(schema).expect("schema");
     Validator::compile(Schema::from_openapi(&p).expect("structural"))
 }
 
-fn rules_on_int(rules: serde_json::Value) -> serde_json::Value {
+fn rules_on_int(rules: celhook_json::Value) -> celhook_json::Value {
     json!({"type": "object", "properties": {"n": {"type": "integer", "x-kubernetes-validations": rules}}})
 }
 
@@ -248,10 +248,10 @@ fn message_expression_costs_and_limits_as_upstream() {
 }
 
 fn list_rule(
-    items: serde_json::Value,
-    list_extra: serde_json::Value,
+    items: celhook_json::Value,
+    list_extra: celhook_json::Value,
     rule: &str,
-) -> serde_json::Value {
+) -> celhook_json::Value {
     let mut list =
         json!({"type": "array", "items": items, "x-kubernetes-validations": [{"rule": rule}]});
     if let (Some(l), Some(extra)) = (list.as_object_mut(), list_extra.as_object()) {
@@ -323,7 +323,7 @@ fn a_rule_on_bounded_items_costs_as_much_as_on_the_list() {
 fn many_expensive_rules_exceed_the_schema_total() {
     // Each rule stays under the per-rule limit (about 4.4M); thirty of
     // them do not.
-    let rules: Vec<serde_json::Value> = (0..30)
+    let rules: Vec<celhook_json::Value> = (0..30)
         .map(|i| json!({"rule": format!("self.all(x, x.contains('{i}'))")}))
         .collect();
     let schema = json!({"type": "object", "properties": {"foo": {"type": "array", "maxItems": 100000,
@@ -368,7 +368,7 @@ fn rule_metrics_wait_for_the_caller_to_record_them() {
 /// compiled against 1.31's libraries but priced by 1.32's estimator.
 #[test]
 fn rules_are_priced_by_the_version_s_own_estimator() {
-    let props: JSONSchemaProps = serde_json::from_value(json!({
+    let props: JSONSchemaProps = celhook_json::from_value(json!({
         "type": "object",
         "properties": {
             "a": {"type": "string", "maxLength": 10},

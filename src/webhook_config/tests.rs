@@ -236,13 +236,14 @@ fn shared_users_and_service_accounts_become_one_condition() {
 /// A written matchCondition compiled as the API server compiles one, and
 /// evaluated for `request` (no object).
 fn condition_holds(expression: &str, request: &Json) -> bool {
+    let request = celhook_json::Value::from(request);
     let any = crate::schema::Schema::untyped(true);
     let env = crate::cel::Environment::match_condition();
     let program = crate::cel::Program::compile(expression, &any, env).expect("compiles");
     let values = [
         crate::cel::Value::Null,
         crate::cel::Value::Null,
-        crate::cel::Value::from_json(request, &any),
+        crate::cel::Value::from_json(&request, &any),
     ];
     match program.eval_variables(values, 1_000_000).0 {
         Ok(crate::cel::Value::Bool(b)) => b,

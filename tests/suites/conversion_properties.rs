@@ -8,8 +8,8 @@
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::conversion::{self, guard};
 use celhook::schema::{Schema, Type};
+use celhook_json::{json, Map, Value};
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
 
 fn catalog() -> &'static Catalog {
     static CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
@@ -63,7 +63,7 @@ fn object(schema: &Schema, skip: &[&str]) -> BoxedStrategy<Value> {
         });
     }
     fields
-        .prop_map(|fields| Value::Object(fields.into_iter().flatten().collect::<Map<_, _>>()))
+        .prop_map(|fields| Value::Object(fields.into_iter().flatten().collect::<Map>()))
         .boxed()
 }
 

@@ -125,13 +125,13 @@ fn cel_to_json(v: &::cel::Value) -> Option<Json> {
 fn both(expr: &str) -> Option<(Json, Json)> {
     let schema = Schema::untyped(true);
     let ours = Program::compile(expr, &schema, cel::Environment::default()).ok()?;
-    let null = Json::Null;
+    let null = celhook_json::Value::Null;
     let (ours, _) = ours.eval(
         cel::Value::from_json(&null, &schema),
         None,
         cel::PER_EXPRESSION_COST_LIMIT,
     );
-    let ours = cel::to_json(&ours.ok()?);
+    let ours = Json::from(cel::to_json(&ours.ok()?));
     let theirs = ::cel::Program::compile(expr).ok()?;
     let theirs = theirs.execute(&::cel::Context::default()).ok()?;
     Some((ours, cel_to_json(&theirs)?))

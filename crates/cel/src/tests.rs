@@ -1,16 +1,16 @@
 //! Unit tests of the engine through its public API.
 
 use super::*;
+use celhook_json::json;
 use celhook_schema::Schema;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
-use serde_json::json;
 
-fn schema(v: serde_json::Value) -> Schema {
-    let p: JSONSchemaProps = serde_json::from_value(v).expect("schema");
+fn schema(v: celhook_json::Value) -> Schema {
+    let p: JSONSchemaProps = serde_json::from_value(v.into()).expect("schema");
     Schema::from_openapi(&p).expect("structural")
 }
 
-fn run(expr: &str, s: &Schema, obj: &serde_json::Value) -> Result<serde_json::Value, String> {
+fn run(expr: &str, s: &Schema, obj: &celhook_json::Value) -> Result<celhook_json::Value, String> {
     let p = Program::compile(expr, s, Environment::crd_rule(false)).map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::from_json(obj, s), None, PER_EXPRESSION_COST_LIMIT);
     r.map(|v| to_json(&v)).map_err(|e| e.message.to_string())
@@ -138,7 +138,7 @@ fn reserved_words_select_fields_unless_they_are_literals() {
 #[test]
 fn embedded_metadata_declared_in_full_keeps_its_other_fields() {
     let string = json!({"type": "string"});
-    let embedded = |meta: serde_json::Value| {
+    let embedded = |meta: celhook_json::Value| {
         schema(json!({"type": "object", "properties": {"e": {
             "type": "object", "x-kubernetes-embedded-resource": true,
             "properties": {"kind": string, "apiVersion": string, "metadata": meta}
@@ -483,7 +483,7 @@ fn preserved_unknown_fields_are_out_of_reach_but_count_for_equality() {
 #[test]
 fn values_print_and_fail_as_cel_go_does() {
     let s = Schema::untyped(true);
-    let run_dyn = |e: &str, this: serde_json::Value| run(e, &s, &this);
+    let run_dyn = |e: &str, this: celhook_json::Value| run(e, &s, &this);
     assert_eq!(
         run_dyn("string(1000000.0)", json!(null)),
         Ok(json!("1e+06"))

@@ -3,9 +3,9 @@
 //! path would pay for), so the output takes its order from a second parse
 //! of the input into serde_norway's `Value`, whose mappings keep it.
 
+use celhook_json::Value as Json;
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Serialize, Serializer};
-use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 
 /// Serializes `value` with the keys of each object in the order of the
@@ -36,7 +36,7 @@ impl Serialize for Ordered<'_> {
                 if let Some(input) = input {
                     for (key, order) in input {
                         if let Some((k, v)) = key.as_str().and_then(|k| map.get_key_value(k)) {
-                            out.serialize_entry(k, &Ordered::new(v, Some(order)))?;
+                            out.serialize_entry(k.as_str(), &Ordered::new(v, Some(order)))?;
                         }
                     }
                 }
@@ -44,7 +44,7 @@ impl Serialize for Ordered<'_> {
                 // test, so each key is written exactly once.
                 for (k, v) in map {
                     if !input.is_some_and(|m| m.contains_key(k.as_str())) {
-                        out.serialize_entry(k, &Ordered::new(v, None))?;
+                        out.serialize_entry(k.as_str(), &Ordered::new(v, None))?;
                     }
                 }
                 out.end()
@@ -75,7 +75,7 @@ mod tests {
     fn input_keys_keep_their_order_at_every_depth_and_added_keys_follow() {
         let input = yaml("z: 1\nb: {y: [{q: 1, a: 2}], x: 3}\na: 4\n");
         // As after a conversion: `c` and `b.w` added, `a` removed.
-        let converted = serde_json::json!({
+        let converted = celhook_json::json!({
             "z": 1, "c": 5, "b": {"x": 3, "w": 0, "y": [{"a": 2, "q": 1, "n": 7}]}
         });
         let text = serde_json::to_string(&Ordered::new(&converted, Some(&input))).expect("JSON");
@@ -119,7 +119,7 @@ mod tests {
         // A YAML key that is not a string cannot be matched by text: its
         // entry comes with the added keys, once.
         let input = yaml("b: 1\n2: x\na: 2\n");
-        let value = serde_json::json!({"a": 2, "b": 1, "2": "x"});
+        let value = celhook_json::json!({"a": 2, "b": 1, "2": "x"});
         let text = serde_json::to_string(&Ordered::new(&value, Some(&input))).expect("JSON");
         assert_eq!(text, r#"{"b":1,"a":2,"2":"x"}"#);
         // An input that is not a mapping where the value is an object.

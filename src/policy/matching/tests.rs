@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use super::*;
 
@@ -124,7 +124,7 @@ fn named(mut rule: Json, names: &[&str]) -> Json {
 }
 
 fn compile(m: Json) -> Matcher {
-    let m: MatchResources = serde_json::from_value(m).expect("MatchResources");
+    let m: MatchResources = celhook_json::from_value(m).expect("MatchResources");
     Matcher::compile(&m).expect("valid")
 }
 
@@ -258,7 +258,7 @@ fn an_empty_rule_matches_nothing_and_is_refused() {
     let empty = Rule::from_api(&NamedRuleWithOperations::default());
     let req = create(DEPLOY_V1, "");
     assert!(!empty.selects(&req.view(), gvr(&DEPLOY_V1)));
-    let m: MatchResources = serde_json::from_value(json!({"resourceRules": [{}]})).expect("m");
+    let m: MatchResources = celhook_json::from_value(json!({"resourceRules": [{}]})).expect("m");
     let paths: Vec<String> = Matcher::compile(&m)
         .expect_err("refused")
         .into_iter()
@@ -280,7 +280,7 @@ fn erroring_selectors_are_refused_when_compiled() {
     // Upstream parses selectors per request; here the API server's write
     // checks refuse them up front, wherever the rules would point.
     for field in ["namespaceSelector", "objectSelector"] {
-        let m: MatchResources = serde_json::from_value(json!({
+        let m: MatchResources = celhook_json::from_value(json!({
             field: {"matchExpressions": [{"key": "key", "operator": "In", "values": ["bad value"]}]},
             "resourceRules": [rule(&["*"], &["*"], &["pods"])]
         }))
@@ -296,7 +296,7 @@ fn erroring_selectors_are_refused_when_compiled() {
 
 #[test]
 fn rule_problems_are_the_api_servers() {
-    let m: MatchResources = serde_json::from_value(json!({
+    let m: MatchResources = celhook_json::from_value(json!({
         "matchPolicy": "Fuzzy",
         "namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Has"}]},
         "resourceRules": [{
@@ -349,7 +349,7 @@ type Requests = &'static [(&'static str, &'static str)];
 
 #[test]
 fn rule_parts() {
-    let parts = |r: Json| Rule::from_api(&serde_json::from_value(r).expect("rule"));
+    let parts = |r: Json| Rule::from_api(&celhook_json::from_value(r).expect("rule"));
     let groups = parts(json!({"apiGroups": ["g1", "g2"]}));
     assert!(["g1", "g2"]
         .iter()
@@ -424,7 +424,7 @@ fn rule_scopes() {
     let cluster = [(other, "")];
     let namespaces = [(ns, ""), (ns, "ns")];
     fn scope(s: &str) -> Rule {
-        Rule::from_api(&serde_json::from_value(json!({ "scope": s })).expect("rule"))
+        Rule::from_api(&celhook_json::from_value(json!({ "scope": s })).expect("rule"))
     }
     fn check(rule: &Rule, cases: &[(G, &str)], want: bool) {
         for (g, n) in cases {

@@ -109,9 +109,12 @@ pub fn run_expression(case: &Map<String, Json>, version: KubeVersion) -> Result<
     {
         return Ok(());
     }
-    let null = Json::Null;
-    let this = case.get("self").unwrap_or(&null);
-    let old = case.get("old_self");
+    // The engine reads celhook's tree; the cases are serde_json's.
+    let this = case
+        .get("self")
+        .map_or(celhook_json::Value::Null, celhook_json::Value::from);
+    let old = case.get("old_self").map(celhook_json::Value::from);
+    let old = old.as_ref();
     let old_value = match (optional_old_self, old) {
         (true, o) => Some(Value::Optional(
             o.map(|o| Rc::new(Value::from_json(o, &schema))),
@@ -130,7 +133,7 @@ pub fn run_expression(case: &Map<String, Json>, version: KubeVersion) -> Result<
         let authorizer = cel::authorizer_value(Rc::new(AlwaysAllow), None);
         program.eval_variables([authorizer], limit)
     } else {
-        program.eval(Value::from_json(this, &schema), old_value, limit)
+        program.eval(Value::from_json(&this, &schema), old_value, limit)
     };
 
     let mut diffs = Vec::new();

@@ -71,7 +71,9 @@ fn check_outcome(
         None if case.get("loads") == Some(&Json::Bool(true)) => return Ok(()),
         None => return Err("bad case: no `object`".into()),
     };
-    let outcome = validator.validate(object, case.get("old_object"));
+    let object = celhook_json::Value::from(object);
+    let old = case.get("old_object").map(celhook_json::Value::from);
+    let outcome = validator.validate(&object, old.as_ref());
     let mut diffs = Vec::new();
     let want_errors: &[Json] = match case.get("errors") {
         Some(Json::Array(e)) => e,

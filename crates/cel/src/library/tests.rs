@@ -1,7 +1,7 @@
 //! The libraries through the whole engine (`Program::compile` + `eval`),
 //! with cases from k8s.io/apiserver `pkg/cel/library/*_test.go`.
 
-use serde_json::{json, Value as Json};
+use celhook_json::{json, Value as Json};
 
 use crate::registry::Func;
 use crate::value::ANY;

@@ -2,8 +2,8 @@
 
 use crate::environment::Environment;
 use crate::{Composition, Program, Value, PER_EXPRESSION_COST_LIMIT};
+use celhook_json::json;
 use celhook_schema::Schema;
-use serde_json::json;
 
 fn compile(source: &str, names: &[&str]) -> Result<Program, String> {
     let declared: Vec<(&str, Option<&Program>)> = names.iter().map(|n| (*n, None)).collect();

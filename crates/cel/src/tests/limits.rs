@@ -4,7 +4,7 @@
 use super::*;
 
 /// Evaluates `expr` on `{}` with the given cost limit.
-fn eval_with_limit(expr: &str, limit: u64) -> (Result<serde_json::Value, EvalError>, u64) {
+fn eval_with_limit(expr: &str, limit: u64) -> (Result<celhook_json::Value, EvalError>, u64) {
     let s = crontab();
     let p = Program::compile(expr, &s, Environment::default()).unwrap();
     let obj = json!({});
@@ -147,7 +147,7 @@ fn deeply_nested_expressions_are_refused_without_exhausting_the_stack() {
 fn string_sizes_are_estimated_in_bytes_and_bounded_by_enums() {
     // The API server sizes a string of maxLength n as 4n bytes (a code
     // point takes up to 4), and an enum string by its longest value.
-    let cost = |s: serde_json::Value| {
+    let cost = |s: celhook_json::Value| {
         Program::compile("self.contains('x')", &schema(s), Environment::default())
             .unwrap()
             .estimated_cost()

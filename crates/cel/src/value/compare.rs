@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use celhook_schema::ListType;
 
-use serde_json::Value as Json;
+use celhook_json::{Str, Value as Json};
 
 use super::{List, Map, Value};
 use crate::value::error::EvalError;
@@ -94,7 +94,7 @@ fn map_equals(x: &Map<'_>, y: &Map<'_>) -> Result<bool, EvalError> {
     // Objects that keep unknown fields are equal only if those are too.
     if let (Map::Json { obj: a, schema }, Map::Json { obj: b, .. }) = (x, y) {
         if schema.preserve_unknown_fields && !schema.is_map() {
-            let known = |(k, _): &(&String, &Json)| schema.property(k).is_none();
+            let known = |(k, _): &(&Str, &Json)| schema.property(k).is_none();
             if !a.iter().filter(known).eq(b.iter().filter(known)) {
                 return Ok(false);
             }

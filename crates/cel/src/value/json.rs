@@ -1,7 +1,7 @@
 //! Values back to JSON: the result of `celhook eval` and of conversion
 //! expressions.
 
-use serde_json::Value as Json;
+use celhook_json::{Map as JsonMap, Number, Value as Json};
 
 use super::time::format_timestamp;
 use super::{List, Map, Value};
@@ -13,21 +13,19 @@ pub fn to_json(v: &Value<'_>) -> Json {
         Value::Bool(b) => Json::Bool(*b),
         Value::Int(i) => Json::from(*i),
         Value::Uint(u) => Json::from(*u),
-        Value::Double(d) => serde_json::Number::from_f64(*d)
-            .map(Json::Number)
-            .unwrap_or(Json::Null),
-        Value::Str(s) => Json::String(s.to_string()),
+        Value::Double(d) => Number::from_f64(*d).map(Json::Number).unwrap_or(Json::Null),
+        Value::Str(s) => Json::from(&**s),
         Value::Bytes(b) => {
             use base64::Engine;
-            Json::String(base64::engine::general_purpose::STANDARD.encode(b))
+            Json::from(base64::engine::general_purpose::STANDARD.encode(b))
         }
-        Value::Duration(d) => Json::String(crate::value::time::format_duration(*d)),
-        Value::Timestamp(t) => Json::String(format_timestamp(t)),
+        Value::Duration(d) => Json::from(crate::value::time::format_duration(*d)),
+        Value::Timestamp(t) => Json::from(format_timestamp(t)),
         Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
         Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
         Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),
         Value::Map(m) => {
-            let mut out = serde_json::Map::new();
+            let mut out = JsonMap::new();
             for (k, v) in m.entries() {
                 let key = match &k {
                     Value::Str(s) => s.to_string(),
@@ -37,9 +35,9 @@ pub fn to_json(v: &Value<'_>) -> Json {
             }
             Json::Object(out)
         }
-        Value::Type(t) => Json::String(t.name().to_owned()),
+        Value::Type(t) => Json::from(t.name()),
         Value::Optional(None) => Json::Null,
         Value::Optional(Some(v)) => to_json(v),
-        Value::Lib(l) => Json::String(l.display()),
+        Value::Lib(l) => Json::from(l.display()),
     }
 }

@@ -7,8 +7,8 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use celhook_json::{Map as JsonMap, Value as Json};
 use chrono::{DateTime, FixedOffset, NaiveDate, TimeDelta};
-use serde_json::Value as Json;
 
 use celhook_schema::{Format, ListType, Schema, Type};
 
@@ -56,25 +56,18 @@ pub enum List<'a> {
     Const(&'a [crate::value::Const]),
 }
 
-/// `obj[key]`. Small objects (list items such as ports) are scanned in
-/// order comparing lengths first: a B-tree search there costs a string
-/// comparison, an out-of-line `memcmp`, per key it passes.
+/// `obj[key]` (a small object, such as a list item, is scanned in order
+/// comparing lengths first, a larger one searched).
 #[inline]
-fn json_field<'j>(obj: &'j serde_json::Map<String, Json>, key: &str) -> Option<&'j Json> {
-    if obj.len() <= 4 {
-        obj.iter()
-            .find(|(k, _)| k.len() == key.len() && k.as_bytes() == key.as_bytes())
-            .map(|(_, v)| v)
-    } else {
-        obj.get(key)
-    }
+fn json_field<'j>(obj: &'j JsonMap, key: &str) -> Option<&'j Json> {
+    obj.get(key)
 }
 
 /// A map or object: a JSON object typed by its schema node, or computed.
 #[derive(Clone)]
 pub enum Map<'a> {
     Json {
-        obj: &'a serde_json::Map<String, Json>,
+        obj: &'a JsonMap,
         schema: &'a Schema,
     },
     Owned(Rc<Vec<(Value<'a>, Value<'a>)>>),

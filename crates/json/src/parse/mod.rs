@@ -1,0 +1,485 @@
+//! The JSON parser: builds the tree straight from the text, skips values
+//! without building them, and lets a caller walk an object key by key
+//! (the review decoder decides per field what to build).
+//!
+//! Hand-written rather than serde_json's deserializer: going through
+//! serde's visitors cost 60k of the 125k instructions a 4.8 KB review takes
+//! (see the crate's comment), and a skipped value is checked as strictly
+//! as a built one here (numbers in range, escapes, nesting), so that what
+//! is accepted does not depend on what a config reads.
+//!
+//! It accepts what serde_json accepts (RFC 8259, no trailing commas, no
+//! comments) with its limits: nesting deeper than 127 levels, built or
+//! skipped, is refused; a number out of f64's range is refused; an integer
+//! beyond 64 bits becomes a float; `-0` is the float -0.0.
+
+mod error;
+mod strings;
+
+use std::borrow::Cow;
+
+pub use error::{Category, Error};
+
+use crate::{Map, Number, Str, Value};
+
+/// How deep values may nest (serde_json's limit: the 128th opening is
+/// refused).
+const DEPTH: u8 = 128;
+
+/// A parser over one JSON text.
+pub struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    /// Openings still allowed before the nesting limit.
+    depth: u8,
+    /// Entries and elements of the containers being built, shared by all
+    /// levels: each container allocates once, at its exact size.
+    entries: Vec<(Str, Value)>,
+    items: Vec<Value>,
+}
+
+/// Parses a whole text as one value.
+pub fn from_str(text: &str) -> Result<Value, Error> {
+    let mut p = Parser::new(text);
+    let v = p.value()?;
+    p.end()?;
+    Ok(v)
+}
+
+/// Parses bytes as one value (they must be UTF-8).
+pub fn from_slice(bytes: &[u8]) -> Result<Value, Error> {
+    let mut p = Parser::from_slice(bytes)?;
+    let v = p.value()?;
+    p.end()?;
+    Ok(v)
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(text: &'a str) -> Parser<'a> {
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth: DEPTH,
+            entries: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// A parser over bytes, checked as UTF-8 once (strings are then sliced
+    /// from the text without a check each).
+    pub fn from_slice(bytes: &'a [u8]) -> Result<Parser<'a>, Error> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(Parser::new(text)),
+            Err(e) => Err(Error::at(
+                bytes,
+                e.valid_up_to() + 1,
+                "invalid unicode code point",
+                Category::Syntax,
+            )),
+        }
+    }
+
+    /// The byte offset the parser has reached.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// An error at the current position: syntax (or EOF at the end).
+    fn syntax(&self, message: &'static str) -> Error {
+        if self.pos >= self.bytes.len() {
+            return self.eof(message);
+        }
+        Error::at(self.bytes, self.pos + 1, message, Category::Syntax)
+    }
+
+    /// A syntax error at the last byte consumed.
+    fn consumed(&self, message: &'static str) -> Error {
+        Error::at(self.bytes, self.pos, message, Category::Syntax)
+    }
+
+    fn eof(&self, message: &'static str) -> Error {
+        Error::at(self.bytes, self.bytes.len(), message, Category::Eof)
+    }
+
+    /// A shape error at the current position, for callers that read the
+    /// text field by field ("duplicate field `kind`").
+    pub fn data_error(&self, message: impl Into<Cow<'static, str>>) -> Error {
+        Error::at(self.bytes, self.pos, message, Category::Data)
+    }
+
+    #[inline]
+    fn whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next byte after white space, not consumed.
+    #[inline]
+    pub fn peek(&mut self) -> Option<u8> {
+        self.whitespace();
+        self.bytes.get(self.pos).copied()
+    }
+
+    /// Checks that only white space is left.
+    pub fn end(&mut self) -> Result<(), Error> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(self.syntax("trailing characters")),
+        }
+    }
+
+    /// The next value, built.
+    pub fn value(&mut self) -> Result<Value, Error> {
+        match self.peek() {
+            None => Err(self.eof("EOF while parsing a value")),
+            Some(b'"') => {
+                self.pos += 1;
+                Ok(Value::String(self.string_value()?))
+            }
+            Some(b'{') => self.object(),
+            Some(b'[') => self.array(),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
+            Some(_) => Err(self.syntax("expected value")),
+        }
+    }
+
+    /// The next value, checked as strictly as [`Parser::value`] but not built.
+    pub fn skip(&mut self) -> Result<(), Error> {
+        match self.peek() {
+            None => Err(self.eof("EOF while parsing a value")),
+            Some(b'"') => {
+                self.pos += 1;
+                self.skip_string()
+            }
+            Some(b'{') => {
+                self.open()?;
+                let mut first = true;
+                while self.next_key_inner(&mut first, false)?.is_some() {
+                    self.skip()?;
+                }
+                Ok(())
+            }
+            Some(b'[') => {
+                self.open()?;
+                let mut first = true;
+                while self.next_element(&mut first)? {
+                    self.skip()?;
+                }
+                Ok(())
+            }
+            Some(b't') => self.literal("true", ()),
+            Some(b'f') => self.literal("false", ()),
+            Some(b'n') => self.literal("null", ()),
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            Some(_) => Err(self.syntax("expected value")),
+        }
+    }
+
+    /// The next value's text, checked and not built.
+    pub fn raw(&mut self) -> Result<&'a str, Error> {
+        self.whitespace();
+        let start = self.pos;
+        self.skip()?;
+        Ok(&self.text[start..self.pos])
+    }
+
+    /// Consumes a `null` if one is next.
+    pub fn null(&mut self) -> Result<bool, Error> {
+        if self.peek() == Some(b'n') {
+            self.literal("null", ())?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The next value as a string; another value is an "invalid type"
+    /// error naming `expected`.
+    pub fn string(&mut self, expected: &str) -> Result<Cow<'a, str>, Error> {
+        if self.peek() == Some(b'"') {
+            self.pos += 1;
+            return self.string_cow();
+        }
+        Err(self.invalid_type(expected))
+    }
+
+    /// The next value as a boolean, as [`Parser::string`].
+    pub fn boolean(&mut self, expected: &str) -> Result<bool, Error> {
+        match self.peek() {
+            Some(b't') => self.literal("true", true),
+            Some(b'f') => self.literal("false", false),
+            _ => Err(self.invalid_type(expected)),
+        }
+    }
+
+    /// Reads the next value to say what it is instead of `expected`, in
+    /// serde's words ("invalid type: integer `42`, expected a string").
+    pub fn invalid_type(&mut self, expected: &str) -> Error {
+        match self.value() {
+            Ok(v) => Error::at(
+                self.bytes,
+                self.pos,
+                format!(
+                    "invalid type: {}, expected {expected}",
+                    error::unexpected(&v)
+                ),
+                Category::Data,
+            ),
+            Err(e) => e,
+        }
+    }
+
+    /// Enters an object (`{`); then [`Parser::next_key`] until `None`.
+    /// Another value is an "invalid type" error naming `expected`.
+    pub fn begin_object(&mut self, expected: &str) -> Result<(), Error> {
+        if self.peek() == Some(b'{') {
+            return self.open();
+        }
+        Err(self.invalid_type(expected))
+    }
+
+    /// Enters an array (`[`); then [`Parser::next_element`] until false.
+    pub fn begin_array(&mut self, expected: &str) -> Result<(), Error> {
+        if self.peek() == Some(b'[') {
+            return self.open();
+        }
+        Err(self.invalid_type(expected))
+    }
+
+    /// The next key of the object entered, its `:` consumed; `None` at
+    /// its end. `first` starts true for each object.
+    pub fn next_key(&mut self, first: &mut bool) -> Result<Option<Cow<'a, str>>, Error> {
+        self.next_key_inner(first, true)
+    }
+
+    /// True when the array entered has another element (next to be read).
+    pub fn next_element(&mut self, first: &mut bool) -> Result<bool, Error> {
+        match self.peek() {
+            Some(b']') => {
+                self.pos += 1;
+                self.depth += 1;
+                return Ok(false);
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                if self.peek() == Some(b']') {
+                    return Err(self.syntax("trailing comma"));
+                }
+            }
+            None => return Err(self.eof("EOF while parsing a list")),
+            Some(_) if *first => {}
+            Some(_) => return Err(self.syntax("expected `,` or `]`")),
+        }
+        *first = false;
+        Ok(true)
+    }
+
+    /// `{` or `[`, counted against the nesting limit.
+    #[inline]
+    fn open(&mut self) -> Result<(), Error> {
+        self.pos += 1;
+        self.depth -= 1;
+        if self.depth == 0 {
+            return Err(Error::at(
+                self.bytes,
+                self.pos,
+                "recursion limit exceeded",
+                Category::Syntax,
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Parser::next_key`]; the key built only when `want` (skipping
+    /// checks it without a copy).
+    #[inline]
+    fn next_key_inner(
+        &mut self,
+        first: &mut bool,
+        want: bool,
+    ) -> Result<Option<Cow<'a, str>>, Error> {
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                self.depth += 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                match self.peek() {
+                    Some(b'"') => {}
+                    Some(b'}') => return Err(self.syntax("trailing comma")),
+                    None => return Err(self.eof("EOF while parsing a value")),
+                    Some(_) => return Err(self.syntax("key must be a string")),
+                }
+            }
+            Some(b'"') if *first => {}
+            None => return Err(self.eof("EOF while parsing an object")),
+            Some(_) if *first => return Err(self.syntax("key must be a string")),
+            Some(_) => return Err(self.syntax("expected `,` or `}`")),
+        }
+        *first = false;
+        self.pos += 1;
+        let key = if want {
+            self.string_cow()?
+        } else {
+            self.skip_string()?;
+            Cow::Borrowed("")
+        };
+        match self.peek() {
+            Some(b':') => {
+                self.pos += 1;
+                Ok(Some(key))
+            }
+            None => Err(self.eof("EOF while parsing an object")),
+            Some(_) => Err(self.syntax("expected `:`")),
+        }
+    }
+
+    fn literal<T>(&mut self, word: &'static str, v: T) -> Result<T, Error> {
+        let rest = &self.bytes[self.pos..];
+        let n = rest
+            .iter()
+            .zip(word.as_bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        if n == word.len() {
+            self.pos += n;
+            return Ok(v);
+        }
+        self.pos += n;
+        if self.pos >= self.bytes.len() {
+            return Err(self.eof("EOF while parsing a value"));
+        }
+        Err(self.syntax("expected ident"))
+    }
+
+    /// An object, built; its entries sorted once unless they came sorted.
+    fn object(&mut self) -> Result<Value, Error> {
+        self.open()?;
+        let base = self.entries.len();
+        let mut sorted = true;
+        let mut first = true;
+        while let Some(key) = self.next_key(&mut first)? {
+            let key = match key {
+                Cow::Borrowed(s) => Str::from(s),
+                Cow::Owned(s) => Str::from(s),
+            };
+            let value = self.value()?;
+            if sorted && self.entries.len() > base {
+                sorted = self.entries[self.entries.len() - 1].0 < key;
+            }
+            self.entries.push((key, value));
+        }
+        let entries: Vec<(Str, Value)> = self.entries.drain(base..).collect();
+        Ok(Value::Object(if sorted {
+            Map::from_sorted_unique(entries)
+        } else {
+            Map::from_entries(entries)
+        }))
+    }
+
+    fn array(&mut self) -> Result<Value, Error> {
+        self.open()?;
+        let base = self.items.len();
+        let mut first = true;
+        while self.next_element(&mut first)? {
+            let item = self.value()?;
+            self.items.push(item);
+        }
+        Ok(Value::Array(self.items.drain(base..).collect()))
+    }
+
+    /// A number, as serde_json reads it (see the module comment).
+    fn number(&mut self) -> Result<Number, Error> {
+        let b = self.bytes;
+        let start = self.pos;
+        let negative = b[self.pos] == b'-';
+        if negative {
+            self.pos += 1;
+        }
+        let mut int: u64 = 0;
+        let mut overflow = false;
+        match b.get(self.pos) {
+            Some(b'0') => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = b.get(self.pos) {
+                    return Err(self.syntax("invalid number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                while let Some(&d @ b'0'..=b'9') = b.get(self.pos) {
+                    match int
+                        .checked_mul(10)
+                        .and_then(|x| x.checked_add(u64::from(d - b'0')))
+                    {
+                        Some(x) => int = x,
+                        None => overflow = true,
+                    }
+                    self.pos += 1;
+                }
+            }
+            None => return Err(self.eof("EOF while parsing a value")),
+            Some(_) => return Err(self.syntax("invalid number")),
+        }
+        let mut float = false;
+        if b.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            self.digits()?;
+            float = true;
+        }
+        if let Some(b'e' | b'E') = b.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = b.get(self.pos) {
+                self.pos += 1;
+            }
+            self.digits()?;
+            float = true;
+        }
+        if !float && !overflow {
+            if !negative {
+                return Ok(Number::from(int));
+            }
+            if int == 0 {
+                return Ok(Number::from_f64(-0.0).unwrap_or_else(|| Number::from(0)));
+            }
+            if let Ok(i) = i64::try_from(-i128::from(int)) {
+                return Ok(Number::from(i));
+            }
+        }
+        // Rust's parser rounds correctly, as serde_json's float_roundtrip.
+        let f: f64 = self.text[start..self.pos]
+            .parse()
+            .map_err(|_| self.syntax("invalid number"))?;
+        match Number::from_f64(f) {
+            Some(n) => Ok(n),
+            None => Err(Error::at(
+                self.bytes,
+                self.pos,
+                "number out of range",
+                Category::Syntax,
+            )),
+        }
+    }
+
+    /// One or more digits (of a fraction or an exponent).
+    fn digits(&mut self) -> Result<(), Error> {
+        match self.bytes.get(self.pos) {
+            Some(b'0'..=b'9') => {}
+            None => return Err(self.eof("EOF while parsing a value")),
+            Some(_) => return Err(self.syntax("invalid number")),
+        }
+        while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

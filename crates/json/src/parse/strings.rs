@@ -1,0 +1,207 @@
+//! Strings: found eight bytes at a time, sliced from the text when they
+//! hold no escape (the text is UTF-8 already), decoded otherwise.
+
+use std::borrow::Cow;
+
+use super::{Error, Parser};
+use crate::Str;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of `w` that are `"`, `\` or a control character, as their
+/// high bits (a byte after the first such one may be marked falsely;
+/// only the first mark is used).
+#[inline(always)]
+fn specials(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
+    (zero_in(quote) | zero_in(backslash) | (w.wrapping_sub(ONES * 0x20) & !w)) & HIGH
+}
+
+impl<'a> Parser<'a> {
+    /// The index of the first `"`, `\` or control byte at or after `i`.
+    #[inline(always)]
+    fn scan(&self, mut i: usize) -> usize {
+        let b = self.bytes;
+        while let Some(chunk) = b.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let marks = specials(u64::from_le_bytes(word));
+            if marks != 0 {
+                return i + (marks.trailing_zeros() / 8) as usize;
+            }
+            i += 8;
+        }
+        while let Some(&c) = b.get(i) {
+            if c == b'"' || c == b'\\' || c < 0x20 {
+                break;
+            }
+            i += 1;
+        }
+        i
+    }
+
+    /// A string's contents (the opening quote consumed), as a tree string.
+    #[inline]
+    pub(super) fn string_value(&mut self) -> Result<Str, Error> {
+        let start = self.pos;
+        let end = self.scan(start);
+        if self.bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(Str::from(&self.text[start..end]));
+        }
+        self.decode(start, end).map(Str::from)
+    }
+
+    /// A string's contents, borrowed from the text unless it has escapes.
+    #[inline]
+    pub(super) fn string_cow(&mut self) -> Result<Cow<'a, str>, Error> {
+        let start = self.pos;
+        let end = self.scan(start);
+        if self.bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(Cow::Borrowed(&self.text[start..end]));
+        }
+        self.decode(start, end).map(Cow::Owned)
+    }
+
+    /// A string checked and passed over.
+    #[inline]
+    pub(super) fn skip_string(&mut self) -> Result<(), Error> {
+        let start = self.pos;
+        let end = self.scan(start);
+        if self.bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(());
+        }
+        self.decode(start, end).map(drop)
+    }
+
+    /// The slow path from `at` (the first special byte) of a string
+    /// starting at `start`: escapes decoded, errors found.
+    #[cold]
+    fn decode(&mut self, start: usize, mut at: usize) -> Result<String, Error> {
+        let mut out = String::with_capacity(at - start + 16);
+        out.push_str(&self.text[start..at]);
+        loop {
+            self.pos = at;
+            match self.bytes.get(at) {
+                None => return Err(self.eof("EOF while parsing a string")),
+                Some(b'"') => {
+                    self.pos = at + 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.pos = at + 1;
+                    self.escape(&mut out)?;
+                }
+                Some(_) => {
+                    return Err(self.syntax(
+                        "control character (\\u0000-\\u001F) found while parsing a string",
+                    ))
+                }
+            }
+            let next = self.scan(self.pos);
+            out.push_str(&self.text[self.pos..next]);
+            at = next;
+        }
+    }
+
+    /// One escape (after its backslash), appended to `out`.
+    fn escape(&mut self, out: &mut String) -> Result<(), Error> {
+        let Some(&c) = self.bytes.get(self.pos) else {
+            return Err(self.eof("EOF while parsing a string"));
+        };
+        self.pos += 1;
+        let ch = match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let first = self.hex4()?;
+                match first {
+                    0xD800..=0xDBFF => {
+                        if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                            return Err(match self.bytes.get(self.pos) {
+                                None => self.eof("EOF while parsing a string"),
+                                Some(b'"') => self.syntax("unexpected end of hex escape"),
+                                Some(_) => self.syntax("lone leading surrogate in hex escape"),
+                            });
+                        }
+                        self.pos += 2;
+                        let second = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&second) {
+                            return Err(self.consumed("lone leading surrogate in hex escape"));
+                        }
+                        let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                        char::from_u32(code)
+                            .ok_or_else(|| self.syntax("invalid unicode code point"))?
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err(self.consumed("lone leading surrogate in hex escape"))
+                    }
+                    code => char::from_u32(code)
+                        .ok_or_else(|| self.syntax("invalid unicode code point"))?,
+                }
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(self.syntax("invalid escape"));
+            }
+        };
+        out.push(ch);
+        Ok(())
+    }
+
+    /// Four hex digits of a `\u` escape.
+    fn hex4(&mut self) -> Result<u32, Error> {
+        // Four bytes are taken before any is judged, as serde_json does.
+        if self.bytes.len() < self.pos + 4 {
+            self.pos = self.bytes.len();
+            return Err(self.eof("EOF while parsing a string"));
+        }
+        let mut code = 0u32;
+        for _ in 0..4 {
+            let Some(&c) = self.bytes.get(self.pos) else {
+                return Err(self.eof("EOF while parsing a string"));
+            };
+            let digit = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return Err(self.syntax("invalid escape")),
+            };
+            code = code * 16 + u32::from(digit);
+            self.pos += 1;
+        }
+        Ok(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::specials;
+
+    #[test]
+    fn the_first_mark_is_the_first_special_byte() {
+        for (text, first) in [
+            (*b"abcdefgh", None),
+            (*b"abc\"efgh", Some(3)),
+            (*b"\\bcdefgh", Some(0)),
+            (*b"abcdefg\n", Some(7)),
+            (*b"a\x7f\xc3\xa9\"\x01gh", Some(4)),
+            (*b"\x1f\"\\\x00    ", Some(0)),
+        ] {
+            let marks = specials(u64::from_le_bytes(text));
+            let found = (marks != 0).then(|| (marks.trailing_zeros() / 8) as usize);
+            assert_eq!(found, first, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+}

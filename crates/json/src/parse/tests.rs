@@ -1,0 +1,296 @@
+//! The parser against serde_json: the same values for the same texts, an
+//! error where serde_json errs (of the same category, with the same
+//! message where both name the same fault), on hand-picked texts and on
+//! generated ones.
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// Parses `text` both ways and checks they agree.
+fn agree(text: &str) {
+    let ours = from_str(text);
+    let theirs = serde_json::from_str::<serde_json::Value>(text);
+    match (&ours, &theirs) {
+        (Ok(a), Ok(b)) => assert!(a == b, "{text:?}: {a} vs {b}"),
+        (Err(a), Err(b)) => {
+            let same_kind = match b.classify() {
+                serde_json::error::Category::Eof => a.category() == Category::Eof,
+                _ => a.category() != Category::Eof,
+            };
+            assert!(same_kind, "{text:?}: {a} vs {b}");
+        }
+        _ => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
+    }
+    // Skipping accepts exactly what building accepts.
+    let mut p = Parser::new(text);
+    let skipped = p.skip().and_then(|()| p.end());
+    assert_eq!(skipped.is_ok(), ours.is_ok(), "{text:?}: skip {skipped:?}");
+}
+
+#[test]
+fn hand_picked_texts_parse_as_serde_json_parses_them() {
+    for text in [
+        "0",
+        "-0",
+        "-0.0",
+        "1",
+        "-1",
+        "1.0",
+        "1.5e3",
+        "1E2",
+        "1e-2",
+        "1e+2",
+        "2.5e-324",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+        "01",
+        "-01",
+        "1.",
+        "-",
+        "+1",
+        ".5",
+        "1e",
+        "1e+",
+        "0x10",
+        "1.7976931348623157e308",
+        "1.7976931348623157e309",
+        "true",
+        "false",
+        "null",
+        "tru",
+        "nul",
+        "nulll",
+        "truex",
+        "\"\"",
+        "\"abc\"",
+        "\"a\\\"b\"",
+        "\"\\\\\"",
+        "\"\\/\"",
+        "\"\\b\\f\\n\\r\\t\"",
+        "\"\\u0041\"",
+        "\"\\u00e9\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\ud800\"",
+        "\"\\ud800\\u0041\"",
+        "\"\\udc00\"",
+        "\"\\ud800x\"",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\u12g4\"",
+        "\"abc",
+        "\"a\u{1}b\"",
+        "\"a\tb\"",
+        "\"é\u{2028}\"",
+        "\"0123456789abcdef\\n0123456789\"",
+        "[]",
+        "[1]",
+        "[1,2]",
+        "[1,]",
+        "[,1]",
+        "[1 2]",
+        "[",
+        "[1",
+        "{}",
+        "{\"a\":1}",
+        "{\"a\":1,\"b\":2}",
+        "{\"b\":1,\"a\":2}",
+        "{\"a\":1,\"a\":2}",
+        "{\"b\":1,\"a\":2,\"b\":3}",
+        "{\"a\":1,}",
+        "{,}",
+        "{\"a\"}",
+        "{\"a\":}",
+        "{\"a\" 1}",
+        "{1:2}",
+        "{\"a\":1 \"b\":2}",
+        "{",
+        "{\"a\"",
+        "{\"a\":",
+        "{\"a\":1",
+        " \n\t\r 1 \n",
+        "1 x",
+        "1 2",
+        "",
+        " ",
+        "\u{feff}1",
+        "{\"a\":[{\"b\":null},{\"c\":[true,false]}]}",
+        "{\"\":0,\"a\\u0000\":1}",
+        "[\"\\u0000\"]",
+    ] {
+        agree(text);
+    }
+}
+
+#[test]
+fn nesting_is_limited_as_serde_json_limits_it() {
+    for depth in [126, 127, 128, 129, 500] {
+        agree(&("[".repeat(depth) + &"]".repeat(depth)));
+        agree(&("{\"a\":".repeat(depth) + "1" + &"}".repeat(depth)));
+    }
+    let deep = "[".repeat(200) + &"]".repeat(200);
+    let err = from_str(&deep).expect_err("too deep");
+    assert_eq!(err.message(), "recursion limit exceeded");
+    let mut p = Parser::new(&deep);
+    assert_eq!(
+        p.skip().expect_err("too deep").message(),
+        "recursion limit exceeded"
+    );
+}
+
+#[test]
+fn errors_carry_serde_json_messages_and_positions() {
+    for (text, message) in [
+        ("1 x", "trailing characters at line 1 column 3"),
+        ("01", "invalid number at line 1 column 2"),
+        ("[1,]", "trailing comma at line 1 column 4"),
+        ("{\"a\":1,}", "trailing comma at line 1 column 8"),
+        ("{1:2}", "key must be a string at line 1 column 2"),
+        ("\"abc", "EOF while parsing a string at line 1 column 4"),
+        ("{\"a\"", "EOF while parsing an object at line 1 column 4"),
+        ("[", "EOF while parsing a list at line 1 column 1"),
+        ("\n\n  x", "expected value at line 3 column 3"),
+        ("1e400", "number out of range at line 1 column 5"),
+        ("\"\\x\"", "invalid escape at line 1 column 3"),
+        (
+            "\"\\ud800\\u0041\"",
+            "lone leading surrogate in hex escape at line 1 column 13",
+        ),
+        (
+            "\"a\u{1}\"",
+            "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 3",
+        ),
+    ] {
+        let err = from_str(text).expect_err(text);
+        assert_eq!(err.to_string(), message, "{text:?}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(text)
+                .expect_err(text)
+                .to_string(),
+            message,
+            "serde_json, {text:?}"
+        );
+    }
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_refused_with_their_position() {
+    let err = from_slice(b"[\"ab\xff\"]").expect_err("not UTF-8");
+    assert_eq!(
+        err.to_string(),
+        "invalid unicode code point at line 1 column 5"
+    );
+}
+
+#[test]
+fn type_errors_name_the_value_as_serde_does() {
+    for (text, found) in [
+        ("42", "integer `42`"),
+        ("-4", "integer `-4`"),
+        ("1.5", "floating point `1.5`"),
+        ("2.0", "floating point `2.0`"),
+        ("[1]", "sequence"),
+        ("{}", "map"),
+        ("true", "boolean `true`"),
+        ("null", "null"),
+    ] {
+        let mut p = Parser::new(text);
+        let err = p.string("a string").expect_err(text);
+        assert_eq!(
+            err.message(),
+            format!("invalid type: {found}, expected a string")
+        );
+        assert!(err.is_data());
+    }
+    let mut p = Parser::new("\"x\"");
+    assert_eq!(
+        p.boolean("a boolean").expect_err("a string").message(),
+        "invalid type: string \"x\", expected a boolean"
+    );
+}
+
+#[test]
+fn objects_are_walked_key_by_key() {
+    let text = r#" { "b" : [1, {"x": "y"}], "a\u0062c": "d", "c": {} } "#;
+    let mut p = Parser::new(text);
+    p.begin_object("an object").expect("object");
+    let mut first = true;
+    let mut seen = Vec::new();
+    while let Some(key) = p.next_key(&mut first).expect("key") {
+        match &*key {
+            "b" => assert_eq!(p.raw().expect("raw"), "[1, {\"x\": \"y\"}]"),
+            "abc" => assert_eq!(p.string("a string").expect("string"), "d"),
+            _ => p.skip().expect("skip"),
+        }
+        seen.push(key.into_owned());
+    }
+    p.end().expect("end");
+    assert_eq!(seen, ["b", "abc", "c"]);
+    let mut p = Parser::new("[1,[2],3]");
+    p.begin_array("an array").expect("array");
+    let mut first = true;
+    let mut n = 0;
+    while p.next_element(&mut first).expect("element") {
+        p.skip().expect("skip");
+        n += 1;
+    }
+    assert_eq!(n, 3);
+}
+
+/// Arbitrary JSON values, serde_json's own.
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(serde_json::Value::from),
+        any::<u64>().prop_map(serde_json::Value::from),
+        any::<f64>().prop_map(serde_json::Value::from),
+        "\\PC{0,12}".prop_map(serde_json::Value::String),
+        "[a-c\\\\\"\u{0}-\u{1f}é😀]{0,6}".prop_map(serde_json::Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            prop::collection::vec(("[a-e]{0,3}", inner), 0..6)
+                .prop_map(|kv| serde_json::Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn written_values_parse_back_alike(v in json_value(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&v).expect("JSON")
+        } else {
+            serde_json::to_string(&v).expect("JSON")
+        };
+        let ours = from_str(&text).expect("our parse");
+        prop_assert!(ours == v, "{}", text);
+        // Written back, the same bytes.
+        prop_assert_eq!(serde_json::to_string(&ours).expect("JSON"), serde_json::to_string(&v).expect("JSON"));
+    }
+
+    #[test]
+    fn any_text_is_judged_alike(text in "[\\[\\]{}\",:0-9eE.+\\-a-z\\\\ \n]{0,24}") {
+        agree(&text);
+    }
+
+    #[test]
+    fn damaged_texts_are_judged_alike(v in json_value(), cut in any::<prop::sample::Index>(), byte in prop::sample::select(&b"[]{}\",:0-9-.e \\"[..])) {
+        let mut text = serde_json::to_string(&v).expect("JSON").into_bytes();
+        let i = cut.index(text.len() + 1);
+        text.insert(i, byte);
+        if let Ok(text) = String::from_utf8(text) {
+            agree(&text);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+use super::*;
+
+#[test]
+fn objects_keep_keys_sorted_and_the_last_of_repeats() {
+    let mut map = Map::new();
+    assert_eq!(map.insert("b", Value::from(1)), None);
+    assert_eq!(map.insert("a", Value::from(2)), None);
+    assert_eq!(map.insert("c", Value::from(3)), None);
+    assert_eq!(map.insert("b", Value::from(4)), Some(Value::from(1)));
+    assert_eq!(
+        map.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+        ["a", "b", "c"]
+    );
+    assert_eq!(map.get("b"), Some(&Value::from(4)));
+    assert_eq!(map.remove("a"), Some(Value::from(2)));
+    assert!(!map.contains_key("a"));
+    let map: Map = [
+        ("z", Value::from(1)),
+        ("y", Value::from(2)),
+        ("z", Value::from(3)),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(Value::Object(map).to_string(), r#"{"y":2,"z":3}"#);
+    // Past the linear scan's size, lookups search.
+    let big: Map = (0..40)
+        .rev()
+        .map(|i| (format!("k{i:02}"), Value::from(i)))
+        .collect();
+    assert!((0..40).all(|i| big.get(&format!("k{i:02}")) == Some(&Value::from(i))));
+    assert_eq!(big.get("k40"), None);
+}
+
+#[test]
+fn values_convert_both_ways_with_serde_json() {
+    let theirs = serde_json::json!({"b": [1, -2, 3.5, "x", null, true], "a": {"c": {}}});
+    let ours = Value::from(&theirs);
+    assert_eq!(ours, theirs);
+    assert_eq!(serde_json::Value::from(&ours), theirs);
+    assert_eq!(ours.to_string(), theirs.to_string());
+    assert_eq!(format!("{ours:#}"), format!("{theirs:#}"));
+    assert_eq!(
+        json!({"b": [1, -2, 3.5, "x", null, true], "a": {"c": {}}}),
+        ours
+    );
+}
+
+#[test]
+fn accessors_and_indexing_read_as_serde_json_does() {
+    let mut v = json!({"a": {"b": [10, "x"]}, "n": 1.5});
+    assert_eq!(v["a"]["b"][0], Value::from(10));
+    assert_eq!(v["a"]["missing"], Value::Null);
+    assert_eq!(v["a"]["b"][7], Value::Null);
+    assert_eq!(v.pointer("/a/b/1").and_then(Value::as_str), Some("x"));
+    assert_eq!(v.pointer("/a/b/01"), None);
+    assert_eq!(v["n"].as_f64(), Some(1.5));
+    v["new"]["deep"] = Value::from(true);
+    assert_eq!(v["new"], json!({"deep": true}));
+    assert_eq!(v.get("n").map(Value::kind_with_article), Some("a number"));
+}
+
+#[test]
+fn yaml_and_other_serde_sources_read_into_the_tree() {
+    let v: Value = serde_json::from_str(r#"{"b":1,"a":[true],"b":2}"#).expect("JSON");
+    assert_eq!(v.to_string(), r#"{"a":[true],"b":2}"#);
+}
