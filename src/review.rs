@@ -8,7 +8,6 @@
 
 use kube_core::response::Status;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 mod conversion;
 mod error;
@@ -200,14 +199,20 @@ pub enum Details {
     Skip,
 }
 
-/// A raw field parsed as `T`; JSON null is `None`.
-fn parse_raw<T: serde::de::DeserializeOwned>(
-    raw: Option<&RawValue>,
-) -> Result<Option<T>, ReviewError> {
-    raw.map(|r| serde_json::from_str::<Option<T>>(r.get()))
+/// A field kept as text parsed as `T`; JSON null is `None`.
+fn parse_raw<T: serde::de::DeserializeOwned>(raw: Option<&str>) -> Result<Option<T>, ReviewError> {
+    raw.map(serde_json::from_str::<Option<T>>)
         .transpose()
         .map(Option::flatten)
         .map_err(|e| ReviewError::from_json(Review::Admission, e))
+}
+
+/// A field kept as text parsed as a tree; JSON null is `None`.
+fn parse_tree(raw: Option<&str>) -> Result<Option<celhook_json::Value>, ReviewError> {
+    match raw.map(celhook_json::from_str).transpose() {
+        Ok(v) => Ok(v.filter(|v| !v.is_null())),
+        Err(e) => Err(ReviewError::from_parse(Review::Admission, e)),
+    }
 }
 
 /// Decodes an AdmissionReview body, parsing it once.
@@ -235,26 +240,14 @@ pub fn decode_admission_planned<P: ObjectReads>(
     details: Details,
     reads: &P,
 ) -> Result<(ReviewVersion, AdmissionRequest), ReviewError> {
-    use serde::de::DeserializeSeed;
-
     let review = Review::Admission;
     review.expect_object(body)?;
-
-    // Validating the whole body as UTF-8 once is cheaper than serde_json's
-    // check of each string (about 2% of the hot path); a body that is not
-    // UTF-8 goes through from_slice, whose error names the position.
-    let seed = request::ReviewSeed(reads);
-    let wire = match std::str::from_utf8(body) {
-        Ok(text) => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            seed.deserialize(&mut de).and_then(|w| de.end().map(|()| w))
-        }
-        Err(_) => {
-            let mut de = serde_json::Deserializer::from_slice(body);
-            seed.deserialize(&mut de).and_then(|w| de.end().map(|()| w))
-        }
-    }
-    .map_err(|e| ReviewError::from_json(review, e))?;
+    let wire = celhook_json::Parser::from_slice(body)
+        .and_then(|mut p| {
+            let wire = request::review(&mut p, reads)?;
+            p.end().map(|()| wire)
+        })
+        .map_err(|e| ReviewError::from_parse(review, e))?;
 
     let (version, mut req) = wire.open(review, ReviewVersion::V1, ReviewVersion::V1Beta1)?;
     let uid = match req.uid {
@@ -285,8 +278,8 @@ pub fn decode_admission_planned<P: ObjectReads>(
             request_resource: parse_raw(req.request_resource)?,
             request_sub_resource: parse_raw(req.request_sub_resource)?,
             user_uid: parse_raw(user.and_then(|u| u.uid))?.unwrap_or_default(),
-            user_extra: parse_raw(user.and_then(|u| u.extra))?,
-            options: parse_raw(req.options)?,
+            user_extra: parse_tree(user.and_then(|u| u.extra))?,
+            options: parse_tree(req.options)?,
         },
     };
 

@@ -44,18 +44,21 @@ impl Review {
         format!("{v1} or {v1beta1}")
     }
 
-    /// Refuses a body that is empty or not a JSON object before serde reads
-    /// it: anything else that is valid JSON would reach serde's sequence
-    /// form of the struct, whose message names no field.
+    /// Refuses a body that is empty or not a JSON object before its fields
+    /// are read, with a message that says so.
     pub(super) fn expect_object(self, body: &[u8]) -> Result<(), ReviewError> {
         match body.iter().find(|b| !b.is_ascii_whitespace()) {
             None => Err(ReviewError::Empty(self)),
             Some(b'{') => Ok(()),
-            // Still let serde report genuinely malformed JSON with its position.
-            Some(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Err(err) => Err(ReviewError::from_json(self, err)),
-                Ok(_) => Err(ReviewError::NotAnObject(self)),
-            },
+            // Still report genuinely malformed JSON with its position.
+            Some(_) => {
+                let checked = celhook_json::Parser::from_slice(body)
+                    .and_then(|mut p| p.skip().and_then(|()| p.end()));
+                match checked {
+                    Err(err) => Err(ReviewError::from_parse(self, err)),
+                    Ok(()) => Err(ReviewError::NotAnObject(self)),
+                }
+            }
         }
     }
 
@@ -88,12 +91,12 @@ pub enum ReviewError {
     /// The body is empty.
     #[error("empty request body: expected {}", .0.with_article())]
     Empty(Review),
-    /// The body is not JSON (serde's message carries line and column).
+    /// The body is not JSON (the message carries line and column).
     #[error("malformed JSON: {0}")]
-    Syntax(#[source] serde_json::Error),
+    Syntax(String),
     /// The body is JSON, but a field has the wrong type or is duplicated.
     #[error("invalid {}: {}", .0.kind(), .1)]
-    Data(Review, #[source] serde_json::Error),
+    Data(Review, String),
     /// The top-level value is not a JSON object.
     #[error("invalid {}: the body must be a JSON object", .0.kind())]
     NotAnObject(Review),
@@ -144,9 +147,18 @@ impl ReviewError {
     /// serde's error, as a syntax error or a data error of `review`.
     pub(super) fn from_json(review: Review, err: serde_json::Error) -> ReviewError {
         match err.classify() {
-            serde_json::error::Category::Data => ReviewError::Data(review, err),
+            serde_json::error::Category::Data => ReviewError::Data(review, err.to_string()),
             // Syntax, Eof, and Io (which cannot happen when reading a slice).
-            _ => ReviewError::Syntax(err),
+            _ => ReviewError::Syntax(err.to_string()),
+        }
+    }
+
+    /// The JSON parser's error, as a syntax error or a data error of `review`.
+    pub(super) fn from_parse(review: Review, err: celhook_json::Error) -> ReviewError {
+        if err.is_data() {
+            ReviewError::Data(review, err.to_string())
+        } else {
+            ReviewError::Syntax(err.to_string())
         }
     }
 }

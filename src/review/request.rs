@@ -1,170 +1,57 @@
-//! An AdmissionReview's envelope and request as they arrive, decoded in
-//! one pass: `object` and `oldObject` are decoded by the plan of the
-//! request's kind, which the API server writes before them. A review
-//! that puts them first keeps them raw (borrowed from the body) until the
-//! kind is read, then decodes them the same way.
+//! An AdmissionReview's envelope and request as they arrive, read in one
+//! pass over the body with celhook's JSON parser: `object` and
+//! `oldObject` are built by the plan of the request's kind, which the API
+//! server writes before them. A review that puts them first keeps their
+//! text (a slice of the body) until the kind is read, then builds them the
+//! same way.
 //!
-//! Hand-written rather than derived: a derived struct cannot pass what an
-//! earlier field said to a later field's decoding.
+//! Read field by field rather than derived: a derived struct cannot pass
+//! what an earlier field said to a later field's decoding, and the parser
+//! builds the objects without serde's visitors (see `celhook_json`).
+//! The texts of shape errors are serde's ("invalid type: integer `42`,
+//! expected a string", "duplicate field `kind`"), as before.
 
-use std::fmt;
+use std::borrow::Cow;
 
-use celhook_json::Value;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
-use serde_json::value::RawValue;
+use celhook_json::{Error, Parser, Value};
 
-use super::partial::{ObjectReads, ObjectSeed};
+use super::partial::{object_value, ObjectReads};
 use super::{GroupVersionKind, WireReview};
 
 /// The request's fields celhook reads. The fields only policies read stay
-/// raw, borrowed from the body (no allocation), and are parsed only when
+/// as text, slices of the body (no allocation), and are parsed only when
 /// the config has policies: see [`super::Details`].
-pub(super) struct WireRequest<'de> {
+#[derive(Default)]
+pub(super) struct WireRequest<'a> {
     pub(super) uid: Option<String>,
     pub(super) kind: Option<GroupVersionKind>,
     pub(super) name: Option<String>,
     pub(super) namespace: Option<String>,
     pub(super) operation: Option<String>,
-    pub(super) user_info: Option<WireUser<'de>>,
+    pub(super) user_info: Option<WireUser<'a>>,
     // A JSON null lands here as None, like an absent field.
     pub(super) object: Option<Value>,
     pub(super) old_object: Option<Value>,
     pub(super) dry_run: Option<bool>,
-    pub(super) resource: Option<&'de RawValue>,
-    pub(super) sub_resource: Option<&'de RawValue>,
-    pub(super) request_kind: Option<&'de RawValue>,
-    pub(super) request_resource: Option<&'de RawValue>,
-    pub(super) request_sub_resource: Option<&'de RawValue>,
-    pub(super) options: Option<&'de RawValue>,
+    pub(super) resource: Option<&'a str>,
+    pub(super) sub_resource: Option<&'a str>,
+    pub(super) request_kind: Option<&'a str>,
+    pub(super) request_resource: Option<&'a str>,
+    pub(super) request_sub_resource: Option<&'a str>,
+    pub(super) options: Option<&'a str>,
 }
 
 /// Of `userInfo`, the name and groups are read (for the denial log and
-/// exemptions); uid and extra for the `request` of policies.
-#[derive(Deserialize)]
+/// exemptions); uid and extra, as text, for the `request` of policies.
+#[derive(Default)]
 pub(super) struct WireUser<'a> {
     pub(super) username: Option<String>,
-    #[serde(default)]
     pub(super) groups: Vec<String>,
-    #[serde(borrow)]
-    pub(super) uid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(super) extra: Option<&'a RawValue>,
+    pub(super) uid: Option<&'a str>,
+    pub(super) extra: Option<&'a str>,
 }
 
-/// The envelope's fields.
-#[derive(Clone, Copy, Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum EnvelopeField {
-    ApiVersion,
-    Kind,
-    Request,
-    #[serde(other)]
-    Other,
-}
-
-/// The request's fields.
-#[derive(Clone, Copy, Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum Field {
-    Uid,
-    Kind,
-    Name,
-    Namespace,
-    Operation,
-    UserInfo,
-    Object,
-    OldObject,
-    DryRun,
-    Resource,
-    SubResource,
-    RequestKind,
-    RequestResource,
-    RequestSubResource,
-    Options,
-    #[serde(other)]
-    Other,
-}
-
-/// The AdmissionReview envelope, its request decoded by `P`'s plans.
-pub(super) struct ReviewSeed<'p, P>(pub(super) &'p P);
-
-impl<'de, P: ObjectReads> DeserializeSeed<'de> for ReviewSeed<'_, P> {
-    type Value = WireReview<WireRequest<'de>>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_struct("AdmissionReview", &["apiVersion", "kind", "request"], self)
-    }
-}
-
-impl<'de, P: ObjectReads> Visitor<'de> for ReviewSeed<'_, P> {
-    type Value = WireReview<WireRequest<'de>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("struct WireReview")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut review = WireReview {
-            api_version: None,
-            kind: None,
-            request: None,
-        };
-        let mut seen = Seen::default();
-        while let Some(field) = map.next_key()? {
-            if !matches!(field, EnvelopeField::Other) {
-                seen.first(
-                    field as u32,
-                    ["apiVersion", "kind", "request"][field as usize],
-                )?;
-            }
-            match field {
-                EnvelopeField::ApiVersion => set(&mut review.api_version, &mut map)?,
-                EnvelopeField::Kind => set(&mut review.kind, &mut map)?,
-                EnvelopeField::Request => {
-                    review.request = map.next_value_seed(OptionalRequest(self.0))?;
-                }
-                EnvelopeField::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(review)
-    }
-}
-
-/// `request`, or JSON null.
-struct OptionalRequest<'p, P>(&'p P);
-
-impl<'de, P: ObjectReads> DeserializeSeed<'de> for OptionalRequest<'_, P> {
-    type Value = Option<WireRequest<'de>>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de, P: ObjectReads> Visitor<'de> for OptionalRequest<'_, P> {
-    type Value = Option<WireRequest<'de>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("option")
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_struct("WireRequest", FIELDS, RequestVisitor(self.0))
-            .map(Some)
-    }
-}
-
+/// The request's fields, in the order of [`Seen`]'s bits.
 const FIELDS: &[&str] = &[
     "uid",
     "kind",
@@ -183,101 +70,175 @@ const FIELDS: &[&str] = &[
     "options",
 ];
 
-struct RequestVisitor<'p, P>(&'p P);
-
-impl<'de, P: ObjectReads> Visitor<'de> for RequestVisitor<'_, P> {
-    type Value = WireRequest<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("struct WireRequest")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WireRequest<'de>, A::Error> {
-        let mut r = WireRequest {
-            uid: None,
-            kind: None,
-            name: None,
-            namespace: None,
-            operation: None,
-            user_info: None,
-            object: None,
-            old_object: None,
-            dry_run: None,
-            resource: None,
-            sub_resource: None,
-            request_kind: None,
-            request_resource: None,
-            request_sub_resource: None,
-            options: None,
-        };
-        // Objects seen before the kind, decoded once it is known.
-        let mut early: [Option<&'de RawValue>; 2] = [None, None];
-        let mut seen = Seen::default();
-        while let Some(field) = map.next_key()? {
-            if !matches!(field, Field::Other) {
-                seen.first(field as u32, FIELDS[field as usize])?;
+/// Reads the AdmissionReview envelope, its request decoded by `P`'s plans.
+pub(super) fn review<'a, P: ObjectReads>(
+    p: &mut Parser<'a>,
+    reads: &P,
+) -> Result<WireReview<WireRequest<'a>>, Error> {
+    let mut review = WireReview {
+        api_version: None,
+        kind: None,
+        request: None,
+    };
+    let mut seen = Seen::default();
+    p.begin_object("struct WireReview")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        match &*key {
+            "apiVersion" => {
+                seen.first(p, 0, "apiVersion")?;
+                review.api_version = string(p)?;
             }
-            match field {
-                Field::Uid => set(&mut r.uid, &mut map)?,
-                Field::Kind => set(&mut r.kind, &mut map)?,
-                Field::Name => set(&mut r.name, &mut map)?,
-                Field::Namespace => set(&mut r.namespace, &mut map)?,
-                Field::Operation => set(&mut r.operation, &mut map)?,
-                Field::UserInfo => set(&mut r.user_info, &mut map)?,
-                Field::DryRun => set(&mut r.dry_run, &mut map)?,
-                Field::Resource => set(&mut r.resource, &mut map)?,
-                Field::SubResource => set(&mut r.sub_resource, &mut map)?,
-                Field::RequestKind => set(&mut r.request_kind, &mut map)?,
-                Field::RequestResource => set(&mut r.request_resource, &mut map)?,
-                Field::RequestSubResource => set(&mut r.request_sub_resource, &mut map)?,
-                Field::Options => set(&mut r.options, &mut map)?,
-                Field::Object | Field::OldObject => {
-                    let i = usize::from(matches!(field, Field::OldObject));
-                    let value = match &r.kind {
-                        Some(kind) => {
-                            let plan = self.0.plan(kind);
-                            map.next_value_seed(ObjectSeed(plan.as_ref()))?
-                        }
-                        None => {
-                            early[i] = map.next_value()?;
-                            continue;
-                        }
-                    };
-                    *if i == 0 {
-                        &mut r.object
-                    } else {
-                        &mut r.old_object
-                    } = value;
-                }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+            "kind" => {
+                seen.first(p, 1, "kind")?;
+                review.kind = string(p)?;
             }
+            "request" => {
+                seen.first(p, 2, "request")?;
+                review.request = match p.null()? {
+                    true => None,
+                    false => Some(request(p, reads)?),
+                };
+            }
+            _ => p.skip()?,
         }
-        for (i, raw) in early.into_iter().enumerate() {
-            let Some(raw) = raw else { continue };
-            let plan = r.kind.as_ref().and_then(|kind| self.0.plan(kind));
-            let mut de = serde_json::Deserializer::from_str(raw.get());
-            let value = ObjectSeed(plan.as_ref())
-                .deserialize(&mut de)
-                .map_err(de::Error::custom)?;
-            *if i == 0 {
-                &mut r.object
-            } else {
-                &mut r.old_object
-            } = value;
-        }
-        Ok(r)
     }
+    Ok(review)
 }
 
-/// A field's value.
-fn set<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    slot: &mut Option<T>,
-    map: &mut A,
-) -> Result<(), A::Error> {
-    *slot = map.next_value()?;
-    Ok(())
+fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequest<'a>, Error> {
+    let mut r = WireRequest::default();
+    // Objects seen before the kind, built once it is known (with the
+    // nesting they were found at, which counts against the limit).
+    let mut early: [Option<(&'a str, u8)>; 2] = [None, None];
+    let mut seen = Seen::default();
+    p.begin_object("struct WireRequest")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        let Some(field) = FIELDS.iter().position(|f| *f == &*key) else {
+            p.skip()?;
+            continue;
+        };
+        seen.first(p, field as u32, FIELDS[field])?;
+        match FIELDS[field] {
+            "uid" => r.uid = string(p)?,
+            "kind" => r.kind = group_version_kind(p)?,
+            "name" => r.name = string(p)?,
+            "namespace" => r.namespace = string(p)?,
+            "operation" => r.operation = string(p)?,
+            "userInfo" => r.user_info = user(p)?,
+            "dryRun" => {
+                r.dry_run = if p.null()? {
+                    None
+                } else {
+                    Some(p.boolean("a boolean")?)
+                }
+            }
+            "resource" => r.resource = Some(p.raw()?),
+            "subResource" => r.sub_resource = Some(p.raw()?),
+            "requestKind" => r.request_kind = Some(p.raw()?),
+            "requestResource" => r.request_resource = Some(p.raw()?),
+            "requestSubResource" => r.request_sub_resource = Some(p.raw()?),
+            "options" => r.options = Some(p.raw()?),
+            object => {
+                let i = usize::from(object == "oldObject");
+                let value = match &r.kind {
+                    Some(kind) => object_value(p, reads.plan(kind).as_ref())?,
+                    None => {
+                        let depth = p.depth();
+                        early[i] = Some((p.raw()?, depth));
+                        continue;
+                    }
+                };
+                *if i == 0 {
+                    &mut r.object
+                } else {
+                    &mut r.old_object
+                } = value;
+            }
+        }
+    }
+    for (i, text) in early.into_iter().enumerate() {
+        let Some((text, depth)) = text else { continue };
+        let plan = r.kind.as_ref().and_then(|kind| reads.plan(kind));
+        let mut again = Parser::new(text).at_depth(depth);
+        let value = object_value(&mut again, plan.as_ref())?;
+        *if i == 0 {
+            &mut r.object
+        } else {
+            &mut r.old_object
+        } = value;
+    }
+    Ok(r)
+}
+
+/// A string field; JSON null is `None`.
+fn string(p: &mut Parser<'_>) -> Result<Option<String>, Error> {
+    if p.null()? {
+        return Ok(None);
+    }
+    p.string("a string").map(|s| Some(s.into_owned()))
+}
+
+/// `request.kind`: group, version and kind, each empty when absent.
+fn group_version_kind(p: &mut Parser<'_>) -> Result<Option<GroupVersionKind>, Error> {
+    if p.null()? {
+        return Ok(None);
+    }
+    let mut gvk = GroupVersionKind::default();
+    let mut seen = Seen::default();
+    p.begin_object("struct GroupVersionKind")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        let (bit, slot) = match &*key {
+            "group" => (0, &mut gvk.group),
+            "version" => (1, &mut gvk.version),
+            "kind" => (2, &mut gvk.kind),
+            _ => {
+                p.skip()?;
+                continue;
+            }
+        };
+        seen.first(p, bit, ["group", "version", "kind"][bit as usize])?;
+        *slot = p.string("a string")?.into_owned();
+    }
+    Ok(Some(gvk))
+}
+
+fn user<'a>(p: &mut Parser<'a>) -> Result<Option<WireUser<'a>>, Error> {
+    if p.null()? {
+        return Ok(None);
+    }
+    let mut user = WireUser::default();
+    let mut seen = Seen::default();
+    p.begin_object("struct WireUser")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        match &*key {
+            "username" => {
+                seen.first(p, 0, "username")?;
+                user.username = string(p)?;
+            }
+            "groups" => {
+                seen.first(p, 1, "groups")?;
+                p.begin_array("a sequence")?;
+                let mut first = true;
+                while p.next_element(&mut first)? {
+                    user.groups.push(p.string("a string")?.into_owned());
+                }
+            }
+            "uid" => {
+                seen.first(p, 2, "uid")?;
+                user.uid = Some(p.raw()?);
+            }
+            "extra" => {
+                seen.first(p, 3, "extra")?;
+                user.extra = Some(p.raw()?);
+            }
+            _ => p.skip()?,
+        }
+    }
+    Ok(Some(user))
 }
 
 /// The fields read so far: a second one is refused, as a derived struct
@@ -286,9 +247,9 @@ fn set<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
 struct Seen(u32);
 
 impl Seen {
-    fn first<E: de::Error>(&mut self, bit: u32, name: &'static str) -> Result<(), E> {
+    fn first(&mut self, p: &Parser<'_>, bit: u32, name: &str) -> Result<(), Error> {
         if self.0 & (1 << bit) != 0 {
-            return Err(E::duplicate_field(name));
+            return Err(p.data_error(Cow::Owned(format!("duplicate field `{name}`"))));
         }
         self.0 |= 1 << bit;
         Ok(())

@@ -395,3 +395,50 @@ fn the_fields_policies_read_are_decoded_only_when_asked() {
         "{err}"
     );
 }
+
+#[test]
+fn serde_json_s_private_raw_value_key_is_an_ordinary_key() {
+    // serde_json's own value decoder reads an object whose first key is
+    // this token as embedded JSON text; the request's objects keep it as
+    // data, as the API server stored it, and the keys after it too.
+    let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"X"},"operation":"CREATE","object":{"spec":{"labels":{"$serde_json::private::RawValue":"{}","b":"c"}}}}}"#;
+    let (_, req) = decode_admission(body).expect("decodes");
+    let labels = &req.object.expect("object")["spec"]["labels"];
+    assert_eq!(labels["$serde_json::private::RawValue"], "{}");
+    assert_eq!(labels["b"], "c");
+}
+
+#[test]
+fn fields_no_rule_reads_may_nest_past_the_limit_of_built_values() {
+    use super::partial::{Keep, ObjectReads, RootFields};
+    struct SpecOnly;
+    impl RootFields for SpecOnly {
+        fn keep(&self, field: &str) -> Keep {
+            if field == "spec" {
+                Keep::Whole
+            } else {
+                Keep::Skip
+            }
+        }
+    }
+    impl ObjectReads for SpecOnly {
+        type Plan<'r> = SpecOnly;
+        fn plan(&self, _: &GroupVersionKind) -> Option<SpecOnly> {
+            Some(SpecOnly)
+        }
+    }
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    for (at, refused) in [("status", false), ("spec", true)] {
+        let body = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","kind":{{"version":"v1","kind":"X"}},"operation":"CREATE","object":{{"{at}":{deep}}}}}}}"#
+        );
+        let planned = decode_admission_planned(body.as_bytes(), Details::Skip, &SpecOnly);
+        assert_eq!(planned.is_err(), refused, "{at}");
+        // Decoded whole, any field past the limit is refused.
+        let whole = decode_admission(body.as_bytes()).expect_err("too deep");
+        assert!(
+            whole.to_string().contains("recursion limit exceeded"),
+            "{whole}"
+        );
+    }
+}

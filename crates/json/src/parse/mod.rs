@@ -81,6 +81,18 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// How many more levels values may open here (for [`Parser::at_depth`]).
+    pub fn depth(&self) -> u8 {
+        self.depth
+    }
+
+    /// This parser, for a text that was found `depth` levels from the
+    /// limit in a larger one (a value kept as text and parsed later is
+    /// limited as it would have been in place).
+    pub fn at_depth(self, depth: u8) -> Parser<'a> {
+        Parser { depth, ..self }
+    }
+
     /// The byte offset the parser has reached.
     pub fn position(&self) -> usize {
         self.pos
@@ -149,35 +161,55 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The next value, checked as strictly as [`Parser::value`] but not built.
+    /// The next value, checked as strictly as [`Parser::value`] but not
+    /// built. Without recursion and without the nesting limit: nothing is
+    /// built that a deep value could overflow, so a field no rule reads
+    /// may nest as deep as the API server lets it.
     pub fn skip(&mut self) -> Result<(), Error> {
-        match self.peek() {
-            None => Err(self.eof("EOF while parsing a value")),
-            Some(b'"') => {
-                self.pos += 1;
-                self.skip_string()
-            }
-            Some(b'{') => {
-                self.open()?;
-                let mut first = true;
-                while self.next_key_inner(&mut first, false)?.is_some() {
-                    self.skip()?;
+        // The open containers: true for an object, false for an array.
+        let mut open: Vec<bool> = Vec::new();
+        loop {
+            match self.peek() {
+                None => return Err(self.eof("EOF while parsing a value")),
+                Some(b'{') => {
+                    self.pos += 1;
+                    if self.next_key_inner(&mut true, false, false)?.is_some() {
+                        open.push(true);
+                        continue;
+                    }
                 }
-                Ok(())
-            }
-            Some(b'[') => {
-                self.open()?;
-                let mut first = true;
-                while self.next_element(&mut first)? {
-                    self.skip()?;
+                Some(b'[') => {
+                    self.pos += 1;
+                    if self.next_element_inner(&mut true, false)? {
+                        open.push(false);
+                        continue;
+                    }
                 }
-                Ok(())
+                Some(b'"') => {
+                    self.pos += 1;
+                    self.skip_string()?;
+                }
+                Some(b't') => self.literal("true", ())?,
+                Some(b'f') => self.literal("false", ())?,
+                Some(b'n') => self.literal("null", ())?,
+                Some(b'-' | b'0'..=b'9') => {
+                    self.number()?;
+                }
+                Some(_) => return Err(self.syntax("expected value")),
             }
-            Some(b't') => self.literal("true", ()),
-            Some(b'f') => self.literal("false", ()),
-            Some(b'n') => self.literal("null", ()),
-            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
-            Some(_) => Err(self.syntax("expected value")),
+            // A value ended: on to the next one of the innermost container
+            // that has one.
+            loop {
+                let more = match open.last() {
+                    None => return Ok(()),
+                    Some(true) => self.next_key_inner(&mut false, false, false)?.is_some(),
+                    Some(false) => self.next_element_inner(&mut false, false)?,
+                };
+                if more {
+                    break;
+                }
+                open.pop();
+            }
         }
     }
 
@@ -254,15 +286,22 @@ impl<'a> Parser<'a> {
     /// The next key of the object entered, its `:` consumed; `None` at
     /// its end. `first` starts true for each object.
     pub fn next_key(&mut self, first: &mut bool) -> Result<Option<Cow<'a, str>>, Error> {
-        self.next_key_inner(first, true)
+        self.next_key_inner(first, true, true)
     }
 
     /// True when the array entered has another element (next to be read).
     pub fn next_element(&mut self, first: &mut bool) -> Result<bool, Error> {
+        self.next_element_inner(first, true)
+    }
+
+    /// [`Parser::next_element`]; its end given back to the nesting limit
+    /// when `counted` (skipping counts nothing).
+    #[inline]
+    fn next_element_inner(&mut self, first: &mut bool, counted: bool) -> Result<bool, Error> {
         match self.peek() {
             Some(b']') => {
                 self.pos += 1;
-                self.depth += 1;
+                self.depth += u8::from(counted);
                 return Ok(false);
             }
             Some(b',') if !*first => {
@@ -296,17 +335,18 @@ impl<'a> Parser<'a> {
     }
 
     /// [`Parser::next_key`]; the key built only when `want` (skipping
-    /// checks it without a copy).
+    /// checks it without a copy), the end counted as there.
     #[inline]
     fn next_key_inner(
         &mut self,
         first: &mut bool,
         want: bool,
+        counted: bool,
     ) -> Result<Option<Cow<'a, str>>, Error> {
         match self.peek() {
             Some(b'}') => {
                 self.pos += 1;
-                self.depth += 1;
+                self.depth += u8::from(counted);
                 return Ok(None);
             }
             Some(b',') if !*first => {

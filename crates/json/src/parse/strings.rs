@@ -52,7 +52,7 @@ impl<'a> Parser<'a> {
             self.pos = end + 1;
             return Ok(Str::from(&self.text[start..end]));
         }
-        self.decode(start, end).map(Str::from)
+        self.decode(start, end, true).map(Str::from)
     }
 
     /// A string's contents, borrowed from the text unless it has escapes.
@@ -64,7 +64,7 @@ impl<'a> Parser<'a> {
             self.pos = end + 1;
             return Ok(Cow::Borrowed(&self.text[start..end]));
         }
-        self.decode(start, end).map(Cow::Owned)
+        self.decode(start, end, true).map(Cow::Owned)
     }
 
     /// A string checked and passed over.
@@ -76,15 +76,19 @@ impl<'a> Parser<'a> {
             self.pos = end + 1;
             return Ok(());
         }
-        self.decode(start, end).map(drop)
+        self.decode(start, end, false).map(drop)
     }
 
     /// The slow path from `at` (the first special byte) of a string
-    /// starting at `start`: escapes decoded, errors found.
+    /// starting at `start`: escapes decoded (only checked unless `build`),
+    /// errors found.
     #[cold]
-    fn decode(&mut self, start: usize, mut at: usize) -> Result<String, Error> {
-        let mut out = String::with_capacity(at - start + 16);
-        out.push_str(&self.text[start..at]);
+    fn decode(&mut self, start: usize, mut at: usize, build: bool) -> Result<String, Error> {
+        let mut out = String::new();
+        if build {
+            out.reserve(at - start + 16);
+            out.push_str(&self.text[start..at]);
+        }
         loop {
             self.pos = at;
             match self.bytes.get(at) {
@@ -95,7 +99,10 @@ impl<'a> Parser<'a> {
                 }
                 Some(b'\\') => {
                     self.pos = at + 1;
-                    self.escape(&mut out)?;
+                    let ch = self.escape()?;
+                    if build {
+                        out.push(ch);
+                    }
                 }
                 Some(_) => {
                     return Err(self.syntax(
@@ -104,13 +111,15 @@ impl<'a> Parser<'a> {
                 }
             }
             let next = self.scan(self.pos);
-            out.push_str(&self.text[self.pos..next]);
+            if build {
+                out.push_str(&self.text[self.pos..next]);
+            }
             at = next;
         }
     }
 
-    /// One escape (after its backslash), appended to `out`.
-    fn escape(&mut self, out: &mut String) -> Result<(), Error> {
+    /// One escape (after its backslash): the character it stands for.
+    fn escape(&mut self) -> Result<char, Error> {
         let Some(&c) = self.bytes.get(self.pos) else {
             return Err(self.eof("EOF while parsing a string"));
         };
@@ -156,8 +165,7 @@ impl<'a> Parser<'a> {
                 return Err(self.syntax("invalid escape"));
             }
         };
-        out.push(ch);
-        Ok(())
+        Ok(ch)
     }
 
     /// Four hex digits of a `\u` escape.

@@ -22,10 +22,13 @@ fn agree(text: &str) {
         }
         _ => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
     }
-    // Skipping accepts exactly what building accepts.
+    // Skipping accepts what building accepts, but for nesting.
     let mut p = Parser::new(text);
     let skipped = p.skip().and_then(|()| p.end());
-    assert_eq!(skipped.is_ok(), ours.is_ok(), "{text:?}: skip {skipped:?}");
+    match (&skipped, &ours) {
+        (Ok(()), Err(e)) if e.message() == "recursion limit exceeded" => {}
+        _ => assert_eq!(skipped.is_ok(), ours.is_ok(), "{text:?}: skip {skipped:?}"),
+    }
 }
 
 #[test]
@@ -137,10 +140,19 @@ fn nesting_is_limited_as_serde_json_limits_it() {
     let deep = "[".repeat(200) + &"]".repeat(200);
     let err = from_str(&deep).expect_err("too deep");
     assert_eq!(err.message(), "recursion limit exceeded");
+    // Skipping builds nothing and has no limit: 100,000 levels pass, and
+    // damage at the bottom is still found.
+    let deep = "[{\"a\":".repeat(50_000) + "1" + &"}]".repeat(50_000);
     let mut p = Parser::new(&deep);
+    p.skip().expect("skipped");
+    p.end().expect("all of it");
+    let broken = "[{\"a\":".repeat(50_000) + "1e400" + &"}]".repeat(50_000);
     assert_eq!(
-        p.skip().expect_err("too deep").message(),
-        "recursion limit exceeded"
+        Parser::new(&broken)
+            .skip()
+            .expect_err("out of range")
+            .message(),
+        "number out of range"
     );
 }
 
