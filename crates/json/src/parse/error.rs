@@ -16,9 +16,14 @@ pub enum Category {
     Data,
 }
 
-/// A parse or shape error, with where it was found.
+/// A parse or shape error, with where it was found. Boxed: a parse
+/// result is then a value or a pointer, returned in registers on the
+/// parser's paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<Inner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
     message: Cow<'static, str>,
     line: usize,
     column: usize,
@@ -27,6 +32,7 @@ pub struct Error {
 
 impl Error {
     /// An error at byte `at` of `text` (`at == text.len()` for its end).
+    #[cold]
     pub(crate) fn at(
         text: &[u8],
         at: usize,
@@ -40,33 +46,33 @@ impl Error {
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1);
-        Error {
+        Error(Box::new(Inner {
             message: message.into(),
             line,
             column: at - line_start,
             category,
-        }
+        }))
     }
 
     pub fn category(&self) -> Category {
-        self.category
+        self.0.category
     }
 
     pub fn line(&self) -> usize {
-        self.line
+        self.0.line
     }
 
     pub fn column(&self) -> usize {
-        self.column
+        self.0.column
     }
 
     /// The message without its position.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     pub fn is_data(&self) -> bool {
-        self.category == Category::Data
+        self.0.category == Category::Data
     }
 }
 
@@ -75,7 +81,7 @@ impl fmt::Display for Error {
         write!(
             f,
             "{} at line {} column {}",
-            self.message, self.line, self.column
+            self.0.message, self.0.line, self.0.column
         )
     }
 }
