@@ -23,7 +23,7 @@ mod ser;
 use std::fmt;
 
 pub use compact_str::CompactString as Str;
-pub use map::Map;
+pub use map::{same_key, Map};
 pub use parse::{from_slice, from_str, Error, Parser};
 pub use serde_json::Number;
 

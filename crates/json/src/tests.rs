@@ -64,3 +64,28 @@ fn yaml_and_other_serde_sources_read_into_the_tree() {
     let v: Value = serde_json::from_str(r#"{"b":1,"a":[true],"b":2}"#).expect("JSON");
     assert_eq!(v.to_string(), r#"{"a":[true],"b":2}"#);
 }
+
+#[test]
+fn keys_compare_alike_at_every_length() {
+    let keys: Vec<String> = (0..40)
+        .map(|n| "abcdefghijklmnopqrstuvwxyz0123456789ABCD"[..n].to_owned())
+        .collect();
+    for a in &keys {
+        for b in &keys {
+            assert_eq!(same_key(a, b), a == b, "{a:?} {b:?}");
+            let mut c = b.clone().into_bytes();
+            for i in 0..c.len() {
+                c[i] ^= 1;
+                let c = String::from_utf8(c.clone()).expect("ASCII");
+                assert_eq!(same_key(a, &c), *a == c, "{a:?} {c:?}");
+            }
+        }
+    }
+    let map: Map = [("a", Value::from(1)), ("b", Value::from(2))]
+        .into_iter()
+        .collect();
+    assert_eq!(map.get_hinted("b", 1), Some(&Value::from(2)));
+    assert_eq!(map.get_hinted("b", 0), Some(&Value::from(2)));
+    assert_eq!(map.get_hinted("b", 9), Some(&Value::from(2)));
+    assert_eq!(map.get_hinted("c", 1), None);
+}

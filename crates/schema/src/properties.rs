@@ -31,7 +31,7 @@ impl Properties {
     #[inline]
     pub fn get_at(&self, position: usize, name: &str) -> Option<&Schema> {
         match self.0.get(position) {
-            Some((k, s)) if k == name => Some(s),
+            Some((k, s)) if celhook_json::same_key(k, name) => Some(s),
             _ => None,
         }
     }

@@ -397,7 +397,7 @@ impl<'a> Map<'a> {
         if let (Map::Json { obj, schema }, Some(p)) = (self, position) {
             if schema.additional_properties.is_none() {
                 if let Some(child) = schema.properties.get_at(p as usize, key) {
-                    return match json_field(obj, key)? {
+                    return match obj.get_hinted(key, p as usize)? {
                         Json::Null => None,
                         v => Some(Value::from_json(v, child)),
                     };
