@@ -6,13 +6,15 @@
 //! through `#[serde(flatten)]`, which makes serde buffer the whole review
 //! (tens of MiB for a large list) before decoding it again, it decodes every
 //! object up front, and it accepts any apiVersion. Here the objects are only
-//! located in the body ([`RawValue`]s borrowing it) and each is parsed when
-//! its turn to be converted comes, so a large list is never held parsed.
+//! located in the body (slices of it, checked as JSON) and each is parsed
+//! when its turn to be converted comes, so a large list is never held
+//! parsed. The envelope is read field by field with celhook-json's parser,
+//! with serde's texts for shape errors, as the AdmissionReview's.
 
-use celhook_json::Value as Json;
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use celhook_json::{Error, Parser, Value as Json};
+use serde::Serialize;
 
+use super::request::{string, Seen};
 use super::{Review, ReviewError, WireAnswer, WireReview};
 
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
@@ -48,26 +50,24 @@ pub struct ConversionRequest<'a> {
     pub uid: String,
     /// `request.desiredAPIVersion`, `group/version`.
     pub desired_api_version: String,
-    /// `request.objects`, each a JSON object, not yet parsed.
-    pub objects: Vec<&'a RawValue>,
+    /// `request.objects`, each a JSON object's text, not yet parsed.
+    pub objects: Vec<&'a str>,
 }
 
 impl ConversionRequest<'_> {
     /// The objects, each parsed when the iterator reaches it.
     pub fn parsed_objects(&self) -> impl Iterator<Item = Result<Json, String>> + '_ {
         self.objects.iter().map(|raw| {
-            serde_json::from_str(raw.get()).map_err(|e| format!("cannot parse the object: {e}"))
+            celhook_json::from_str(raw).map_err(|e| format!("cannot parse the object: {e}"))
         })
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct WireRequest<'a> {
     uid: Option<String>,
-    #[serde(rename = "desiredAPIVersion")]
     desired_api_version: Option<String>,
-    #[serde(borrow)]
-    objects: Option<Vec<&'a RawValue>>,
+    objects: Option<Vec<&'a str>>,
 }
 
 /// Decodes a ConversionReview body, parsing it once.
@@ -76,8 +76,12 @@ pub fn decode_conversion(
 ) -> Result<(ConversionReviewVersion, ConversionRequest<'_>), ReviewError> {
     let review = Review::Conversion;
     review.expect_object(body)?;
-    let wire: WireReview<WireRequest> =
-        serde_json::from_slice(body).map_err(|e| ReviewError::from_json(review, e))?;
+    let wire = Parser::from_slice(body)
+        .and_then(|mut p| {
+            let wire = read_review(&mut p)?;
+            p.end().map(|()| wire)
+        })
+        .map_err(|e| ReviewError::from_parse(review, e))?;
     let (version, req) = wire.open(
         review,
         ConversionReviewVersion::V1,
@@ -92,8 +96,8 @@ pub fn decode_conversion(
         .filter(|d| !d.is_empty())
         .ok_or(ReviewError::MissingDesiredApiVersion)?;
     let objects = req.objects.ok_or(ReviewError::MissingObjects)?;
-    // A RawValue starts at its first byte: an object starts with '{'.
-    if let Some(i) = objects.iter().position(|o| !o.get().starts_with('{')) {
+    // An object's text starts at its first byte: an object starts with '{'.
+    if let Some(i) = objects.iter().position(|o| !o.starts_with('{')) {
         return Err(ReviewError::ObjectNotAnObject(i));
     }
     Ok((
@@ -104,6 +108,73 @@ pub fn decode_conversion(
             objects,
         },
     ))
+}
+
+/// The envelope: apiVersion, kind and request, each at most once.
+fn read_review<'a>(p: &mut Parser<'a>) -> Result<WireReview<WireRequest<'a>>, Error> {
+    let mut review = WireReview {
+        api_version: None,
+        kind: None,
+        request: None,
+    };
+    let mut seen = Seen::default();
+    p.begin_object("struct WireReview")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        let field = ["apiVersion", "kind", "request"]
+            .iter()
+            .position(|f| *f == &*key);
+        let Some(field) = field else {
+            p.skip()?;
+            continue;
+        };
+        seen.first(p, field as u32, &key)?;
+        match field {
+            0 => review.api_version = string(p)?,
+            1 => review.kind = string(p)?,
+            _ => {
+                review.request = if p.null()? {
+                    None
+                } else {
+                    Some(read_request(p)?)
+                }
+            }
+        }
+    }
+    Ok(review)
+}
+
+fn read_request<'a>(p: &mut Parser<'a>) -> Result<WireRequest<'a>, Error> {
+    let mut r = WireRequest::default();
+    let mut seen = Seen::default();
+    p.begin_object("struct WireRequest")?;
+    let mut first = true;
+    while let Some(key) = p.next_key(&mut first)? {
+        let field = ["uid", "desiredAPIVersion", "objects"]
+            .iter()
+            .position(|f| *f == &*key);
+        let Some(field) = field else {
+            p.skip()?;
+            continue;
+        };
+        seen.first(p, field as u32, &key)?;
+        match field {
+            0 => r.uid = string(p)?,
+            1 => r.desired_api_version = string(p)?,
+            _ if p.null()? => r.objects = None,
+            _ => {
+                // Located and checked, not built (see the module comment).
+                let mut objects = Vec::new();
+                p.begin_array("a sequence")?;
+                let mut first = true;
+                while p.next_element(&mut first)? {
+                    objects.push(p.raw()?);
+                }
+                r.objects = Some(objects);
+            }
+        }
+    }
+    Ok(r)
 }
 
 #[derive(Serialize)]
@@ -182,18 +253,17 @@ impl SuccessWriter {
     }
 
     /// Appends the next converted object.
-    pub fn push(&mut self, object: &Json) -> Result<(), serde_json::Error> {
+    pub fn push(&mut self, object: &Json) {
         if self.count > 0 {
             self.current.push(b',');
         }
-        serde_json::to_writer(&mut self.current, object)?;
+        celhook_json::write(&mut self.current, object);
         self.count += 1;
         if self.current.len() >= CHUNK_BYTES {
             let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
             self.done += full.len();
             self.chunks.push(full);
         }
-        Ok(())
     }
 
     /// Bytes of the answer written so far.
@@ -305,7 +375,7 @@ mod tests {
         let objects = vec![json!({"a": 1}), json!({"b": "\"quoted\""})];
         let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u\"1").expect("starts");
         for o in &objects {
-            w.push(o).expect("pushes");
+            w.push(o);
         }
         assert_eq!(w.count(), 2);
         let streamed: Json = serde_json::from_slice(&w.finish().concat()).expect("valid JSON");
@@ -324,7 +394,7 @@ mod tests {
             .collect();
         let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u").expect("starts");
         for o in &many {
-            w.push(o).expect("pushes");
+            w.push(o);
         }
         let chunks = w.finish();
         assert!(chunks.len() > 4, "{} chunks", chunks.len());

@@ -173,7 +173,7 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
 }
 
 /// A string field; JSON null is `None`.
-fn string(p: &mut Parser<'_>) -> Result<Option<String>, Error> {
+pub(super) fn string(p: &mut Parser<'_>) -> Result<Option<String>, Error> {
     if p.null()? {
         return Ok(None);
     }
@@ -244,10 +244,10 @@ fn user<'a>(p: &mut Parser<'a>) -> Result<Option<WireUser<'a>>, Error> {
 /// The fields read so far: a second one is refused, as a derived struct
 /// refuses it (a null counts as present).
 #[derive(Default)]
-struct Seen(u32);
+pub(super) struct Seen(u32);
 
 impl Seen {
-    fn first(&mut self, p: &Parser<'_>, bit: u32, name: &str) -> Result<(), Error> {
+    pub(super) fn first(&mut self, p: &Parser<'_>, bit: u32, name: &str) -> Result<(), Error> {
         if self.0 & (1 << bit) != 0 {
             return Err(p.data_error(Cow::Owned(format!("duplicate field `{name}`"))));
         }

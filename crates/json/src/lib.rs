@@ -18,7 +18,9 @@
 mod de;
 mod map;
 pub mod parse;
+mod scan;
 mod ser;
+pub mod write;
 
 use std::fmt;
 
@@ -26,6 +28,7 @@ pub use compact_str::CompactString as Str;
 pub use map::{same_key, Map};
 pub use parse::{from_slice, from_str, Error, Parser};
 pub use serde_json::Number;
+pub use write::{to_vec, write};
 
 /// A JSON value.
 #[derive(Clone, PartialEq, Eq, Default)]

@@ -37,7 +37,6 @@ pub(super) fn answer(
     // serialized into the answer and freed right after: peak memory stays
     // near the body plus the answer's bytes, never the whole list parsed.
     let mut writer = review::SuccessWriter::new(version, uid).map_err(internal)?;
-    let mut encode_error = None;
     // Objects per (kind, source version), for the conversion metrics.
     let mut sources: Vec<((String, String), u64)> = Vec::new();
     let objects = req.parsed_objects().inspect(|o| {
@@ -59,12 +58,8 @@ pub(super) fn answer(
     let mut converted = 0usize;
     let outcome =
         conversion::convert_each(&**catalog, &req.desired_api_version, objects, |object| {
-            // Serializing a JSON value into memory does not fail in
-            // practice; should it, the request ends as a 500 below.
             let before = writer.len();
-            if let Err(err) = writer.push(&object) {
-                encode_error.get_or_insert(err);
-            }
+            writer.push(&object);
             converted += 1;
             let stop = |reason: String| conversion::ReviewFailure::Stopped { converted, reason };
             if let Err(err) = held.grow(writer.len() - before) {
@@ -77,9 +72,6 @@ pub(super) fn answer(
             }
             Ok(())
         });
-    if let Some(err) = encode_error {
-        return Err(internal(err));
-    }
 
     let (group, to) = req
         .desired_api_version

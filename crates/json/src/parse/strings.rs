@@ -6,41 +6,11 @@ use std::borrow::Cow;
 use super::{Error, Parser};
 use crate::Str;
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The bytes of `w` that are `"`, `\` or a control character, as their
-/// high bits (a byte after the first such one may be marked falsely;
-/// only the first mark is used).
-#[inline(always)]
-fn specials(w: u64) -> u64 {
-    let quote = w ^ (ONES * u64::from(b'"'));
-    let backslash = w ^ (ONES * u64::from(b'\\'));
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
-    (zero_in(quote) | zero_in(backslash) | (w.wrapping_sub(ONES * 0x20) & !w)) & HIGH
-}
-
 impl<'a> Parser<'a> {
     /// The index of the first `"`, `\` or control byte at or after `i`.
     #[inline(always)]
-    fn scan(&self, mut i: usize) -> usize {
-        let b = self.bytes;
-        while let Some(chunk) = b.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let marks = specials(u64::from_le_bytes(word));
-            if marks != 0 {
-                return i + (marks.trailing_zeros() / 8) as usize;
-            }
-            i += 8;
-        }
-        while let Some(&c) = b.get(i) {
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                break;
-            }
-            i += 1;
-        }
-        i
+    fn scan(&self, i: usize) -> usize {
+        crate::scan::special(self.bytes, i)
     }
 
     /// A string's contents (the opening quote consumed), as a tree string.
@@ -195,7 +165,7 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::specials;
+    use crate::scan::specials;
 
     #[test]
     fn the_first_mark_is_the_first_special_byte() {

@@ -1,0 +1,82 @@
+//! Finding the bytes of a string that end it or need care: `"`, `\` and
+//! control characters. Eight bytes at a time for short strings, a vector
+//! search for long ones; the parser and the writer both use it.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of `w` that are `"`, `\` or a control character, as their
+/// high bits (a byte after the first such one may be marked falsely;
+/// only the first mark is used).
+#[inline(always)]
+pub(crate) fn specials(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
+    (zero_in(quote) | zero_in(backslash) | (w.wrapping_sub(ONES * 0x20) & !w)) & HIGH
+}
+
+/// [`specials`] of the word at `at`; `None` past the last whole word.
+#[inline(always)]
+fn word_marks(b: &[u8], at: usize) -> Option<u64> {
+    let chunk = b.get(at..at + 8)?;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    Some(specials(u64::from_le_bytes(word)))
+}
+
+/// [`special`] past the first word: a few more words, then
+/// [`scan_long`].
+fn scan_more(b: &[u8], mut i: usize) -> usize {
+    for _ in 0..4 {
+        match word_marks(b, i) {
+            Some(0) => i += 8,
+            Some(marks) => return i + (marks.trailing_zeros() / 8) as usize,
+            None => return scan_bytes(b, i),
+        }
+    }
+    scan_long(b, i)
+}
+
+/// [`special`] byte by byte, for the last few bytes of the text.
+fn scan_bytes(b: &[u8], mut i: usize) -> usize {
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// [`special`] of a long string (an annotation holding a whole
+/// object, a certificate): the quote or backslash found by `memchr`'s
+/// vector search, then the bytes before it checked for control
+/// characters 64 at a time.
+#[inline(never)]
+fn scan_long(b: &[u8], i: usize) -> usize {
+    let rest = &b[i..];
+    let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let mut at = 0;
+    for block in rest[..stop].chunks(64) {
+        // The smallest byte of the block, a reduction the compiler turns
+        // into vector minimums.
+        if block.iter().fold(u8::MAX, |m, &c| m.min(c)) < 0x20 {
+            return i + at + block.iter().position(|&c| c < 0x20).unwrap_or(0);
+        }
+        at += block.len();
+    }
+    i + stop
+}
+
+/// The index of the first `"`, `\` or control byte of `b` at or after
+/// `i` (`b.len()` if none): the first word inline (most keys and values
+/// end in it), the rest in [`scan_more`].
+#[inline(always)]
+pub(crate) fn special(b: &[u8], i: usize) -> usize {
+    match word_marks(b, i) {
+        Some(0) => scan_more(b, i + 8),
+        Some(marks) => i + (marks.trailing_zeros() / 8) as usize,
+        None => scan_bytes(b, i),
+    }
+}
