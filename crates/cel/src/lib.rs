@@ -323,13 +323,14 @@ impl<'a> runtime::Lazy<'a> for Composition<'a> {
         let (result, cost) = self.eval(program, self.limit);
         self.cost.set(self.cost.get().saturating_add(cost));
         // The API server names the variable that failed, at each level.
-        let result = result.map_err(|e| EvalError {
-            message: format!(
-                "composited variable {name:?} fails to evaluate: {}",
-                e.message
+        let result = result.map_err(|e| {
+            EvalError::of(
+                e.kind,
+                format!(
+                    "composited variable {name:?} fails to evaluate: {}",
+                    e.message
+                ),
             )
-            .into(),
-            ..e
         });
         if let Some(slot) = self.results.borrow_mut().get_mut(index) {
             *slot = Some(result.clone());

@@ -261,7 +261,7 @@ impl<'s> Compiler<'_, 's> {
                 }
                 (Ok(_), Some(arg)) => args.push(arg),
                 (Ok(_), None) => {}
-                (Err(e), _) => return Err(self.error(id, e.message)),
+                (Err(e), _) => return Err(self.error(id, e.into_message())),
             }
         }
         // A constant pattern is compiled once here, not per evaluation.

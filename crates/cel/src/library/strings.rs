@@ -193,13 +193,12 @@ fn replace<'a>(a: &[Value<'a>]) -> Result<Value<'a>, EvalError> {
     let grown = (to.len() as u64).saturating_sub(from.len() as u64);
     let result_len = (s.len() as u64).saturating_add(matches.saturating_mul(grown));
     if result_len > MAX_STRING_RESULT_BYTES {
-        return Err(EvalError {
-            kind: crate::ErrorKind::CostLimit,
-            message: format!(
+        return Err(EvalError::of(
+            crate::ErrorKind::CostLimit,
+            format!(
                 "operation cancelled: replace() would build a string of {result_len} bytes, over the limit of {MAX_STRING_RESULT_BYTES}"
-            )
-            .into(),
-        });
+            ),
+        ));
     }
     Ok(Value::string(if n < 0 {
         s.replace(from, to)

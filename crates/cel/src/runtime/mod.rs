@@ -143,10 +143,10 @@ impl Frame<'_> {
 
 #[cold]
 fn cost_limit_error() -> EvalError {
-    EvalError {
-        kind: ErrorKind::CostLimit,
-        message: "operation cancelled: actual cost limit exceeded".into(),
-    }
+    EvalError::of(
+        ErrorKind::CostLimit,
+        "operation cancelled: actual cost limit exceeded",
+    )
 }
 
 /// Lifts a cost-limit error out of a result that an operator could

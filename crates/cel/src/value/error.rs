@@ -17,36 +17,64 @@ pub enum ErrorKind {
     Other,
 }
 
-/// A CEL runtime error.
+/// A CEL runtime error. Boxed: an evaluation result is then no larger
+/// than a value (the error's pointer fits the value's niche), which every
+/// step of the evaluator returns.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EvalError {
+pub struct EvalError(Box<ErrorDetail>);
+
+/// What an [`EvalError`] says (read through it, as its fields).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorDetail {
     pub kind: ErrorKind,
     pub message: Cow<'static, str>,
 }
 
+impl std::ops::Deref for EvalError {
+    type Target = ErrorDetail;
+
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EvalError {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
+}
+
 impl EvalError {
+    /// An error of `kind` saying `message`.
+    #[cold]
+    pub fn of(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        EvalError(Box::new(ErrorDetail {
+            kind,
+            message: message.into(),
+        }))
+    }
+
     /// An error of kind `Other`.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
-        EvalError {
-            kind: ErrorKind::Other,
-            message: message.into(),
-        }
+        EvalError::of(ErrorKind::Other, message)
     }
 
     /// A "no such overload" error.
     pub fn no_overload() -> Self {
-        EvalError {
-            kind: ErrorKind::NoSuchOverload,
-            message: "no such overload".into(),
-        }
+        EvalError::of(ErrorKind::NoSuchOverload, "no such overload")
     }
 
     /// A "no such overload" error naming the operator or function.
     pub fn no_overload_of(name: &str) -> Self {
-        EvalError {
-            kind: ErrorKind::NoSuchOverload,
-            message: format!("no such overload: {name}").into(),
-        }
+        EvalError::of(
+            ErrorKind::NoSuchOverload,
+            format!("no such overload: {name}"),
+        )
+    }
+
+    /// Its message, taken out.
+    pub fn into_message(self) -> Cow<'static, str> {
+        self.0.message
     }
 
     /// A "no such key" error.
