@@ -18,7 +18,7 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(admission_review conversion_review config_load cel_compile cel_eval conversion)
+    targets=(admission_review conversion_review config_load cel_compile cel_eval conversion json)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -30,7 +30,7 @@ for target in "${targets[@]}"; do cargo fuzz build --sanitizer none "${target}";
 for target in "${targets[@]}"; do
     dict=()
     case "${target}" in
-        admission_review | conversion_review | config_load) dict=(-dict=dicts/json.dict) ;;
+        admission_review | conversion_review | config_load | json) dict=(-dict=dicts/json.dict) ;;
         cel_compile) dict=(-dict=dicts/cel.dict) ;;
     esac
     echo "==> ${target}: ${seconds} s"

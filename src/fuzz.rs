@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cel_compile", cel_compile),
     ("cel_eval", cel_eval),
     ("conversion", conversion),
+    ("json", json),
 ];
 
 /// The CRD whose schema and rules the CEL targets use.
@@ -89,6 +90,31 @@ fn on_worker_stack(f: impl FnOnce() + Send) {
             std::panic::resume_unwind(panic);
         }
     });
+}
+
+/// Any bytes through celhook's JSON parser (which reads every review),
+/// against serde_json's: the same value, or an error where serde_json
+/// errs; a skipped value accepted as a built one is (nesting apart, which
+/// skipping does not limit); the value written back as serde_json writes
+/// it.
+pub fn json(data: &[u8]) {
+    let ours = celhook_json::from_slice(data);
+    let theirs = serde_json::from_slice::<serde_json::Value>(data);
+    match (&ours, &theirs) {
+        (Ok(a), Ok(b)) => {
+            assert!(a == b, "the same value: {a} and {b}");
+            let written = celhook_json::to_vec(a);
+            assert_eq!(written, serde_json::to_vec(b).expect("serde_json writes its value"));
+        }
+        (Err(_), Err(_)) => {}
+        _ => panic!("celhook-json {ours:?}, serde_json {theirs:?}"),
+    }
+    let skipped = celhook_json::Parser::from_slice(data)
+        .and_then(|mut p| p.skip().and_then(|()| p.end()));
+    match (&skipped, &ours) {
+        (Ok(()), Err(e)) if e.message() == "recursion limit exceeded" => {}
+        _ => assert_eq!(skipped.is_ok(), ours.is_ok(), "skipped {skipped:?}, built {ours:?}"),
+    }
 }
 
 /// An AdmissionReview body, answered as `POST /validate` answers it.
