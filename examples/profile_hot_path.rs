@@ -10,9 +10,11 @@
 //! ```
 //!
 //! Arguments: the fixture directory under tests/fixtures/perf (`core`,
-//! `norules`, `k8slib`), `create`, `update` or `update-applied` (the
-//! review file `review-<op>.json`), the iteration count, and `whole` to
-//! decode the objects whole rather than what the rules read.
+//! `norules`, `k8slib`, or a path), `create`, `update` or `update-applied`
+//! (the review file `review-<op>.json`), the iteration count, and `whole`
+//! to decode the objects whole rather than what the rules read, or
+//! `rules` to run the rules alone (the review decoded once,
+//! `Validator::validate` in the loop: the engine's share).
 
 use std::path::Path;
 
@@ -33,7 +35,8 @@ fn main() -> Result<(), String> {
         .map(|s| s.parse().map_err(|e| format!("iterations {s:?}: {e}")))
         .transpose()?
         .unwrap_or(1000);
-    let whole = args.next().as_deref() == Some("whole");
+    let mode = args.next().unwrap_or_default();
+    let whole = mode == "whole";
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
     let loaded = config::load(&ConfigSource::Dir(fixtures.join(&dir)));
     if loaded.report.has_errors() {
@@ -45,6 +48,9 @@ fn main() -> Result<(), String> {
     let review: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     // Compact, as the API server sends it.
     let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
+    if mode == "rules" {
+        return rules_alone(&loaded.catalog, &body, n);
+    }
     let mut allowed = 0u64;
     for _ in 0..n {
         // As the server decodes: the fields only policies read when the
@@ -63,5 +69,24 @@ fn main() -> Result<(), String> {
         std::hint::black_box(out);
     }
     println!("{n} reviews of {} bytes, {allowed} allowed", body.len());
+    Ok(())
+}
+
+/// The rules of the review's kind on its objects, `n` times.
+fn rules_alone(catalog: &celhook::config::Catalog, body: &[u8], n: u64) -> Result<(), String> {
+    let (_, req) = celhook::review::decode_admission(body).map_err(|e| e.to_string())?;
+    let kind = &req.kind;
+    let crd = catalog
+        .lookup(&kind.group, &kind.version, &kind.kind)
+        .ok_or("the review's kind is not in the config")?;
+    let object = req.object.as_ref().ok_or("the review has no object")?;
+    let mut errors = 0;
+    for _ in 0..n {
+        let findings = crd
+            .validator
+            .validate(std::hint::black_box(object), req.old_object.as_ref());
+        errors += findings.errors.len();
+    }
+    println!("{n} validations, {errors} errors");
     Ok(())
 }

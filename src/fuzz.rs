@@ -104,16 +104,23 @@ pub fn json(data: &[u8]) {
         (Ok(a), Ok(b)) => {
             assert!(a == b, "the same value: {a} and {b}");
             let written = celhook_json::to_vec(a);
-            assert_eq!(written, serde_json::to_vec(b).expect("serde_json writes its value"));
+            assert_eq!(
+                written,
+                serde_json::to_vec(b).expect("serde_json writes its value")
+            );
         }
         (Err(_), Err(_)) => {}
         _ => panic!("celhook-json {ours:?}, serde_json {theirs:?}"),
     }
-    let skipped = celhook_json::Parser::from_slice(data)
-        .and_then(|mut p| p.skip().and_then(|()| p.end()));
+    let skipped =
+        celhook_json::Parser::from_slice(data).and_then(|mut p| p.skip().and_then(|()| p.end()));
     match (&skipped, &ours) {
         (Ok(()), Err(e)) if e.message() == "recursion limit exceeded" => {}
-        _ => assert_eq!(skipped.is_ok(), ours.is_ok(), "skipped {skipped:?}, built {ours:?}"),
+        _ => assert_eq!(
+            skipped.is_ok(),
+            ours.is_ok(),
+            "skipped {skipped:?}, built {ours:?}"
+        ),
     }
 }
 

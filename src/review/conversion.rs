@@ -14,8 +14,8 @@
 use celhook_json::{Error, Parser, Value as Json};
 use serde::Serialize;
 
-use super::request::{string, Seen};
-use super::{Review, ReviewError, WireAnswer, WireReview};
+use super::request::{envelope, fields, string};
+use super::{Review, ReviewError, WireAnswer};
 
 /// apiVersion string of apiextensions.k8s.io/v1 reviews.
 pub const CONVERSION_V1: &str = "apiextensions.k8s.io/v1";
@@ -78,7 +78,7 @@ pub fn decode_conversion(
     review.expect_object(body)?;
     let wire = Parser::from_slice(body)
         .and_then(|mut p| {
-            let wire = read_review(&mut p)?;
+            let wire = envelope(&mut p, read_request)?;
             p.end().map(|()| wire)
         })
         .map_err(|e| ReviewError::from_parse(review, e))?;
@@ -110,54 +110,10 @@ pub fn decode_conversion(
     ))
 }
 
-/// The envelope: apiVersion, kind and request, each at most once.
-fn read_review<'a>(p: &mut Parser<'a>) -> Result<WireReview<WireRequest<'a>>, Error> {
-    let mut review = WireReview {
-        api_version: None,
-        kind: None,
-        request: None,
-    };
-    let mut seen = Seen::default();
-    p.begin_object("struct WireReview")?;
-    let mut first = true;
-    while let Some(key) = p.next_key(&mut first)? {
-        let field = ["apiVersion", "kind", "request"]
-            .iter()
-            .position(|f| *f == &*key);
-        let Some(field) = field else {
-            p.skip()?;
-            continue;
-        };
-        seen.first(p, field as u32, &key)?;
-        match field {
-            0 => review.api_version = string(p)?,
-            1 => review.kind = string(p)?,
-            _ => {
-                review.request = if p.null()? {
-                    None
-                } else {
-                    Some(read_request(p)?)
-                }
-            }
-        }
-    }
-    Ok(review)
-}
-
 fn read_request<'a>(p: &mut Parser<'a>) -> Result<WireRequest<'a>, Error> {
     let mut r = WireRequest::default();
-    let mut seen = Seen::default();
-    p.begin_object("struct WireRequest")?;
-    let mut first = true;
-    while let Some(key) = p.next_key(&mut first)? {
-        let field = ["uid", "desiredAPIVersion", "objects"]
-            .iter()
-            .position(|f| *f == &*key);
-        let Some(field) = field else {
-            p.skip()?;
-            continue;
-        };
-        seen.first(p, field as u32, &key)?;
+    let names = ["uid", "desiredAPIVersion", "objects"];
+    fields(p, "struct WireRequest", &names, |p, field| {
         match field {
             0 => r.uid = string(p)?,
             1 => r.desired_api_version = string(p)?,
@@ -173,7 +129,8 @@ fn read_request<'a>(p: &mut Parser<'a>) -> Result<WireRequest<'a>, Error> {
                 r.objects = Some(objects);
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(r)
 }
 

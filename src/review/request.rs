@@ -75,35 +75,61 @@ pub(super) fn review<'a, P: ObjectReads>(
     p: &mut Parser<'a>,
     reads: &P,
 ) -> Result<WireReview<WireRequest<'a>>, Error> {
+    envelope(p, |p| request(p, reads))
+}
+
+/// A review's envelope (either review): `apiVersion`, `kind` and
+/// `request`, read by `request` unless null.
+pub(super) fn envelope<'a, R>(
+    p: &mut Parser<'a>,
+    mut request: impl FnMut(&mut Parser<'a>) -> Result<R, Error>,
+) -> Result<WireReview<R>, Error> {
     let mut review = WireReview {
         api_version: None,
         kind: None,
         request: None,
     };
-    let mut seen = Seen::default();
-    p.begin_object("struct WireReview")?;
+    fields(
+        p,
+        "struct WireReview",
+        &["apiVersion", "kind", "request"],
+        |p, field| {
+            match field {
+                0 => review.api_version = string(p)?,
+                1 => review.kind = string(p)?,
+                _ if p.null()? => review.request = None,
+                _ => review.request = Some(request(p)?),
+            }
+            Ok(())
+        },
+    )?;
+    Ok(review)
+}
+
+/// Reads an object of which the fields `names` are read, by `read` with
+/// the field's index, and the others skipped. A field read twice is
+/// refused, as a derived struct refuses it (a null counts as present).
+pub(super) fn fields<'a>(
+    p: &mut Parser<'a>,
+    expected: &str,
+    names: &[&str],
+    mut read: impl FnMut(&mut Parser<'a>, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut seen = 0u32;
+    p.begin_object(expected)?;
     let mut first = true;
     while let Some(key) = p.next_key(&mut first)? {
-        match &*key {
-            "apiVersion" => {
-                seen.first(p, 0, "apiVersion")?;
-                review.api_version = string(p)?;
-            }
-            "kind" => {
-                seen.first(p, 1, "kind")?;
-                review.kind = string(p)?;
-            }
-            "request" => {
-                seen.first(p, 2, "request")?;
-                review.request = match p.null()? {
-                    true => None,
-                    false => Some(request(p, reads)?),
-                };
-            }
-            _ => p.skip()?,
+        let Some(field) = names.iter().position(|name| *name == &*key) else {
+            p.skip()?;
+            continue;
+        };
+        if seen & (1 << field) != 0 {
+            return Err(p.data_error(Cow::Owned(format!("duplicate field `{}`", names[field]))));
         }
+        seen |= 1 << field;
+        read(p, field)?;
     }
-    Ok(review)
+    Ok(())
 }
 
 fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequest<'a>, Error> {
@@ -111,15 +137,7 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
     // Objects seen before the kind, built once it is known (with the
     // nesting they were found at, which counts against the limit).
     let mut early: [Option<(&'a str, u8)>; 2] = [None, None];
-    let mut seen = Seen::default();
-    p.begin_object("struct WireRequest")?;
-    let mut first = true;
-    while let Some(key) = p.next_key(&mut first)? {
-        let Some(field) = FIELDS.iter().position(|f| *f == &*key) else {
-            p.skip()?;
-            continue;
-        };
-        seen.first(p, field as u32, FIELDS[field])?;
+    fields(p, "struct WireRequest", FIELDS, |p, field| {
         match FIELDS[field] {
             "uid" => r.uid = string(p)?,
             "kind" => r.kind = group_version_kind(p)?,
@@ -142,34 +160,35 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
             "options" => r.options = Some(p.raw()?),
             object => {
                 let i = usize::from(object == "oldObject");
-                let value = match &r.kind {
-                    Some(kind) => object_value(p, reads.plan(kind).as_ref())?,
+                match &r.kind {
+                    Some(kind) => *r.object_mut(i) = object_value(p, reads.plan(kind).as_ref())?,
                     None => {
                         let depth = p.depth();
                         early[i] = Some((p.raw()?, depth));
-                        continue;
                     }
-                };
-                *if i == 0 {
-                    &mut r.object
-                } else {
-                    &mut r.old_object
-                } = value;
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     for (i, text) in early.into_iter().enumerate() {
         let Some((text, depth)) = text else { continue };
         let plan = r.kind.as_ref().and_then(|kind| reads.plan(kind));
         let mut again = Parser::new(text).at_depth(depth);
-        let value = object_value(&mut again, plan.as_ref())?;
-        *if i == 0 {
-            &mut r.object
-        } else {
-            &mut r.old_object
-        } = value;
+        *r.object_mut(i) = object_value(&mut again, plan.as_ref())?;
     }
     Ok(r)
+}
+
+impl WireRequest<'_> {
+    /// `object` (0) or `oldObject` (1).
+    fn object_mut(&mut self, i: usize) -> &mut Option<Value> {
+        if i == 0 {
+            &mut self.object
+        } else {
+            &mut self.old_object
+        }
+    }
 }
 
 /// A string field; JSON null is `None`.
@@ -186,22 +205,12 @@ fn group_version_kind(p: &mut Parser<'_>) -> Result<Option<GroupVersionKind>, Er
         return Ok(None);
     }
     let mut gvk = GroupVersionKind::default();
-    let mut seen = Seen::default();
-    p.begin_object("struct GroupVersionKind")?;
-    let mut first = true;
-    while let Some(key) = p.next_key(&mut first)? {
-        let (bit, slot) = match &*key {
-            "group" => (0, &mut gvk.group),
-            "version" => (1, &mut gvk.version),
-            "kind" => (2, &mut gvk.kind),
-            _ => {
-                p.skip()?;
-                continue;
-            }
-        };
-        seen.first(p, bit, ["group", "version", "kind"][bit as usize])?;
-        *slot = p.string("a string")?.into_owned();
-    }
+    let names = ["group", "version", "kind"];
+    fields(p, "struct GroupVersionKind", &names, |p, field| {
+        let slot = [&mut gvk.group, &mut gvk.version, &mut gvk.kind];
+        *slot.into_iter().nth(field).expect("a field") = p.string("a string")?.into_owned();
+        Ok(())
+    })?;
     Ok(Some(gvk))
 }
 
@@ -210,48 +219,21 @@ fn user<'a>(p: &mut Parser<'a>) -> Result<Option<WireUser<'a>>, Error> {
         return Ok(None);
     }
     let mut user = WireUser::default();
-    let mut seen = Seen::default();
-    p.begin_object("struct WireUser")?;
-    let mut first = true;
-    while let Some(key) = p.next_key(&mut first)? {
-        match &*key {
-            "username" => {
-                seen.first(p, 0, "username")?;
-                user.username = string(p)?;
-            }
-            "groups" => {
-                seen.first(p, 1, "groups")?;
+    let names = ["username", "groups", "uid", "extra"];
+    fields(p, "struct WireUser", &names, |p, field| {
+        match field {
+            0 => user.username = string(p)?,
+            1 => {
                 p.begin_array("a sequence")?;
                 let mut first = true;
                 while p.next_element(&mut first)? {
                     user.groups.push(p.string("a string")?.into_owned());
                 }
             }
-            "uid" => {
-                seen.first(p, 2, "uid")?;
-                user.uid = Some(p.raw()?);
-            }
-            "extra" => {
-                seen.first(p, 3, "extra")?;
-                user.extra = Some(p.raw()?);
-            }
-            _ => p.skip()?,
+            2 => user.uid = Some(p.raw()?),
+            _ => user.extra = Some(p.raw()?),
         }
-    }
-    Ok(Some(user))
-}
-
-/// The fields read so far: a second one is refused, as a derived struct
-/// refuses it (a null counts as present).
-#[derive(Default)]
-pub(super) struct Seen(u32);
-
-impl Seen {
-    pub(super) fn first(&mut self, p: &Parser<'_>, bit: u32, name: &str) -> Result<(), Error> {
-        if self.0 & (1 << bit) != 0 {
-            return Err(p.data_error(Cow::Owned(format!("duplicate field `{name}`"))));
-        }
-        self.0 |= 1 << bit;
         Ok(())
-    }
+    })?;
+    Ok(Some(user))
 }

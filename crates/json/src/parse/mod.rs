@@ -360,38 +360,26 @@ impl<'a> Parser<'a> {
         want: bool,
         counted: bool,
     ) -> Result<Option<Cow<'a, str>>, Error> {
-        match self.peek() {
-            Some(b'}') => {
-                self.pos += 1;
-                self.depth += u8::from(counted);
-                return Ok(None);
-            }
-            Some(b',') if !*first => {
-                self.pos += 1;
-                match self.peek() {
-                    Some(b'"') => {}
-                    Some(b'}') => return Err(self.syntax("trailing comma")),
-                    None => return Err(self.eof("EOF while parsing a value")),
-                    Some(_) => return Err(self.syntax("key must be a string")),
-                }
-            }
-            Some(b'"') if *first => {}
-            None => return Err(self.eof("EOF while parsing an object")),
-            Some(_) if *first => return Err(self.syntax("key must be a string")),
-            Some(_) => return Err(self.syntax("expected `,` or `}`")),
+        if !self.key_follows(first, counted)? {
+            return Ok(None);
         }
-        *first = false;
-        self.pos += 1;
         let key = if want {
             self.string_cow()?
         } else {
             self.skip_string()?;
             Cow::Borrowed("")
         };
+        self.colon()?;
+        Ok(Some(key))
+    }
+
+    /// The `:` after a key.
+    #[inline(always)]
+    fn colon(&mut self) -> Result<(), Error> {
         match self.peek() {
             Some(b':') => {
                 self.pos += 1;
-                Ok(Some(key))
+                Ok(())
             }
             None => Err(self.eof("EOF while parsing an object")),
             Some(_) => Err(self.syntax("expected `:`")),
@@ -424,13 +412,9 @@ impl<'a> Parser<'a> {
         let mut first = true;
         // The loop of `next_key`, with the key built straight into the
         // tree's string and compared with the one before it.
-        while self.key_follows(&mut first)? {
+        while self.key_follows(&mut first, true)? {
             let key = self.string_value()?;
-            match self.peek() {
-                Some(b':') => self.pos += 1,
-                None => return Err(self.eof("EOF while parsing an object")),
-                Some(_) => return Err(self.syntax("expected `:`")),
-            }
+            self.colon()?;
             let value = self.value()?;
             if sorted && self.entries.len() > base {
                 sorted = before(&self.entries[self.entries.len() - 1].0, &key);
@@ -445,11 +429,11 @@ impl<'a> Parser<'a> {
         }))
     }
 
-    /// In an object being built: true when a key follows (its opening
-    /// quote consumed), false at the end (`}` consumed, the level given
-    /// back), with `next_key`'s errors.
+    /// In an object: true when a key follows (its opening quote
+    /// consumed), false at the end (`}` consumed, the level given back
+    /// when `counted`).
     #[inline(always)]
-    fn key_follows(&mut self, first: &mut bool) -> Result<bool, Error> {
+    fn key_follows(&mut self, first: &mut bool, counted: bool) -> Result<bool, Error> {
         let at = self.peek();
         if *first {
             *first = false;
@@ -482,7 +466,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.pos += 1;
-        self.depth += 1;
+        self.depth += u8::from(counted);
         Ok(false)
     }
 
