@@ -37,6 +37,56 @@ fn before(a: &Str, b: &Str) -> bool {
     }
 }
 
+/// A number's text as [`Parser::scan_number`] found it.
+struct Scanned {
+    start: usize,
+    negative: bool,
+    /// The integer part, when it fits 64 bits (`overflow` otherwise).
+    int: u64,
+    overflow: bool,
+    float: bool,
+    exponent: bool,
+}
+
+/// The containers a skip is inside (true for an object): a bit each in a
+/// word for the first 64 levels, a vector past them, so that skipping
+/// allocates nothing for what real objects nest.
+#[derive(Default)]
+struct Open {
+    bits: u64,
+    depth: usize,
+    deeper: Vec<bool>,
+}
+
+impl Open {
+    #[inline(always)]
+    fn push(&mut self, object: bool) {
+        if self.depth < 64 {
+            self.bits = (self.bits & !(1 << self.depth)) | (u64::from(object) << self.depth);
+        } else {
+            self.deeper.push(object);
+        }
+        self.depth += 1;
+    }
+
+    #[inline(always)]
+    fn last(&self) -> Option<bool> {
+        match self.depth {
+            0 => None,
+            d if d <= 64 => Some(self.bits >> (d - 1) & 1 == 1),
+            _ => self.deeper.last().copied(),
+        }
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) {
+        if self.depth > 64 {
+            self.deeper.pop();
+        }
+        self.depth -= 1;
+    }
+}
+
 /// A parser over one JSON text.
 pub struct Parser<'a> {
     text: &'a str,
@@ -183,14 +233,13 @@ impl<'a> Parser<'a> {
     /// built that a deep value could overflow, so a field no rule reads
     /// may nest as deep as the API server lets it.
     pub fn skip(&mut self) -> Result<(), Error> {
-        // The open containers: true for an object, false for an array.
-        let mut open: Vec<bool> = Vec::new();
+        let mut open = Open::default();
         loop {
             match self.peek() {
                 None => return Err(self.eof("EOF while parsing a value")),
                 Some(b'{') => {
                     self.pos += 1;
-                    if self.next_key_inner(&mut true, false, false)?.is_some() {
+                    if self.skip_key(&mut true)? {
                         open.push(true);
                         continue;
                     }
@@ -209,9 +258,7 @@ impl<'a> Parser<'a> {
                 Some(b't') => self.literal("true", ())?,
                 Some(b'f') => self.literal("false", ())?,
                 Some(b'n') => self.literal("null", ())?,
-                Some(b'-' | b'0'..=b'9') => {
-                    self.number()?;
-                }
+                Some(b'-' | b'0'..=b'9') => self.skip_number()?,
                 Some(_) => return Err(self.syntax("expected value")),
             }
             // A value ended: on to the next one of the innermost container
@@ -219,7 +266,7 @@ impl<'a> Parser<'a> {
             loop {
                 let more = match open.last() {
                     None => return Ok(()),
-                    Some(true) => self.next_key_inner(&mut false, false, false)?.is_some(),
+                    Some(true) => self.skip_key(&mut false)?,
                     Some(false) => self.next_element_inner(&mut false, false)?,
                 };
                 if more {
@@ -228,6 +275,18 @@ impl<'a> Parser<'a> {
                 open.pop();
             }
         }
+    }
+
+    /// In an object being skipped: true when a key follows, passed over
+    /// with its `:`.
+    #[inline(always)]
+    fn skip_key(&mut self, first: &mut bool) -> Result<bool, Error> {
+        if !self.key_follows(first, false)? {
+            return Ok(false);
+        }
+        self.skip_string()?;
+        self.colon()?;
+        Ok(true)
     }
 
     /// The next value's text, checked and not built.
@@ -483,61 +542,33 @@ impl<'a> Parser<'a> {
 
     /// A number, as serde_json reads it (see the module comment).
     fn number(&mut self) -> Result<Number, Error> {
-        let b = self.bytes;
-        let start = self.pos;
-        let negative = b[self.pos] == b'-';
-        if negative {
-            self.pos += 1;
-        }
-        let mut int: u64 = 0;
-        let mut overflow = false;
-        match b.get(self.pos) {
-            Some(b'0') => {
-                self.pos += 1;
-                if let Some(b'0'..=b'9') = b.get(self.pos) {
-                    return Err(self.syntax("invalid number"));
-                }
+        let n = self.scan_number()?;
+        if !n.float && !n.overflow {
+            if !n.negative {
+                return Ok(Number::from(n.int));
             }
-            Some(b'1'..=b'9') => {
-                while let Some(&d @ b'0'..=b'9') = b.get(self.pos) {
-                    match int
-                        .checked_mul(10)
-                        .and_then(|x| x.checked_add(u64::from(d - b'0')))
-                    {
-                        Some(x) => int = x,
-                        None => overflow = true,
-                    }
-                    self.pos += 1;
-                }
-            }
-            None => return Err(self.eof("EOF while parsing a value")),
-            Some(_) => return Err(self.syntax("invalid number")),
-        }
-        let mut float = false;
-        if b.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            self.digits()?;
-            float = true;
-        }
-        if let Some(b'e' | b'E') = b.get(self.pos) {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = b.get(self.pos) {
-                self.pos += 1;
-            }
-            self.digits()?;
-            float = true;
-        }
-        if !float && !overflow {
-            if !negative {
-                return Ok(Number::from(int));
-            }
-            if int == 0 {
+            if n.int == 0 {
                 return Ok(Number::from_f64(-0.0).unwrap_or_else(|| Number::from(0)));
             }
-            if let Ok(i) = i64::try_from(-i128::from(int)) {
+            if let Ok(i) = i64::try_from(-i128::from(n.int)) {
                 return Ok(Number::from(i));
             }
         }
+        self.float(n.start)
+    }
+
+    /// A number checked as [`Parser::number`] checks it, not built: only
+    /// an exponent or hundreds of digits can take it out of range.
+    fn skip_number(&mut self) -> Result<(), Error> {
+        let n = self.scan_number()?;
+        if n.exponent || self.pos - n.start > 300 {
+            self.float(n.start)?;
+        }
+        Ok(())
+    }
+
+    /// The text from `start` as a float, refused out of f64's range.
+    fn float(&self, start: usize) -> Result<Number, Error> {
         // Rust's parser rounds correctly, as serde_json's float_roundtrip.
         let f: f64 = self.text[start..self.pos]
             .parse()
@@ -551,6 +582,61 @@ impl<'a> Parser<'a> {
                 Category::Syntax,
             )),
         }
+    }
+
+    /// A number's grammar, its integer part accumulated on the way.
+    #[inline]
+    fn scan_number(&mut self) -> Result<Scanned, Error> {
+        let b = self.bytes;
+        let mut n = Scanned {
+            start: self.pos,
+            negative: b[self.pos] == b'-',
+            int: 0,
+            overflow: false,
+            float: false,
+            exponent: false,
+        };
+        if n.negative {
+            self.pos += 1;
+        }
+        match b.get(self.pos) {
+            Some(b'0') => {
+                self.pos += 1;
+                if let Some(b'0'..=b'9') = b.get(self.pos) {
+                    return Err(self.syntax("invalid number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                while let Some(&d @ b'0'..=b'9') = b.get(self.pos) {
+                    match n
+                        .int
+                        .checked_mul(10)
+                        .and_then(|x| x.checked_add(u64::from(d - b'0')))
+                    {
+                        Some(x) => n.int = x,
+                        None => n.overflow = true,
+                    }
+                    self.pos += 1;
+                }
+            }
+            None => return Err(self.eof("EOF while parsing a value")),
+            Some(_) => return Err(self.syntax("invalid number")),
+        }
+        if b.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            self.digits()?;
+            n.float = true;
+        }
+        if let Some(b'e' | b'E') = b.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = b.get(self.pos) {
+                self.pos += 1;
+            }
+            self.digits()?;
+            n.float = true;
+            n.exponent = true;
+        }
+        Ok(n)
     }
 
     /// One or more digits (of a fraction or an exponent).
