@@ -217,9 +217,12 @@ impl SuccessWriter {
         celhook_json::write(&mut self.current, object);
         self.count += 1;
         if self.current.len() >= CHUNK_BYTES {
-            let full = std::mem::replace(&mut self.current, Vec::with_capacity(CHUNK_BYTES + 4096));
-            self.done += full.len();
-            self.chunks.push(full);
+            // Kept at its exact size (the buffer, with room for the object
+            // that passes the chunk's size, is reused): a tenth of the
+            // answer's size was that room.
+            self.done += self.current.len();
+            self.chunks.push(self.current.clone());
+            self.current.clear();
         }
     }
 
