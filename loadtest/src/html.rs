@@ -29,7 +29,9 @@ fn axis_number(v: f64) -> String {
     }
 }
 
-/// `text` with the characters HTML gives a meaning escaped.
+/// `text` with the characters HTML gives a meaning escaped. Like the XML
+/// escape of `celhook test`'s JUnit report (another crate), but HTML's:
+/// `&#39;` for the apostrophe, and no control characters to replace.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

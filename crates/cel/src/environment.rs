@@ -145,16 +145,9 @@ impl Environment {
     pub const fn match_condition() -> Environment {
         Environment {
             variables: &["object", "oldObject", "request"],
-            hidden: &[],
             old_self: false,
-            optional_old_self: false,
-            version: LATEST,
-            api_server: LATEST,
-            homogeneous_literals: true,
-            unknown_text_size: None,
-            mutating: false,
-            gated_features: false,
             extensions: false,
+            ..Environment::crd_rule(false)
         }
     }
 
