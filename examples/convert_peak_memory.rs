@@ -13,7 +13,8 @@
 //! ([dhat](https://docs.rs/dhat), counting every allocation through the
 //! global allocator) starts after it, so `peak_bytes` = the body + the most
 //! bytes the request had allocated at once (decoded review, the object being
-//! converted, the answer's chunks). For comparison, the same is measured for
+//! converted, the answer's chunks not yet sent: all of a small answer, of
+//! a streamed one those waiting for the connection). For comparison, the same is measured for
 //! serde_json parsing the body into a `Value` and serializing it. With a
 //! file argument, the profile of the conversion (which allocation sites
 //! held the bytes at the peak) is written there for the DHAT viewer
@@ -85,10 +86,24 @@ fn measure_review(
 ) -> Value {
     // The server holds exactly the body's bytes.
     body.shrink_to_fit();
-    let (convert, answer) = measure(profile, || {
-        conversion_review::convert(catalog, std::hint::black_box(&body))
+    // As the server sends them: the chunks of a streamed answer wait in a
+    // channel of `AHEAD` until the connection takes them; here it is always
+    // full (a caller reading slowly), the oldest leaving as one comes.
+    let (convert, answer_bytes) = measure(profile, || {
+        let mut queued = std::collections::VecDeque::new();
+        let mut bytes = 0;
+        conversion_review::convert_into(catalog, std::hint::black_box(&body), |chunk| {
+            bytes += chunk.len();
+            queued.push_back(chunk);
+            if queued.len() > celhook::review::AHEAD {
+                queued.pop_front();
+            }
+        });
+        bytes
     });
-    let answer_bytes: usize = answer.iter().map(Vec::len).sum();
+    // The answer checked outside the measure.
+    let answer = conversion_review::convert(catalog, &body);
+    assert_eq!(answer.iter().map(Vec::len).sum::<usize>(), answer_bytes);
     check(&answer, conversion_review::OBJECTS);
     drop(answer);
     let (roundtrip, _) = measure(None, || {

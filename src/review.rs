@@ -15,7 +15,8 @@ mod partial;
 mod request;
 pub use conversion::{
     decode_conversion, encode_conversion, ConversionRequest, ConversionReviewVersion,
-    SuccessWriter, CONVERSION_REVIEW_KIND, CONVERSION_V1, CONVERSION_V1BETA1,
+    SuccessWriter, AHEAD, CHUNK_BYTES, CONVERSION_REVIEW_KIND, CONVERSION_V1, CONVERSION_V1BETA1,
+    STREAM_AFTER,
 };
 pub use error::{Review, ReviewError};
 pub use partial::{Keep, ObjectReads, RootFields, Whole};

@@ -19,7 +19,7 @@
 
 use celhook::config::Catalog;
 use celhook::conversion;
-use celhook::review::{decode_conversion, SuccessWriter};
+use celhook::review::{decode_conversion, SuccessWriter, STREAM_AFTER};
 use serde_json::{json, Value};
 
 /// Objects in the review.
@@ -170,8 +170,19 @@ pub fn crontab_body(n: usize) -> Vec<u8> {
 
 /// What `routes::convert` does between the body and the answer's bytes
 /// (less its metrics and tracing): decode the review, parse and convert
-/// each object in turn, write it into the streamed answer and free it.
+/// each object in turn, write it into the answer and free it. Returns the
+/// whole answer's chunks; [`convert_into`] hands them over as they are
+/// ready, as the server sends them.
 pub fn convert(catalog: &Catalog, body: &[u8]) -> Vec<Vec<u8>> {
+    let mut chunks = Vec::new();
+    convert_into(catalog, body, |chunk| chunks.push(chunk));
+    chunks
+}
+
+/// [`convert`], with the chunks given to `send` as the server sends them:
+/// none until the answer passes `STREAM_AFTER` bytes, then each as it is
+/// full, then the rest at the end.
+pub fn convert_into(catalog: &Catalog, body: &[u8], mut send: impl FnMut(Vec<u8>)) {
     let (version, req) = decode_conversion(body).expect("the bench review decodes");
     let mut writer = SuccessWriter::new(version, &req.uid).expect("the answer starts");
     conversion::convert_each(
@@ -180,11 +191,14 @@ pub fn convert(catalog: &Catalog, body: &[u8]) -> Vec<Vec<u8>> {
         req.parsed_objects(),
         |object| {
             writer.push(&object);
+            if writer.len() >= STREAM_AFTER {
+                writer.take_ready().into_iter().for_each(&mut send);
+            }
             Ok(())
         },
     )
     .expect("every bench object converts");
-    writer.finish()
+    writer.finish().into_iter().for_each(send);
 }
 
 /// The converted objects of a Success answer, checked to be `n`.

@@ -138,8 +138,9 @@ fn read_request<'a>(p: &mut Parser<'a>) -> Result<WireRequest<'a>, Error> {
 #[serde(rename_all = "camelCase")]
 struct WireResponse<'a> {
     uid: &'a str,
-    result: WireResult<'a>,
+    // Before `result`, as [`SuccessWriter`] writes them.
     converted_objects: &'a [Json],
+    result: WireResult<'a>,
 }
 
 #[derive(Serialize)]
@@ -172,9 +173,18 @@ pub fn encode_conversion(
     serde_json::to_vec(&answer)
 }
 
-/// Writes a Success answer object by object, so that the converted objects
-/// need not all be held at once: [`new`](Self::new), [`push`](Self::push)
-/// each object in order, then [`finish`](Self::finish).
+/// Writes an answer object by object, so that the converted objects need
+/// not all be held at once: [`new`](Self::new), [`push`](Self::push) each
+/// object in order, then [`finish`](Self::finish) (Success) or
+/// [`fail`](Self::fail). Full chunks can be taken as they are written
+/// ([`take_ready`](Self::take_ready)) and sent before the last object is
+/// converted.
+///
+/// `result` comes after `convertedObjects`, so that an answer already partly
+/// sent can still end as a Failure: the API server reads the status before
+/// the objects and ignores them unless it is `Success` (its
+/// `getConvertedObjectsFromResponse`), and the order of keys means nothing
+/// to its decoder.
 ///
 /// The answer is kept as chunks of about [`CHUNK_BYTES`] rather than one
 /// buffer: chunks below the allocator's mmap threshold can reuse the memory
@@ -185,12 +195,22 @@ pub struct SuccessWriter {
     chunks: Vec<Vec<u8>>,
     current: Vec<u8>,
     count: usize,
-    /// Bytes in `chunks`.
+    /// Bytes in `chunks` and in those already taken.
     done: usize,
 }
 
 /// Target size of one chunk of a streamed answer.
 pub const CHUNK_BYTES: usize = 32 * 1024;
+
+/// An answer that passes this many bytes is sent while it is written, so
+/// that the body and the whole answer are never held at once (a
+/// 10,000-object review holds about its body).
+pub const STREAM_AFTER: usize = 256 * 1024;
+
+/// Chunks of a streamed answer written ahead of the connection; past them
+/// the conversion waits for the caller to read. Their bytes are fewer than
+/// the [`STREAM_AFTER`] the answer's budget counted when the stream began.
+pub const AHEAD: usize = STREAM_AFTER / CHUNK_BYTES;
 
 impl SuccessWriter {
     /// Starts the answer.
@@ -200,7 +220,7 @@ impl SuccessWriter {
         serde_json::to_writer(&mut out, version.api_version())?;
         out.extend_from_slice(b",\"kind\":\"ConversionReview\",\"response\":{\"uid\":");
         serde_json::to_writer(&mut out, uid)?;
-        out.extend_from_slice(b",\"result\":{\"status\":\"Success\"},\"convertedObjects\":[");
+        out.extend_from_slice(b",\"convertedObjects\":[");
         Ok(Self {
             chunks: Vec::new(),
             current: out,
@@ -226,7 +246,12 @@ impl SuccessWriter {
         }
     }
 
-    /// Bytes of the answer written so far.
+    /// The full chunks written since the last call, in order.
+    pub fn take_ready(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.chunks)
+    }
+
+    /// Bytes of the answer written so far (taken chunks included).
     pub fn len(&self) -> usize {
         self.done + self.current.len()
     }
@@ -241,9 +266,27 @@ impl SuccessWriter {
         self.count
     }
 
-    /// Closes the answer and returns its bytes, in order, as chunks.
-    pub fn finish(mut self) -> Vec<Vec<u8>> {
-        self.current.extend_from_slice(b"]}}");
+    /// Closes the answer as a Success and returns its chunks not yet taken.
+    pub fn finish(self) -> Vec<Vec<u8>> {
+        self.close("Success", "")
+    }
+
+    /// Closes the answer as a Failure with `message` (the objects already
+    /// written stay in it; the API server reads none of them).
+    pub fn fail(self, message: &str) -> Vec<Vec<u8>> {
+        self.close("Failure", message)
+    }
+
+    fn close(mut self, status: &'static str, message: &str) -> Vec<Vec<u8>> {
+        // The same bytes as `WireResult` serialized: no `message` when empty.
+        self.current.extend_from_slice(b"],\"result\":{\"status\":");
+        celhook_json::write::string(&mut self.current, status);
+        if !message.is_empty() {
+            self.current.extend_from_slice(b",\"message\":");
+            celhook_json::write::string(&mut self.current, message);
+        }
+        self.current.push(b'}');
+        self.current.extend_from_slice(b"}}");
         self.chunks.push(self.current);
         self.chunks
     }
@@ -338,12 +381,13 @@ mod tests {
             w.push(o);
         }
         assert_eq!(w.count(), 2);
-        let streamed: Json = serde_json::from_slice(&w.finish().concat()).expect("valid JSON");
-        let whole: Json = serde_json::from_slice(
-            &encode_conversion(ConversionReviewVersion::V1, "u\"1", Ok(&objects)).expect("encodes"),
-        )
-        .expect("json");
-        assert_eq!(streamed, whole);
+        let streamed = w.finish().concat();
+        let whole =
+            encode_conversion(ConversionReviewVersion::V1, "u\"1", Ok(&objects)).expect("encodes");
+        assert_eq!(
+            String::from_utf8_lossy(&streamed),
+            String::from_utf8_lossy(&whole)
+        );
         let empty = SuccessWriter::new(ConversionReviewVersion::V1Beta1, "u").expect("starts");
         let empty: Json = serde_json::from_slice(&empty.finish().concat()).expect("valid JSON");
         assert_eq!(empty["response"]["convertedObjects"], json!([]));
@@ -360,6 +404,37 @@ mod tests {
         assert!(chunks.len() > 4, "{} chunks", chunks.len());
         let whole: Json = serde_json::from_slice(&chunks.concat()).expect("valid JSON");
         assert_eq!(whole["response"]["convertedObjects"], json!(many));
+    }
+
+    #[test]
+    fn an_answer_taken_in_part_can_still_end_as_a_failure() {
+        let mut w = SuccessWriter::new(ConversionReviewVersion::V1, "u").expect("starts");
+        let mut sent: Vec<u8> = Vec::new();
+        for i in 0..1000 {
+            w.push(&json!({"i": i, "pad": "x".repeat(100)}));
+            sent.extend(w.take_ready().concat());
+        }
+        assert!(sent.len() > 3 * CHUNK_BYTES, "{} bytes taken", sent.len());
+        // What is not taken yet is less than a chunk.
+        assert!(
+            w.len() - sent.len() < CHUNK_BYTES,
+            "{} untaken",
+            w.len() - sent.len()
+        );
+        sent.extend(w.fail("object 1000: \"bad\"").concat());
+        let answer: Json = serde_json::from_slice(&sent).expect("valid JSON");
+        assert_eq!(answer["response"]["result"]["status"], "Failure");
+        assert_eq!(
+            answer["response"]["result"]["message"],
+            "object 1000: \"bad\""
+        );
+        let objects = answer["response"]["convertedObjects"].as_array();
+        assert_eq!(objects.map(Vec::len), Some(1000));
+        // Nothing taken: the whole answer comes at the close.
+        let w = SuccessWriter::new(ConversionReviewVersion::V1Beta1, "u").expect("starts");
+        let closed: Json = serde_json::from_slice(&w.fail("no").concat()).expect("JSON");
+        assert_eq!(closed["response"]["convertedObjects"], json!([]));
+        assert_eq!(closed["response"]["result"]["message"], "no");
     }
 
     #[test]

@@ -96,14 +96,14 @@ async fn review(
     scope: Scope,
     req: Request<Incoming>,
 ) -> Response<Body> {
-    let _timer = state.metrics.start(endpoint);
+    let timer = state.metrics.start(endpoint);
     let budget = limits::deadline(
         req.uri().query().unwrap_or(""),
         state.limits.request_timeout,
     );
     let deadline = tokio::time::Instant::now() + budget;
     match read_and_run(state, activity, (endpoint, scope), req, budget, deadline).await {
-        Ok(res) => res,
+        Ok(res) => res.map(|body| body.timed(timer)),
         Err(err) => {
             match &err {
                 WebhookError::Overloaded
@@ -153,22 +153,59 @@ async fn read_and_run(
         Endpoint::Validate => deadline.into_std(),
         Endpoint::Convert => deadline.into_std() - budget / 20,
     };
-    let task = tokio::task::spawn_blocking(move || {
+    let (reply, answered) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let scope = crate::cel::interrupt::enter(std_deadline);
-        let answer = span.in_scope(|| evaluate(&task_state, (endpoint, checks), &body, Some(held)));
-        if scope.expired() && endpoint == Endpoint::Validate {
-            return Err(WebhookError::DeadlineExceeded { budget });
-        }
-        answer
+        let mut reply = Reply {
+            answer: Some(reply),
+            deadline: std_deadline,
+        };
+        let answer = span.in_scope(|| match endpoint {
+            Endpoint::Validate => {
+                guarded(endpoint, || answer_admission(&task_state, checks, &body)).map(Some)
+            }
+            Endpoint::Convert => guarded(endpoint, || {
+                convert::answer(&task_state, &body, held, &mut reply)
+            }),
+        });
+        let answer = match answer {
+            _ if scope.expired() && endpoint == Endpoint::Validate => {
+                Err(WebhookError::DeadlineExceeded { budget })
+            }
+            Ok(Some(answer)) => Ok(answer),
+            // Answered as a stream, which has ended.
+            Ok(None) => return,
+            Err(err) => Err(err),
+        };
+        reply.send(answer);
     });
-    match tokio::time::timeout_at(deadline, task).await {
+    match tokio::time::timeout_at(deadline, answered).await {
         Ok(Ok(answer)) => answer,
-        Ok(Err(join)) => Err(WebhookError::Internal(
-            anyhow::Error::new(join).context("the evaluation task failed"),
-        )),
+        Ok(Err(_)) => Err(WebhookError::Internal(anyhow::anyhow!(
+            "the evaluation task ended without an answer"
+        ))),
         // The task stops at its next check of the deadline and frees its slot.
         Err(_) => Err(WebhookError::DeadlineExceeded { budget }),
+    }
+}
+
+/// How the answer leaves the blocking task for the connection: once, whole
+/// or as the start of a streamed body (a large conversion answer).
+pub(super) struct Reply {
+    answer: Option<tokio::sync::oneshot::Sender<Result<Response<Body>, WebhookError>>>,
+    /// When the work for this request stops.
+    pub(super) deadline: std::time::Instant,
+}
+
+impl Reply {
+    /// Sends `answer` unless one is sent already; false when the request
+    /// is gone (answered 504, or its connection closed).
+    pub(super) fn send(&mut self, answer: Result<Response<Body>, WebhookError>) -> bool {
+        match self.answer.take() {
+            Some(reply) => reply.send(answer).is_ok(),
+            None => false,
+        }
     }
 }
 
@@ -219,7 +256,8 @@ fn try_inline(
 ) -> Option<Result<Response<Body>, WebhookError>> {
     let inline_deadline = (tokio::time::Instant::now() + INLINE_BUDGET).min(deadline);
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
-    let answer = span.in_scope(|| evaluate(state, (Endpoint::Validate, checks), body, None));
+    let answer =
+        span.in_scope(|| guarded(Endpoint::Validate, || answer_admission(state, checks, body)));
     (!scope.expired()).then_some(answer)
 }
 
@@ -249,20 +287,13 @@ fn review_span(endpoint: Endpoint) -> tracing::Span {
 /// The first attempt's budget on the I/O thread (see `read_and_run`).
 const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Decodes, evaluates and encodes one review; a panic in the core costs
-/// this request a 500, not the thread and its connections. `held` is the
-/// byte budget a conversion's answer grows (validation answers are small).
-fn evaluate(
-    state: &AppState,
-    (endpoint, scope): (Endpoint, Scope),
-    body: &Bytes,
-    held: Option<Held>,
-) -> Result<Response<Body>, WebhookError> {
-    std::panic::catch_unwind(AssertUnwindSafe(|| match (endpoint, held) {
-        (Endpoint::Convert, Some(held)) => convert::answer(state, body, held),
-        _ => answer_admission(state, scope, body),
-    }))
-    .unwrap_or_else(|_| {
+/// Runs `answer` (decode, evaluate, encode) so that a panic in the core
+/// costs this request a 500, not the thread and its connections.
+fn guarded<T>(
+    endpoint: Endpoint,
+    answer: impl FnOnce() -> Result<T, WebhookError>,
+) -> Result<T, WebhookError> {
+    std::panic::catch_unwind(AssertUnwindSafe(answer)).unwrap_or_else(|_| {
         Err(WebhookError::Internal(anyhow::anyhow!(
             "{} panicked",
             endpoint.as_str()

@@ -554,24 +554,127 @@ async fn ten_thousand_objects_of_4_kib_convert_in_one_review() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failure_late_in_a_large_review_sends_no_partial_list() {
-    // 1,499 objects convert (and are written into the streamed answer)
-    // before object 1,499 fails: the answer is a Failure with no objects.
+async fn a_failure_late_in_a_streamed_answer_ends_it_as_a_failure() {
+    // 1,499 objects convert (and are sent, the answer being past its
+    // streaming size) before object 1,499 fails: the answer ends as a
+    // Failure, which the API server reads before any object.
     let server = common::start().await;
     let url = common::url(&server, "/convert");
-    let client = client(&server, Http::H2);
-    let mut objects: Vec<Value> = (0..2_000).map(big_crontab).collect();
-    objects[1_499]["apiVersion"] = json!("example.com/v9");
-    let request = review(REVIEW_V1, "late", "example.com/v1", objects);
-    let message = convert_failure(&client, &url, &request).await;
-    assert!(
-        message.starts_with("object 1499 (default/crontab-1499): "),
-        "{message}"
+    for http in common::BOTH {
+        let client = client(&server, http);
+        let mut objects: Vec<Value> = (0..2_000).map(big_crontab).collect();
+        objects[1_499]["apiVersion"] = json!("example.com/v9");
+        let request = review(REVIEW_V1, "late", "example.com/v1", objects);
+        let answer = post_review(&client, &url, &request).await;
+        assert_eq!(answer.status, StatusCode::OK, "{http:?}");
+        let answer = answer.json();
+        let resp = &answer["response"];
+        assert_eq!(resp["uid"], "late");
+        assert_eq!(resp["result"]["status"], "Failure", "{http:?}");
+        let message = resp["result"]["message"].as_str().expect("message");
+        assert!(
+            message.starts_with("object 1499 (default/crontab-1499): "),
+            "{message}"
+        );
+        let sent = resp["convertedObjects"].as_array().expect("objects");
+        assert_eq!(sent.len(), 1_499, "{http:?}");
+        // The next review on the same connection is whole.
+        let objects: Vec<Value> = (0..3).map(big_crontab).collect();
+        let request = review(REVIEW_V1, "after", "example.com/v1", objects);
+        assert_eq!(convert_ok(&client, &url, &request).await.len(), 3);
+    }
+    server.stop().await.expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_answer_is_sent_as_written_a_small_one_with_its_length() {
+    let server = common::start().await;
+    let url = common::url(&server, "/convert");
+    for http in common::BOTH {
+        let client = client(&server, http);
+        for (n, streamed) in [(3, false), (200, true)] {
+            let objects: Vec<Value> = (0..n).map(big_crontab).collect();
+            let request = review(REVIEW_V1BETA1, "sizes", "example.com/v1", objects);
+            let resp = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&request).expect("serializes"))
+                .send()
+                .await
+                .expect("answered");
+            assert_eq!(resp.status(), StatusCode::OK);
+            assert_eq!(resp.version(), http.version());
+            let length = resp.headers().get("content-length").cloned();
+            let chunked = resp.headers().get("transfer-encoding").cloned();
+            let text = resp.text().await.expect("the whole answer");
+            let answer: Value = serde_json::from_str(&text).expect("JSON");
+            assert_eq!(api_server_accepts(&request, &answer).len(), n);
+            assert!(text.len() > 800_000 || !streamed, "{} bytes", text.len());
+            // Over HTTP/1.1 a streamed answer is chunked; over HTTP/2 it
+            // simply has no length.
+            assert_eq!(length.is_none(), streamed, "{http:?} {n}: {length:?}");
+            let want_chunked = streamed && http == Http::H1;
+            assert_eq!(
+                chunked.as_ref().is_some_and(|c| c == "chunked"),
+                want_chunked,
+                "{http:?} {n}: {chunked:?}"
+            );
+        }
+    }
+    server.stop().await.expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_stops_reading_a_streamed_answer_frees_its_slot_at_the_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // One slot: while the stalled conversion holds it, nothing else runs.
+    let config = ServeConfig {
+        max_concurrent_requests: 1,
+        ..ServeConfig::for_tests()
+    };
+    let server = common::start_with(config, common::embedded_catalog()).await;
+    let objects: Vec<Value> = (0..5_000).map(big_crontab).collect();
+    let request = review(REVIEW_V1, "stalled", "example.com/v1", objects);
+    let body = serde_json::to_vec(&request).expect("serializes");
+    let mut tls = common::tls_connect(server.local_addr(), server.cert_pem()).await;
+    let head = format!(
+        "POST /convert?timeout=2s HTTP/1.1\r\nhost: celhook\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
     );
-    // The next review on the same connection is whole.
-    let objects: Vec<Value> = (0..3).map(big_crontab).collect();
-    let request = review(REVIEW_V1, "after", "example.com/v1", objects);
-    assert_eq!(convert_ok(&client, &url, &request).await.len(), 3);
+    tls.write_all(head.as_bytes()).await.expect("head");
+    tls.write_all(&body).await.expect("body");
+    let mut first = vec![0u8; 4096];
+    let n = tls.read(&mut first).await.expect("the answer starts");
+    let text = String::from_utf8_lossy(&first[..n]).to_lowercase();
+    assert!(text.starts_with("http/1.1 200"), "{text}");
+    assert!(text.contains("transfer-encoding: chunked"), "{text}");
+    // Not read further: the conversion waits for the caller, then stops at
+    // the deadline and gives its slot back.
+    let started = Instant::now();
+    let other = client(&server, Http::H1);
+    let small = review(REVIEW_V1, "next", "example.com/v1", vec![big_crontab(0)]);
+    let url = common::url(&server, "/convert?timeout=5s");
+    let out = convert_ok(&other, &url, &small).await;
+    assert_eq!(out.len(), 1);
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(4),
+        "the slot came back after {waited:?}"
+    );
+    // What the stalled caller reads now ends without the answer's end.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tls.read_to_end(&mut rest),
+    )
+    .await
+    .expect("the stalled answer ends");
+    let total = n + rest.len();
+    assert!(
+        read.is_err() || !rest.ends_with(b"0\r\n\r\n"),
+        "the stalled answer was completed ({total} bytes)"
+    );
+    assert!(total < body.len(), "{total} bytes of a stalled answer");
     server.stop().await.expect("stops");
 }
 

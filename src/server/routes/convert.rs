@@ -1,12 +1,16 @@
 //! `POST /convert`: ConversionReview in, ConversionReview out.
 
+use std::time::Instant;
+
 use hyper::body::Bytes;
 use hyper::Response;
+use tokio::sync::mpsc;
 
-use super::json;
+use super::{json, Reply};
 use crate::error::WebhookError;
 use crate::metrics::{ConversionFailure, ConversionOutcome};
-use crate::server::body::Body;
+use crate::review::{AHEAD, STREAM_AFTER};
+use crate::server::body::{Body, Piece};
 use crate::server::limits::Held;
 use crate::server::AppState;
 use crate::{conversion, review};
@@ -16,11 +20,19 @@ use crate::{conversion, review};
 /// apiVersion. The answer's bytes grow `held` as they are written (one
 /// budget for the body and its answer); a review whose answer does not fit,
 /// or that passes its deadline, stops between two objects.
+///
+/// A small answer is returned whole. A large one is sent through `reply`
+/// as a stream once it passes [`STREAM_AFTER`] bytes (`Ok(None)` here):
+/// a failure after that ends the streamed answer as a Failure (the objects
+/// already sent in it are ignored by the API server, which reads the
+/// status first); a caller that stops reading until the deadline gets an
+/// aborted answer.
 pub(super) fn answer(
     state: &AppState,
     body: &Bytes,
-    mut held: Held,
-) -> Result<Response<Body>, WebhookError> {
+    held: Held,
+    reply: &mut Reply,
+) -> Result<Option<Response<Body>>, WebhookError> {
     let (version, req) = review::decode_conversion(body)?;
 
     let span = tracing::Span::current();
@@ -56,23 +68,35 @@ pub(super) fn answer(
         }
     });
     let mut converted = 0usize;
+    let mut held = Some(held);
+    let mut stream: Option<Stream> = None;
     let outcome =
         conversion::convert_each(&**catalog, &req.desired_api_version, objects, |object| {
             let before = writer.len();
             writer.push(&object);
             converted += 1;
             let stop = |reason: String| conversion::ReviewFailure::Stopped { converted, reason };
-            if let Err(err) = held.grow(writer.len() - before) {
-                return Err(stop(format!(
-                    "the answer does not fit in memory now ({err})"
-                )));
+            if let Some(held) = &mut held {
+                if let Err(err) = held.grow(writer.len() - before) {
+                    return Err(stop(format!(
+                        "the answer does not fit in memory now ({err})"
+                    )));
+                }
             }
             if crate::cel::interrupt::expired() {
                 return Err(stop("the review's deadline passed".into()));
             }
+            if let Some(stream) = &stream {
+                return stream.send(writer.take_ready(), false).map_err(stop);
+            }
+            if writer.len() >= STREAM_AFTER {
+                if let Some(held) = held.take() {
+                    let started = Stream::start(writer.take_ready(), held, reply);
+                    stream = Some(started.map_err(stop)?);
+                }
+            }
             Ok(())
         });
-
     let (group, to) = req
         .desired_api_version
         .rsplit_once('/')
@@ -103,11 +127,22 @@ pub(super) fn answer(
             );
             span.record("result", "Success");
             tracing::debug!("converted");
-            let chunks = writer.finish().into_iter().map(Bytes::from).collect();
-            Ok(json(Body::chunks(chunks).holding(held)))
+            match (stream, held) {
+                (Some(stream), _) => {
+                    // A caller gone at the end has an aborted answer.
+                    let _ = stream.send(writer.finish(), true);
+                    Ok(None)
+                }
+                (None, Some(held)) => {
+                    let chunks = writer.finish().into_iter().map(Bytes::from).collect();
+                    Ok(Some(json(Body::chunks(chunks).holding(held))))
+                }
+                (None, None) => Err(WebhookError::Internal(anyhow::anyhow!(
+                    "the answer's budget went away"
+                ))),
+            }
         }
         Err(err) => {
-            drop(writer);
             drop(held);
             // The API server's own names for what went wrong.
             let failure = match &err {
@@ -126,8 +161,55 @@ pub(super) fn answer(
             span.record("result", "Failure");
             let message = err.to_string();
             tracing::info!(message = %message, "conversion failed");
+            if let Some(stream) = stream {
+                let _ = stream.send(writer.fail(&message), true);
+                return Ok(None);
+            }
+            drop(writer);
             let out = review::encode_conversion(version, uid, Err(&message)).map_err(internal)?;
-            Ok(json(Body::full(out)))
+            Ok(Some(json(Body::full(out))))
         }
     }
 }
+
+/// The channel of a streamed answer, with the deadline its sends wait until.
+struct Stream {
+    chunks: mpsc::Sender<Piece>,
+    deadline: Instant,
+}
+
+impl Stream {
+    /// Answers with a streamed body of `first` and what follows, holding
+    /// `held` until it is sent.
+    fn start(first: Vec<Vec<u8>>, held: Held, reply: &mut Reply) -> Result<Self, String> {
+        let deadline = reply.deadline;
+        let (chunks, rest) = mpsc::channel(AHEAD);
+        let first = first.into_iter().map(Bytes::from).collect();
+        if !reply.send(Ok(json(Body::streaming(first, rest).holding(held)))) {
+            return Err(GONE.into());
+        }
+        Ok(Self { chunks, deadline })
+    }
+
+    /// Sends `chunks`, the last of the answer when `last`; waits while the
+    /// caller is `AHEAD` chunks behind, until the deadline.
+    fn send(&self, mut chunks: Vec<Vec<u8>>, last: bool) -> Result<(), String> {
+        if last && chunks.is_empty() {
+            chunks.push(Vec::new());
+        }
+        let n = chunks.len();
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let piece = (Bytes::from(chunk), last && i + 1 == n);
+            let wait = self.deadline.saturating_duration_since(Instant::now());
+            let sent =
+                tokio::runtime::Handle::current().block_on(self.chunks.send_timeout(piece, wait));
+            if sent.is_err() {
+                return Err(GONE.into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a streamed answer stopped early.
+const GONE: &str = "the caller stopped reading the answer";
