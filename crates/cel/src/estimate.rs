@@ -79,6 +79,7 @@ fn has_path(ir: &Ir) -> bool {
     match ir {
         Ir::Var(_) | Ir::Select { .. } | Ir::Index(..) => true,
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => has_path(inner),
+        Ir::FieldCmp(c) => has_path(&c.fallback),
         _ => false,
     }
 }
@@ -135,6 +136,7 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
         // `variables` and the selection of the variable.
         Ir::Lazy(_) => (2.0, Shape::unknown()),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, cx),
+        Ir::FieldCmp(c) => walk(&c.fallback, cx),
         Ir::Select {
             operand,
             field,

@@ -1,6 +1,7 @@
 //! The program tree the checker builds and the evaluator runs: variables
 //! as slots, calls resolved to functions, constant regexes compiled, and
-//! the marks the planner adds (memo cells, scanned loops).
+//! the marks the planner adds (memo cells, scanned loops, fused field
+//! comparisons).
 
 use std::sync::Arc;
 
@@ -75,6 +76,34 @@ pub(crate) enum Ir {
         var: usize,
         inner: Box<Ir>,
     },
+    /// A comparison of a variable's field with a constant, fused by the
+    /// planner (see `fuse`).
+    FieldCmp(Box<FieldCmp>),
+}
+
+/// `v.f <op> constant` (`p.port > 0`, `p.protocol == 'UDP'`, `p.protocol
+/// in ['TCP', 'UDP']`): read straight from the JSON object in slot `slot`
+/// when it holds `f` as the constant's type; `fallback`, the comparison as
+/// planned, in every other case.
+#[derive(Debug)]
+pub(crate) struct FieldCmp {
+    pub slot: usize,
+    pub field: Box<str>,
+    /// As in `Ir::Select`.
+    pub position: Option<u32>,
+    pub test: FieldTest,
+    pub fallback: Ir,
+}
+
+/// What a [`FieldCmp`] tests the field's value with.
+#[derive(Debug)]
+pub(crate) enum FieldTest {
+    /// An int comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`).
+    Int(BinOp, i64),
+    /// `==` (true) or `!=` (false) a string.
+    Str(bool, Arc<str>),
+    /// `in` a literal list of strings.
+    OneOf(Box<[Arc<str>]>),
 }
 
 /// Calls `$f` on each direct child of `$ir`, in evaluation order (a loop's
@@ -86,6 +115,7 @@ macro_rules! each_child {
             Ir::Const(_) | Ir::Folded(..) | Ir::Var(_) | Ir::Lazy(_) | Ir::ConstList(_) => {}
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
+            Ir::FieldCmp(c) => $f(&$($m)? c.fallback),
             Ir::Not(a) | Ir::Matches(a, ..) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)

@@ -34,6 +34,7 @@ mod check;
 // Passes over the program tree: memo planning, static cost, the reads of
 // `self` (for static reports).
 mod estimate;
+mod fuse;
 mod plan;
 mod reads;
 

@@ -57,7 +57,9 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     if !kinds.is_empty() {
         wrap(ir, &kinds);
     }
+    crate::fuse::fuse(ir, true);
     mark_scans(ir, &mut cells, false);
+    crate::fuse::fuse(ir, false);
     cells
 }
 

@@ -320,9 +320,10 @@ impl From<serde_json::Value> for Value {
             serde_json::Value::Array(items) => {
                 Value::Array(items.into_iter().map(Value::from).collect())
             }
-            // serde_json's map iterates in key order without repeats: the
-            // entries are already as a `Map` keeps them.
-            serde_json::Value::Object(map) => Value::Object(Map::from_sorted_unique(
+            // serde_json's map iterates in key order without repeats, unless
+            // a dependency turns on its `preserve_order` (features merge):
+            // `from_entries` checks the order and sorts only if needed.
+            serde_json::Value::Object(map) => Value::Object(Map::from_entries(
                 map.into_iter()
                     .map(|(k, v)| (Str::from(k), Value::from(v)))
                     .collect(),
@@ -341,7 +342,7 @@ impl From<&serde_json::Value> for Value {
             serde_json::Value::Array(items) => {
                 Value::Array(items.iter().map(Value::from).collect())
             }
-            serde_json::Value::Object(map) => Value::Object(Map::from_sorted_unique(
+            serde_json::Value::Object(map) => Value::Object(Map::from_entries(
                 map.iter()
                     .map(|(k, v)| (Str::from(k.as_str()), Value::from(v)))
                     .collect(),
@@ -411,7 +412,15 @@ macro_rules! eq_number {
 
 eq_number!(i8 => as_i64 as i64, i16 => as_i64 as i64, i32 => as_i64 as i64, i64 => as_i64 as i64,
     u8 => as_u64 as u64, u16 => as_u64 as u64, u32 => as_u64 as u64, u64 => as_u64 as u64,
-    f32 => as_f64 as f64, f64 => as_f64 as f64);
+    f64 => as_f64 as f64);
+
+/// As serde_json compares: the number narrowed to `f32` (`0.1` equals
+/// `0.1f32`), not the `f32` widened.
+impl PartialEq<f32> for Value {
+    fn eq(&self, other: &f32) -> bool {
+        self.as_f64().is_some_and(|v| v as f32 == *other)
+    }
+}
 
 impl PartialEq<serde_json::Value> for Value {
     fn eq(&self, other: &serde_json::Value) -> bool {

@@ -7,11 +7,13 @@ use std::rc::Rc;
 
 mod attrs;
 mod charge;
+mod fused;
 mod loops;
 mod ops;
 mod scan;
 
 use attrs::{charges_attribute_step, index_key, is_constant_key_chain, opt_or, plans_as_attribute};
+use fused::field_cmp;
 use loops::*;
 use ops::*;
 use scan::*;
@@ -238,6 +240,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::Loop(l) => eval_loop(l, f),
         Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
         Ir::Memo { cell, var, inner } => memo(*cell, *var, inner, f),
+        Ir::FieldCmp(c) => field_cmp(c, f),
         // The rarer forms live in a function of their own, which keeps this
         // one's stack frame small: it runs for every node.
         _ => eval_other(ir, f),

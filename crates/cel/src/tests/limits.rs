@@ -219,6 +219,17 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, self.spec.ports.exists(q, q.alias == p.alias))",
         "self.spec.ports.map(p, self.spec.ports.filter(q, q.port > p.port).map(q, q.name)).size() >= 0",
         "self.spec.ports.exists(p, self.spec.ports.exists_one(q, has(q.alias) && q.alias == p.name))",
+        // Fused comparisons (`fuse`): a field of a variable with an int, a
+        // string or a literal list of strings; with an int the field's
+        // own type or another (a string, a missing field: the walk decides).
+        "self.spec.ports.all(p, p.port > 0 && p.port < 100)",
+        "self.spec.ports.exists(p, p.name == 'web' && p.port == 80)",
+        "self.spec.ports.filter(p, p.name in ['a', 'web']).size() == 1",
+        "self.spec.ports.all(p, p.name != 'a-name-well-over-ten-bytes' || p.port <= 9)",
+        "self.spec.ports.all(p, !(p.alias == 'web') || p.port >= 80)",
+        "self.spec.tags.all(t, self.spec.ports.exists(p, p.port != 1 && p.name == t))",
+        "self.spec.min >= 1 && self.spec.max != 90 || self.spec.name == 'a'",
+        "self.spec.ports.all(p, p.alias in ['web'])",
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
@@ -235,9 +246,11 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut planned_any = false;
     let mut planned_by_element = false;
     let mut planned_scan = false;
+    let mut fused = 0;
     for expr in exprs {
         let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
         let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
+        fused += count_fused(&with.ir);
         planned_any |= with.memos.by_binding > 0;
         planned_by_element |= with.memos.by_element > 0;
         planned_scan |= with.memos.by_scan > 0;
@@ -266,6 +279,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "the memo pass kept no field read per element"
     );
     assert!(planned_scan, "the memo pass marked no loop as a scan");
+    assert!(fused >= 10, "{fused} comparisons fused");
+}
+
+fn count_fused(ir: &crate::ir::Ir) -> usize {
+    let mut n = usize::from(matches!(ir, crate::ir::Ir::FieldCmp(_)));
+    ir.each_child(&mut |child| n += count_fused(child));
+    n
 }
 
 #[test]

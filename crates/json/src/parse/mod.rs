@@ -9,9 +9,10 @@
 //! is accepted does not depend on what a config reads.
 //!
 //! It accepts what serde_json accepts (RFC 8259, no trailing commas, no
-//! comments) with its limits: nesting deeper than 127 levels, built or
-//! skipped, is refused; a number out of f64's range is refused; an integer
-//! beyond 64 bits becomes a float; `-0` is the float -0.0.
+//! comments) with its limits: nesting deeper than 127 levels is refused
+//! where a value is built (a skipped value has no depth limit: it is
+//! skipped without recursion); a number out of f64's range is refused; an
+//! integer beyond 64 bits becomes a float; `-0` is the float -0.0.
 
 mod error;
 mod strings;

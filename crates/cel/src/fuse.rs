@@ -1,0 +1,108 @@
+//! Comparisons of a variable's field with a constant (`p.port > 0`,
+//! `p.protocol == 'UDP'`, `p.protocol in ['TCP', 'UDP']`), most of what the
+//! bodies of rules' loops test, fused into one node ([`Ir::FieldCmp`]).
+//! The evaluator reads the field from the JSON object the variable holds
+//! and compares it in one step, charging what the walk of the comparison
+//! would (the variable, the selection, the operator); anything else (not a
+//! JSON object, a missing field, another type, a budget too close to its
+//! limit) runs the comparison as planned, so no answer or cost changes.
+//! Runs after the memo planner: a kept read (`Ir::Memo`) of the field is
+//! looked through, as its charges are those of the read it keeps.
+
+use std::sync::Arc;
+
+use crate::ir::{BinOp, FieldCmp, FieldTest, Ir, LoopKind};
+use crate::value::Const;
+
+/// Fuses the comparisons of `ir` that fit. Run twice around the planning
+/// of scans: `before_scans`, only outside loops and in the bodies of
+/// outermost loops, where a fused comparison costs less than a scan of it
+/// (no reads to keep: each element is read once anyway); then everywhere
+/// but in the bodies of the loops marked as scans, which the evaluator
+/// walks beside their scan plan.
+pub(crate) fn fuse(ir: &mut Ir, before_scans: bool) {
+    walk(ir, before_scans, 0);
+}
+
+/// `depth`: how many loops that repeat their body enclose `ir`.
+fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
+    if before_scans && depth >= 2 {
+        return;
+    }
+    match ir {
+        // Its fallback is the comparison already fused.
+        Ir::FieldCmp(_) => return,
+        Ir::Loop(l) => {
+            walk(&mut l.range, before_scans, depth);
+            let inner = depth
+                + usize::from(!matches!(
+                    l.kind,
+                    LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
+                ));
+            if let Some(filter) = &mut l.filter {
+                walk(filter, before_scans, inner);
+            }
+            if l.scan.is_none() {
+                walk(&mut l.body, before_scans, inner);
+            }
+            return;
+        }
+        _ => {}
+    }
+    ir.each_child_mut(&mut |child| walk(child, before_scans, depth));
+    if let Some((slot, field, position, test)) = fusable(ir) {
+        let fallback = std::mem::replace(ir, Ir::Const(Const::Null));
+        *ir = Ir::FieldCmp(Box::new(FieldCmp {
+            slot,
+            field,
+            position,
+            test,
+            fallback,
+        }));
+    }
+}
+
+/// The parts of a fusable comparison: the variable's slot, the field and
+/// its position, and the test.
+fn fusable(ir: &Ir) -> Option<(usize, Box<str>, Option<u32>, FieldTest)> {
+    let Ir::Bin(op, a, b) = ir else {
+        return None;
+    };
+    let read = match &**a {
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => inner,
+        other => other,
+    };
+    let Ir::Select {
+        operand,
+        field,
+        test: false,
+        position,
+    } = read
+    else {
+        return None;
+    };
+    let Ir::Var(slot) = **operand else {
+        return None;
+    };
+    let test = match (op, &**b) {
+        (BinOp::Eq | BinOp::Ne, Ir::Const(Const::Str(s))) => {
+            FieldTest::Str(*op == BinOp::Eq, s.clone())
+        }
+        (
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge,
+            Ir::Const(Const::Int(k)),
+        ) => FieldTest::Int(*op, *k),
+        (BinOp::In, Ir::ConstList(items)) => {
+            let strings: Option<Vec<Arc<str>>> = items
+                .iter()
+                .map(|c| match c {
+                    Const::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect();
+            FieldTest::OneOf(strings?.into())
+        }
+        _ => return None,
+    };
+    Some((slot, field.clone(), *position, test))
+}
