@@ -1,13 +1,14 @@
-//! Comparisons of a variable's field with a constant (`p.port > 0`,
-//! `p.protocol == 'UDP'`, `p.protocol in ['TCP', 'UDP']`), most of what the
-//! bodies of rules' loops test, fused into one node ([`Ir::FieldCmp`]).
-//! The evaluator reads the field from the JSON object the variable holds
-//! and compares it in one step, charging what the walk of the comparison
-//! would (the variable, the selection, the operator); anything else (not a
-//! JSON object, a missing field, another type, a budget too close to its
-//! limit) runs the comparison as planned, so no answer or cost changes.
-//! Runs after the memo planner: a kept read (`Ir::Memo`) of the field is
-//! looked through, as its charges are those of the read it keeps.
+//! Comparisons of a variable's field, or a chain of fields, with a
+//! constant (`p.port > 0`, `p.protocol == 'UDP'`, `p.protocol in ['TCP',
+//! 'UDP']`, `object.spec.replicas <= 5`), most of what the bodies of rules'
+//! loops and policies test, fused into one node ([`Ir::FieldCmp`]). The
+//! evaluator reads the fields from the JSON objects the variable holds and
+//! compares in one step, charging what the walk of the comparison would (the
+//! variable, each selection, the operator); anything else (not a JSON
+//! object, a missing field, another type, a budget too close to its limit)
+//! runs the comparison as planned, so no answer or cost changes. Runs after
+//! the memo planner: kept reads (`Ir::Memo`) along the chain are looked
+//! through, as their charges are those of the reads they keep.
 
 use std::sync::Arc;
 
@@ -50,40 +51,52 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
         _ => {}
     }
     ir.each_child_mut(&mut |child| walk(child, before_scans, depth));
-    if let Some((slot, field, position, test)) = fusable(ir) {
+    if let Some((slot, path, test)) = fusable(ir) {
+        let mut path = path.into_iter();
+        let Some((field, position)) = path.next() else {
+            return;
+        };
         let fallback = std::mem::replace(ir, Ir::Const(Const::Null));
         *ir = Ir::FieldCmp(Box::new(FieldCmp {
             slot,
             field,
             position,
+            then: path.collect(),
             test,
             fallback,
         }));
     }
 }
 
-/// The parts of a fusable comparison: the variable's slot, the field and
-/// its position, and the test.
-fn fusable(ir: &Ir) -> Option<(usize, Box<str>, Option<u32>, FieldTest)> {
+/// A selection path: (field, position) from the variable outwards, never
+/// empty.
+type Path = Vec<(Box<str>, Option<u32>)>;
+
+/// The parts of a fusable comparison: the variable's slot, the fields read
+/// from it, and the test.
+fn fusable(ir: &Ir) -> Option<(usize, Path, FieldTest)> {
     let Ir::Bin(op, a, b) = ir else {
         return None;
     };
-    let read = match &**a {
-        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => inner,
-        other => other,
+    let mut path = Vec::new();
+    let mut at = &**a;
+    let slot = loop {
+        match at {
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
+            Ir::Select {
+                operand,
+                field,
+                test: false,
+                position,
+            } => {
+                path.push((field.clone(), *position));
+                at = operand;
+            }
+            Ir::Var(slot) if !path.is_empty() => break *slot,
+            _ => return None,
+        }
     };
-    let Ir::Select {
-        operand,
-        field,
-        test: false,
-        position,
-    } = read
-    else {
-        return None;
-    };
-    let Ir::Var(slot) = **operand else {
-        return None;
-    };
+    path.reverse();
     let test = match (op, &**b) {
         (BinOp::Eq | BinOp::Ne, Ir::Const(Const::Str(s))) => {
             FieldTest::Str(*op == BinOp::Eq, s.clone())
@@ -104,5 +117,5 @@ fn fusable(ir: &Ir) -> Option<(usize, Box<str>, Option<u32>, FieldTest)> {
         }
         _ => return None,
     };
-    Some((slot, field.clone(), *position, test))
+    Some((slot, path, test))
 }

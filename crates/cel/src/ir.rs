@@ -82,15 +82,18 @@ pub(crate) enum Ir {
 }
 
 /// `v.f <op> constant` (`p.port > 0`, `p.protocol == 'UDP'`, `p.protocol
-/// in ['TCP', 'UDP']`): read straight from the JSON object in slot `slot`
-/// when it holds `f` as the constant's type; `fallback`, the comparison as
-/// planned, in every other case.
+/// in ['TCP', 'UDP']`, `self.strategy.type == 'Recreate'`): read straight
+/// from the JSON objects from slot `slot` along `path` when the last field
+/// holds the constant's type; `fallback`, the comparison as planned, in
+/// every other case.
 #[derive(Debug)]
 pub(crate) struct FieldCmp {
     pub slot: usize,
+    /// The first field selected, with its position as in `Ir::Select`.
     pub field: Box<str>,
-    /// As in `Ir::Select`.
     pub position: Option<u32>,
+    /// The fields selected after it, in order (most often none).
+    pub then: Box<[(Box<str>, Option<u32>)]>,
     pub test: FieldTest,
     pub fallback: Ir,
 }

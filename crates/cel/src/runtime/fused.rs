@@ -5,10 +5,10 @@ use super::*;
 use crate::ir::{FieldCmp, FieldTest};
 use crate::value::Str;
 
-/// The comparison read from the JSON object, charged as the walk of
-/// `fallback` charges it: a unit for the variable, one for the selection,
-/// and the operator's (1 for ints, the strings' compare cost, nothing for
-/// `in` a literal list). Anything else runs `fallback`.
+/// The comparison read from the JSON objects, charged as the walk of
+/// `fallback` charges it: a unit for the variable, one per selection, and
+/// the operator's (1 for ints, the strings' compare cost, nothing for `in`
+/// a literal list). Anything else runs `fallback`.
 #[inline(always)]
 pub(super) fn field_cmp<'a>(c: &'a FieldCmp, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     if let Some((result, cost)) = fast(c, f) {
@@ -22,18 +22,26 @@ pub(super) fn field_cmp<'a>(c: &'a FieldCmp, f: &mut Frame<'a>) -> Result<Value<
 }
 
 #[inline(always)]
-fn fast(c: &FieldCmp, f: &Frame<'_>) -> Option<(bool, u64)> {
+fn fast<'a>(c: &FieldCmp, f: &Frame<'a>) -> Option<(bool, u64)> {
     let Value::Map(m @ Map::Json { .. }) = &f.vars[c.slot] else {
         return None;
     };
+    let mut value = m.get_field(&c.field, c.position)?;
+    for (field, position) in &*c.then {
+        value = match value {
+            Value::Map(next @ Map::Json { .. }) => next.get_field(field, *position)?,
+            _ => return None,
+        };
+    }
+    let reads = 2 + c.then.len() as u64;
     // Taken apart by value: the arms that answer leave nothing to drop.
-    Some(match (&c.test, m.get_field(&c.field, c.position)?) {
-        (FieldTest::Int(op, k), Value::Int(i)) => (int_compare(*op, i, *k)?, 3),
+    Some(match (&c.test, value) {
+        (FieldTest::Int(op, k), Value::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
         (FieldTest::Str(eq, t), Value::Str(Str::Borrowed(s))) => {
-            ((s == &**t) == *eq, 2 + charge::compare_cost_str(s, t))
+            ((s == &**t) == *eq, reads + charge::compare_cost_str(s, t))
         }
         (FieldTest::OneOf(items), Value::Str(Str::Borrowed(s))) => {
-            (items.iter().any(|t| &**t == s), 2)
+            (items.iter().any(|t| &**t == s), reads)
         }
         _ => return None,
     })
