@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, FieldCmp, FieldTest, Ir, LoopKind};
+use crate::ir::{BinOp, FieldCmp, FieldTest, Ir};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -35,11 +35,7 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
         Ir::FieldCmp(_) => return,
         Ir::Loop(l) => {
             walk(&mut l.range, before_scans, depth);
-            let inner = depth
-                + usize::from(!matches!(
-                    l.kind,
-                    LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
-                ));
+            let inner = depth + usize::from(l.kind.repeats());
             if let Some(filter) = &mut l.filter {
                 walk(filter, before_scans, inner);
             }
@@ -51,30 +47,15 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
         _ => {}
     }
     ir.each_child_mut(&mut |child| walk(child, before_scans, depth));
-    if let Some((slot, path, test)) = fusable(ir) {
-        let mut path = path.into_iter();
-        let Some((field, position)) = path.next() else {
-            return;
-        };
+    if let Some(fused) = fusable(ir) {
         let fallback = std::mem::replace(ir, Ir::Const(Const::Null));
-        *ir = Ir::FieldCmp(Box::new(FieldCmp {
-            slot,
-            field,
-            position,
-            then: path.collect(),
-            test,
-            fallback,
-        }));
+        *ir = Ir::FieldCmp(Box::new(fused(fallback)));
     }
 }
 
-/// A selection path: (field, position) from the variable outwards, never
-/// empty.
-type Path = Vec<(Box<str>, Option<u32>)>;
-
-/// The parts of a fusable comparison: the variable's slot, the fields read
-/// from it, and the test.
-fn fusable(ir: &Ir) -> Option<(usize, Path, FieldTest)> {
+/// The fused node of a fusable comparison, given the comparison as its
+/// fallback.
+fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
     let Ir::Bin(op, a, b) = ir else {
         return None;
     };
@@ -117,5 +98,15 @@ fn fusable(ir: &Ir) -> Option<(usize, Path, FieldTest)> {
         }
         _ => return None,
     };
-    Some((slot, path, test))
+    let mut path = path.into_iter();
+    let (field, position) = path.next()?;
+    let then = path.collect();
+    Some(move |fallback| FieldCmp {
+        slot,
+        field,
+        position,
+        then,
+        test,
+        fallback,
+    })
 }

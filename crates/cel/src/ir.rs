@@ -212,6 +212,17 @@ pub(crate) enum LoopKind {
     OptFlatMap,
 }
 
+impl LoopKind {
+    /// Whether the body runs once per element (not `cel.bind` and the
+    /// optional macros, which run it at most once).
+    pub(crate) fn repeats(self) -> bool {
+        !matches!(
+            self,
+            LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
+        )
+    }
+}
+
 /// A macro loop over a list or map.
 #[derive(Debug)]
 pub(crate) struct Loop {

@@ -98,10 +98,7 @@ fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
             _ => {}
         }
     }
-    let repeats = !matches!(
-        l.kind,
-        LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
-    );
+    let repeats = l.kind.repeats();
     mark_scans(&mut l.range, cells, nested);
     if let Some(filter) = &mut l.filter {
         mark_scans(filter, cells, nested || repeats);
@@ -306,10 +303,7 @@ fn count(ir: &Ir, loops: &mut Vec<(usize, Option<usize>, bool)>, seen: &mut Hash
     match ir {
         Ir::Loop(l) => {
             count(&l.range, loops, seen);
-            let repeats = !matches!(
-                l.kind,
-                LoopKind::Bind | LoopKind::OptMap | LoopKind::OptFlatMap
-            );
+            let repeats = l.kind.repeats();
             loops.push((l.var, l.var2, repeats));
             if let Some(filter) = &l.filter {
                 count(filter, loops, seen);

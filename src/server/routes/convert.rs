@@ -127,20 +127,18 @@ pub(super) fn answer(
             );
             span.record("result", "Success");
             tracing::debug!("converted");
-            match (stream, held) {
-                (Some(stream), _) => {
-                    // A caller gone at the end has an aborted answer.
-                    let _ = stream.send(writer.finish(), true);
-                    Ok(None)
-                }
-                (None, Some(held)) => {
-                    let chunks = writer.finish().into_iter().map(Bytes::from).collect();
-                    Ok(Some(json(Body::chunks(chunks).holding(held))))
-                }
-                (None, None) => Err(WebhookError::Internal(anyhow::anyhow!(
-                    "the answer's budget went away"
-                ))),
+            if let Some(stream) = stream {
+                // A caller gone at the end has an aborted answer.
+                let _ = stream.send(writer.finish(), true);
+                return Ok(None);
             }
+            let chunks = writer.finish().into_iter().map(Bytes::from).collect();
+            let mut body = Body::chunks(chunks);
+            // Not streamed: the budget was never handed to a stream.
+            if let Some(held) = held {
+                body = body.holding(held);
+            }
+            Ok(Some(json(body)))
         }
         Err(err) => {
             drop(held);
