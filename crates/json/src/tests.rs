@@ -89,3 +89,16 @@ fn keys_compare_alike_at_every_length() {
     assert_eq!(map.get_hinted("b", 9), Some(&Value::from(2)));
     assert_eq!(map.get_hinted("c", 1), None);
 }
+
+#[test]
+fn numbers_compare_with_f32_as_serde_json_does() {
+    // Narrowed to f32, not the f32 widened: 0.1f32 widened is not 0.1.
+    for x in [0.1, 1.5, -2.25, 1e-7] {
+        let ours = json!(x);
+        let theirs = serde_json::json!(x);
+        assert_eq!(ours == (x as f32), theirs == (x as f32), "{x}");
+    }
+    assert!(json!(0.1) == 0.1f32);
+    assert!(json!(0.5) != 0.25f32);
+    assert!(json!("0.1") != 0.1f32);
+}
