@@ -7,36 +7,29 @@ fn write(dir: &Path, name: &str, text: &str) {
     std::fs::write(dir.join(name), text).expect("write fixture");
 }
 
-const CRD_HEAD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.com
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                n: {type: integer}
-";
+/// A one-version Widget CRD whose spec has one integer field `n`.
+const CRD_HEAD: &str = include_str!("../../tests/fixtures/unit/config-widget.yaml");
+
+/// [`CRD_HEAD`] renamed: `plural` of example.com, of kind `kind`.
+fn renamed(plural: &str, singular: &str, kind: &str) -> String {
+    CRD_HEAD
+        .replace("widgets.example.com", &format!("{plural}.example.com"))
+        .replace(
+            "{plural: widgets, singular: widget, kind: Widget}",
+            &format!("{{plural: {plural}, singular: {singular}, kind: {kind}}}"),
+        )
+}
+
+/// Whether the catalog has version v1 of `kind` in `group`.
+fn serves(loaded: &Loaded, group: &str, kind: &str) -> bool {
+    loaded.catalog.lookup(group, "v1", kind).is_some()
+}
 
 #[test]
 fn embedded_examples_load_without_problems() {
     let loaded = load(&ConfigSource::Embedded);
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    assert!(loaded
-        .catalog
-        .lookup("stable.example.com", "v1", "CronTab")
-        .is_some());
+    assert!(serves(&loaded, "stable.example.com", "CronTab"));
 }
 
 #[test]
@@ -72,31 +65,16 @@ fn a_broken_rule_is_reported_with_its_location() {
 #[test]
 fn multi_document_files_and_json_files_load() {
     let dir = tempfile::tempdir().unwrap();
-    let second = CRD_HEAD
-        .replace("widgets.example.com", "gadgets.example.com")
-        .replace(
-            "{plural: widgets, singular: widget, kind: Widget}",
-            "{plural: gadgets, singular: gadget, kind: Gadget}",
-        );
+    let second = renamed("gadgets", "gadget", "Gadget");
     write(dir.path(), "two.yaml", &format!("{CRD_HEAD}---\n{second}"));
-    let json_doc: serde_json::Value = serde_norway::from_str(
-        &CRD_HEAD
-            .replace("widgets.example.com", "gizmos.example.com")
-            .replace(
-                "{plural: widgets, singular: widget, kind: Widget}",
-                "{plural: gizmos, singular: gizmo, kind: Gizmo}",
-            ),
-    )
-    .unwrap();
+    let json_doc: serde_json::Value =
+        serde_norway::from_str(&renamed("gizmos", "gizmo", "Gizmo")).unwrap();
     write(dir.path(), "three.json", &json_doc.to_string());
     write(dir.path(), "README.md", "not config");
     let loaded = load(&ConfigSource::Dir(dir.path().to_owned()));
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     assert_eq!(loaded.catalog.len(), 3);
-    assert!(loaded
-        .catalog
-        .lookup("example.com", "v1", "Gizmo")
-        .is_some());
+    assert!(serves(&loaded, "example.com", "Gizmo"));
 }
 
 #[test]
@@ -132,10 +110,7 @@ fn bad_yaml_and_duplicates_are_refused_and_other_kinds_skipped() {
         .any(|e| e.file.ends_with("c.yaml")));
     assert!(text.contains("invalid YAML"), "{text}");
     // The valid first copy still compiled.
-    assert!(loaded
-        .catalog
-        .lookup("example.com", "v1", "Widget")
-        .is_some());
+    assert!(serves(&loaded, "example.com", "Widget"));
 }
 
 #[test]
@@ -157,26 +132,15 @@ fn subdirectories_single_files_kustomizations_and_samples_load_as_users_keep_the
     );
     // A sample object next to its CRD, and a bad document between two
     // good ones: the good ones still load.
-    let gadget = CRD_HEAD
-        .replace("widgets.example.com", "gadgets.example.com")
-        .replace(
-            "{plural: widgets, singular: widget, kind: Widget}",
-            "{plural: gadgets, singular: gadget, kind: Gadget}",
-        );
+    let gadget = renamed("gadgets", "gadget", "Gadget");
     write(
         &root.join("team"),
         "gadget.yaml",
         &format!("---\n{gadget}---\nkey: [unclosed\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: sample}}\n"),
     );
     let loaded = load(&ConfigSource::Dir(root.to_owned()));
-    assert!(loaded
-        .catalog
-        .lookup("example.com", "v1", "Widget")
-        .is_some());
-    assert!(loaded
-        .catalog
-        .lookup("example.com", "v1", "Gadget")
-        .is_some());
+    assert!(serves(&loaded, "example.com", "Widget"));
+    assert!(serves(&loaded, "example.com", "Gadget"));
     let errors: Vec<&Problem> = loaded.report.errors.iter().collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].file.ends_with("team/gadget.yaml"));

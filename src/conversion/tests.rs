@@ -43,9 +43,28 @@ fn pizza(api_version: &str, toppings: Json) -> Json {
     })
 }
 
+/// The conversion of the Pizza example in `c`.
+fn pizza_conversion(c: &Catalog) -> &Conversion {
+    c.conversion("restaurant.programming-kubernetes.info", "Pizza")
+        .expect("the Pizza conversion")
+}
+
 fn one(c: &Catalog, desired: &str, object: Json) -> Json {
     let mut out = convert_all(c, desired, vec![object]).expect("converts");
     out.pop().expect("one object")
+}
+
+/// Why converting `objects` to `desired` fails.
+fn refusal(c: &Catalog, desired: &str, objects: Vec<Json>) -> String {
+    convert_all(c, desired, objects)
+        .expect_err("refused")
+        .to_string()
+}
+
+/// Asserts that `text` contains `part`.
+#[track_caller]
+fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
 }
 
 fn has_stash(o: &Json) -> bool {
@@ -136,11 +155,7 @@ fn mixed_versions_keep_their_order_and_the_desired_version_is_untouched() {
 #[test]
 fn unknown_targets_and_objects_fail_with_clear_messages() {
     let c = catalog();
-    let err = |desired: &str, o: Json| {
-        convert_all(&c, desired, vec![o])
-            .expect_err("fails")
-            .to_string()
-    };
+    let err = |desired: &str, o: Json| refusal(&c, desired, vec![o]);
     let e = err("nowhere.io/v1", crontab_v1beta1("a", "a:1"));
     assert!(
         e.contains("desiredAPIVersion \"nowhere.io/v1\"") && e.contains("nowhere.io"),
@@ -154,22 +169,16 @@ fn unknown_targets_and_objects_fail_with_clear_messages() {
     let mut bad_kind = crontab_v1beta1("a", "a:1");
     bad_kind["kind"] = json!("CronJob");
     let e = err(CRONTAB_V1, bad_kind);
-    assert!(e.contains("kind \"CronJob\""), "{e}");
+    assert_contains(&e, "kind \"CronJob\"");
     let mut bad_version = crontab_v1beta1("a", "a:1");
     bad_version["apiVersion"] = json!("example.com/v2");
     let e = err(CRONTAB_V1, bad_version);
-    assert!(
-        e.contains("apiVersion \"example.com/v2\" is not a version"),
-        "{e}"
-    );
+    assert_contains(&e, "apiVersion \"example.com/v2\" is not a version");
     let e = err(
         "stable.example.com/v1",
         json!({"apiVersion": "stable.example.com/v1beta1", "kind": "CronTab", "metadata": {"name": "x"}}),
     );
-    assert!(
-        e.contains("crontabs.stable.example.com has no conversion document"),
-        "{e}"
-    );
+    assert_contains(&e, "crontabs.stable.example.com has no conversion document");
 }
 
 #[test]
@@ -177,16 +186,14 @@ fn one_failing_object_fails_all_and_names_the_expression() {
     let c = catalog();
     let good = pizza(PIZZA_V1BETA1, json!([{"name": "tomato", "quantity": 1}]));
     let bad = pizza(PIZZA_V1BETA1, json!([{"name": "tomato"}]));
-    let e = convert_all(&c, PIZZA_V1ALPHA1, vec![good, bad])
-        .expect_err("fails")
-        .to_string();
+    let e = refusal(&c, PIZZA_V1ALPHA1, vec![good, bad]);
     assert!(
         e.starts_with(
             "object 1 (pizza-crd/margherita): spec.versions.v1beta1.toHub[0] (path spec.toppings"
         ),
         "{e}"
     );
-    assert!(e.contains("lists.range(t.quantity)"), "{e}");
+    assert_contains(&e, "lists.range(t.quantity)");
 }
 
 fn load_dir(files: &[(&str, &str)]) -> config::Loaded {
@@ -197,34 +204,17 @@ fn load_dir(files: &[(&str, &str)]) -> config::Loaded {
     config::load(&ConfigSource::Dir(dir.path().to_owned()))
 }
 
-const WIDGET_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.org}
-spec:
-  group: example.org
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, properties: {size: {type: integer}, color: {type: string}}}
-    - name: v2
-      served: true
-      storage: false
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, properties: {size: {type: string}}}
-"#;
+/// Widgets of example.org: v1 (the hub) with an integer size and a color,
+/// v2 with a string size only.
+const WIDGET_CRD: &str = include_str!("../../tests/fixtures/unit/conversion-widget.yaml");
 
-fn widget_conversion(to_hub: &str) -> String {
+/// v2's string size back to the hub's integer, as a `toHub` list.
+const SIZE_TO_HUB: &str =
+    r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}]"#;
+
+/// The conversion document of [`WIDGET_CRD`]: `toHub` as given; `fromHub`
+/// sets v2's size to `size_from_hub`, an expression of the hub's size `n`.
+fn widget_conversion(to_hub: &str, size_from_hub: &str) -> String {
     format!(
         r#"
 apiVersion: celhook.dev/v1alpha1
@@ -237,22 +227,20 @@ spec:
       toHub: {to_hub}
       fromHub:
         - path: spec.size
-          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, string(n))"
+          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, {size_from_hub})"
 "#
     )
 }
 
+/// [`WIDGET_CRD`] and the conversion document `conversion`, loaded from a
+/// directory.
+fn load_widget(conversion: &str) -> config::Loaded {
+    load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", conversion)])
+}
+
 #[test]
 fn a_field_the_target_cannot_hold_is_stashed_and_restored() {
-    let loaded = load_dir(&[
-        ("crd.yaml", WIDGET_CRD),
-        (
-            "conv.yaml",
-            &widget_conversion(
-                r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}]"#,
-            ),
-        ),
-    ]);
+    let loaded = load_widget(&widget_conversion(SIZE_TO_HUB, "string(n)"));
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
     let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget",
                     "metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {"size": 3, "color": "red"}});
@@ -264,20 +252,13 @@ fn a_field_the_target_cannot_hold_is_stashed_and_restored() {
 
 #[test]
 fn an_invalid_label_from_an_expression_fails_the_review() {
-    let loaded = load_dir(&[
-        ("crd.yaml", WIDGET_CRD),
-        (
-            "conv.yaml",
-            &widget_conversion(
-                r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}, {path: metadata.labels.size, expr: "'not a label value'"}]"#,
-            ),
-        ),
-    ]);
+    let loaded = load_widget(&widget_conversion(
+        r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}, {path: metadata.labels.size, expr: "'not a label value'"}]"#,
+        "string(n)",
+    ));
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
     let v2 = json!({"apiVersion": "example.org/v2", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}});
-    let e = convert_all(&loaded.catalog, "example.org/v1", vec![v2])
-        .expect_err("refused")
-        .to_string();
+    let e = refusal(&loaded.catalog, "example.org/v1", vec![v2]);
     assert!(
         e.starts_with(
             "object 0 (ns/w): metadata.labels[\"size\"]: Invalid value: \"not a label value\""
@@ -288,15 +269,10 @@ fn an_invalid_label_from_an_expression_fails_the_review() {
 
 #[test]
 fn documents_are_refused_with_file_crd_version_path_and_reason() {
-    let loaded = load_dir(&[
-        ("crd.yaml", WIDGET_CRD),
-        (
-            "conv.yaml",
-            &widget_conversion(
-                r#"[{path: spec.weight, expr: "1"}, {path: metadata.name, expr: "'x'"}, {path: spec.size, expr: "self.nope"}]"#,
-            ),
-        ),
-    ]);
+    let loaded = load_widget(&widget_conversion(
+        r#"[{path: spec.weight, expr: "1"}, {path: metadata.name, expr: "'x'"}, {path: spec.size, expr: "self.nope"}]"#,
+        "string(n)",
+    ));
     let problems: Vec<_> = loaded
         .report
         .crds
@@ -365,7 +341,7 @@ fn unknown_hub_crd_and_versions_are_refused() {
             "unknown field",
         ),
     ] {
-        let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &conv(body))]);
+        let loaded = load_widget(&conv(body));
         let problems: Vec<_> = crate::config::report::problems(&loaded.report)
             .map(|p| p.into_owned())
             .collect();
@@ -382,9 +358,11 @@ fn unknown_hub_crd_and_versions_are_refused() {
 #[test]
 fn failing_example_round_trips_are_reported() {
     // An expression that fails at run time on the example object.
-    let doc = widget_conversion(r#"[{path: spec.size, expr: "int(self.spec.size) / 0"}]"#)
-        + "  examples:\n    - {apiVersion: example.org/v2, kind: Widget, metadata: {name: e}, spec: {size: \"4\"}}\n";
-    let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc)]);
+    let doc = widget_conversion(
+        r#"[{path: spec.size, expr: "int(self.spec.size) / 0"}]"#,
+        "string(n)",
+    ) + "  examples:\n    - {apiVersion: example.org/v2, kind: Widget, metadata: {name: e}, spec: {size: \"4\"}}\n";
+    let loaded = load_widget(&doc);
     let problems: Vec<_> = crate::config::report::problems(&loaded.report)
         .map(|p| p.into_owned())
         .collect();
@@ -421,10 +399,7 @@ fn paths_parse_names_and_bracketed_keys() {
 #[test]
 fn prune_follows_the_schema() {
     let c = catalog();
-    let conv = c
-        .conversion("restaurant.programming-kubernetes.info", "Pizza")
-        .unwrap();
-    let schema = &conv.plans["v1beta1"].schema;
+    let schema = &pizza_conversion(&c).plans["v1beta1"].schema;
     let mut o = json!({"apiVersion": "x", "kind": "Pizza", "metadata": {"name": "m", "anything": 1},
                        "spec": {"toppings": [{"name": "a", "quantity": 1, "extra": true, "name2": null}], "other": 1},
                        "status": {"cost": null},
@@ -446,26 +421,7 @@ fn prune_follows_the_schema() {
 fn a_value_of_the_wrong_type_fails_the_conversion() {
     // fromHub gives an int where v2 declares a string: typed, the load
     // refuses it (coverage); through dyn(), only the value can tell.
-    let doc = |value: &str| {
-        format!(
-            r#"
-apiVersion: celhook.dev/v1alpha1
-kind: Conversion
-spec:
-  crd: widgets.example.org
-  hub: v1
-  versions:
-    v2:
-      toHub:
-        - path: spec.size
-          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"
-      fromHub:
-        - path: spec.size
-          expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, {value})"
-"#
-        )
-    };
-    let typed = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc("n"))]);
+    let typed = load_widget(&widget_conversion(SIZE_TO_HUB, "n"));
     let problems: Vec<String> = crate::config::report::problems(&typed.report)
         .map(|p| p.reason.clone())
         .collect();
@@ -473,25 +429,22 @@ spec:
         problems.iter().any(|p| p.ends_with("gives int, where the target schema declares string at spec.size")),
         "{problems:?}"
     );
-    let loaded = load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", &doc("dyn(n)"))]);
+    let loaded = load_widget(&widget_conversion(SIZE_TO_HUB, "dyn(n)"));
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
     let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}});
-    let e = convert_all(&loaded.catalog, "example.org/v2", vec![v1])
-        .expect_err("refused")
-        .to_string();
-    assert!(
-        e.contains("gives a number at spec.size, where the target schema declares string"),
-        "{e}"
+    let e = refusal(&loaded.catalog, "example.org/v2", vec![v1]);
+    assert_contains(
+        &e,
+        "gives a number at spec.size, where the target schema declares string",
     );
 }
 
 #[test]
 fn check_type_follows_items_and_properties() {
     let c = catalog();
-    let conv = c
-        .conversion("restaurant.programming-kubernetes.info", "Pizza")
-        .unwrap();
-    let toppings = conv.plans["v1beta1"].schema.properties["spec"].properties["toppings"].clone();
+    let toppings = pizza_conversion(&c).plans["v1beta1"].schema.properties["spec"].properties
+        ["toppings"]
+        .clone();
     let check = |v: Json| mismatch(&v, &toppings).map(|m| m.describe("t"));
     assert_eq!(check(json!([{"name": "a", "quantity": 1}])), None);
     let e = check(json!([{"name": "b", "quantity": 2}, {"name": "a", "quantity": "1"}]))

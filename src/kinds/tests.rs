@@ -110,10 +110,14 @@ fn unknown_kinds_and_minors_give_nothing() {
 
 #[test]
 fn list_and_meta_kinds_are_not_kinds() {
-    assert!(schema("apps", "v1", "DeploymentList", NEWEST).is_none());
-    assert!(schema("", "v1", "PodList", NEWEST).is_none());
-    assert!(schema("apps", "v1", "DeleteOptions", NEWEST).is_none());
-    assert!(schema("", "v1", "Status", NEWEST).is_none());
+    for (group, kind) in [
+        ("apps", "DeploymentList"),
+        ("", "PodList"),
+        ("apps", "DeleteOptions"),
+        ("", "Status"),
+    ] {
+        assert!(schema(group, "v1", kind, NEWEST).is_none(), "{kind}");
+    }
     let all = kinds(NEWEST);
     assert!(all.iter().all(|(_, _, k)| !k.ends_with("List")));
     let sorted = {

@@ -43,6 +43,29 @@ fn errors(loaded: &config::Loaded) -> Vec<&Problem> {
     loaded.report.errors.iter().collect()
 }
 
+/// The refusal of `loaded` at `path`.
+#[track_caller]
+fn error_at<'a>(loaded: &'a config::Loaded, path: &str) -> &'a Problem {
+    errors(loaded)
+        .into_iter()
+        .find(|p| p.path.as_deref() == Some(path))
+        .unwrap_or_else(|| panic!("no refusal at {path}: {:?}", loaded.report.errors))
+}
+
+/// Asserts that `outcome` denies the request with `code` and `message`.
+#[track_caller]
+fn assert_denied(outcome: super::Outcome, code: u16, message: &str) {
+    let status = outcome.denial.expect("denied");
+    assert_eq!(status.code, code);
+    assert_eq!(status.message, message);
+}
+
+/// Asserts that the reason of `problem` contains `text`.
+#[track_caller]
+fn assert_reason_contains(problem: &Problem, text: &str) {
+    assert!(problem.reason.contains(text), "{}", problem.reason);
+}
+
 fn create(object: Json) -> AdmissionRequest {
     AdmissionRequest {
         uid: "u".into(),
@@ -71,6 +94,11 @@ fn configmap(data: Json) -> Json {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}, "data": data})
 }
 
+/// What the policies of `loaded` decide about creating a ConfigMap of `data`.
+fn review_configmap(loaded: &config::Loaded, data: Json) -> super::Outcome {
+    super::review(loaded.catalog.policies(), &create(configmap(data)))
+}
+
 #[test]
 fn refusals_name_file_document_path_and_reason() {
     let loaded = load(&[
@@ -83,45 +111,21 @@ fn refusals_name_file_document_path_and_reason() {
         })),
         binding(json!(["Deny", "Warn"])),
     ]);
-    let found = errors(&loaded);
-    let syntax = found
-        .iter()
-        .find(|p| p.path.as_deref() == Some("spec.validations[0].expression"))
-        .expect("the syntax error");
+    let syntax = error_at(&loaded, "spec.validations[0].expression");
     assert_eq!(syntax.file, "policies/0.yaml");
     assert_eq!(
         syntax.document.as_deref(),
         Some("ValidatingAdmissionPolicy p (document 0)")
     );
-    assert!(
-        syntax
-            .reason
-            .contains("compilation failed: ERROR: <input>:1:"),
-        "{}",
-        syntax.reason
-    );
-    let authorizer = found
-        .iter()
-        .find(|p| p.path.as_deref() == Some("spec.validations[1].expression"))
-        .expect("the authorizer refusal");
-    assert!(
-        authorizer
-            .reason
-            .contains("the authorizer variable is not supported"),
-        "{}",
-        authorizer.reason
-    );
-    let actions = found
-        .iter()
-        .find(|p| p.path.as_deref() == Some("spec.validationActions"))
-        .expect("Deny with Warn");
+    assert_reason_contains(syntax, "compilation failed: ERROR: <input>:1:");
+    let authorizer = error_at(&loaded, "spec.validations[1].expression");
+    assert_reason_contains(authorizer, "the authorizer variable is not supported");
+    let actions = error_at(&loaded, "spec.validationActions");
     assert_eq!(
         actions.document.as_deref(),
         Some("ValidatingAdmissionPolicyBinding b (document 0)")
     );
-    assert!(actions
-        .reason
-        .contains("must not contain both Deny and Warn"));
+    assert_reason_contains(actions, "must not contain both Deny and Warn");
     assert!(
         loaded.catalog.policies().is_empty(),
         "nothing of a refused policy is served"
@@ -145,21 +149,16 @@ fn unused_variables_never_run_and_used_ones_run_once() {
         binding(json!(["Deny"])),
     ]);
     assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
-    let set = loaded.catalog.policies();
-    let small = super::review(set, &create(configmap(json!({"a": "1"}))));
+    let small = review_configmap(&loaded, json!({"a": "1"}));
     assert!(
         small.denial.is_none(),
         "the short circuit never reads `broken`"
     );
-    let big = super::review(
-        set,
-        &create(configmap(json!({"a": "1", "b": "2", "c": "3"}))),
-    );
-    let status = big.denial.expect("denied");
-    assert_eq!(status.code, 422);
-    assert_eq!(
-        status.message,
-        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: expression 'variables.size < 3 || variables.broken == 'x'' resulted in error: composited variable \"broken\" fails to evaluate: no such key: missing"
+    let big = review_configmap(&loaded, json!({"a": "1", "b": "2", "c": "3"}));
+    assert_denied(
+        big,
+        422,
+        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: expression 'variables.size < 3 || variables.broken == 'x'' resulted in error: composited variable \"broken\" fails to evaluate: no such key: missing",
     );
 }
 
@@ -194,7 +193,7 @@ fn a_binding_of_no_policy_is_a_warning() {
     assert!(errors(&loaded).is_empty());
     let w = &loaded.report.warnings[0];
     assert_eq!(w.path.as_deref(), Some("spec.policyName"));
-    assert!(w.reason.contains("this binding has no effect"));
+    assert_reason_contains(w, "this binding has no effect");
 }
 
 #[test]
@@ -206,10 +205,7 @@ fn audited_failures_are_go_json() {
         })),
         binding(json!(["Audit"])),
     ]);
-    let outcome = super::review(
-        loaded.catalog.policies(),
-        &create(configmap(json!({"a": "1"}))),
-    );
+    let outcome = review_configmap(&loaded, json!({"a": "1"}));
     assert!(outcome.denial.is_none(), "Audit alone never denies");
     let (key, value) = &outcome.audit_annotations[0];
     assert_eq!(key, super::VALIDATION_FAILURE_KEY);
@@ -285,15 +281,11 @@ fn anything_but_true_fails_a_validation_and_anything_but_false_matches() {
         }),
         json!(["Deny"]),
     );
-    let outcome = super::review(
-        loaded.catalog.policies(),
-        &create(configmap(json!({"flag": "yes"}))),
-    );
-    let status = outcome.denial.expect("denied");
-    assert_eq!(status.code, 403);
-    assert_eq!(
-        status.message,
-        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: not a flag"
+    let outcome = review_configmap(&loaded, json!({"flag": "yes"}));
+    assert_denied(
+        outcome,
+        403,
+        "ValidatingAdmissionPolicy 'p' with binding 'b' denied request: not a flag",
     );
 }
 
@@ -307,10 +299,7 @@ fn an_ignored_annotation_error_leaves_a_warn_binding_warning() {
         }),
         json!(["Warn"]),
     );
-    let outcome = super::review(
-        loaded.catalog.policies(),
-        &create(configmap(json!({"a": "1"}))),
-    );
+    let outcome = review_configmap(&loaded, json!({"a": "1"}));
     assert!(outcome.denial.is_none(), "{:?}", outcome.denial);
     assert_eq!(
         outcome.warnings,
@@ -328,10 +317,7 @@ fn an_annotation_of_the_wrong_type_denies_even_under_ignore() {
         }),
         json!(["Audit"]),
     );
-    let outcome = super::review(
-        loaded.catalog.policies(),
-        &create(configmap(json!({"a": "1"}))),
-    );
+    let outcome = review_configmap(&loaded, json!({"a": "1"}));
     let status = outcome.denial.expect("denied whatever the actions");
     assert_eq!(
         status.message,
@@ -423,10 +409,7 @@ fn namespace_object_is_the_informer_subset_and_annotations_see_all_of_it() {
     ];
     let loaded = config::load_texts(&texts);
     assert!(errors(&loaded).is_empty(), "{:?}", loaded.report.errors);
-    let outcome = super::review(
-        loaded.catalog.policies(),
-        &create(configmap(json!({"a": "1"}))),
-    );
+    let outcome = review_configmap(&loaded, json!({"a": "1"}));
     assert!(outcome.denial.is_none(), "{:?}", outcome.denial);
     assert_eq!(
         outcome.audit_annotations,
@@ -463,12 +446,9 @@ fn names_are_subdomains_and_long_annotation_keys_are_warned_of() {
         warning.path.as_deref(),
         Some("spec.auditAnnotations[0].key")
     );
-    assert!(
-        warning.reason.contains(
-            "\"replica-limits.policies.example.com_replicas-over-the-team-limit\" (64 bytes)"
-        ),
-        "{}",
-        warning.reason
+    assert_reason_contains(
+        warning,
+        "\"replica-limits.policies.example.com_replicas-over-the-team-limit\" (64 bytes)",
     );
 }
 

@@ -222,40 +222,9 @@ fn warn_and_audit_documents_allow_and_say_why() {
     assert_eq!(res.audit_annotations.len(), 1);
 }
 
-const WIDGET_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.vendor.example.com
-spec:
-  group: vendor.example.com
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              x-kubernetes-validations:
-                - rule: "self.size >= 0"
-              properties:
-                size: {type: integer}
-                ports:
-                  type: array
-                  x-kubernetes-list-type: map
-                  x-kubernetes-list-map-keys: [name]
-                  items:
-                    type: object
-                    required: [name]
-                    properties:
-                      name: {type: string}
-                      port: {type: integer}
-"#;
+/// A vendor CRD (widgets.vendor.example.com) with a rule of its own on
+/// `spec` (`self.size >= 0`) and a map-list of ports.
+const WIDGET_CRD: &str = include_str!("../../tests/fixtures/unit/rules-widget.yaml");
 
 const WIDGET_RULES: &str = r#"
 apiVersion: celhook.dev/v1alpha1
@@ -342,24 +311,17 @@ fn an_unknown_version_of_a_known_kind_follows_the_policy() {
         ["celhook has no schema of Widget.vendor.example.com version \"v2\", so its rules were not checked"]
     );
     assert_eq!(warn.label, "widgets.vendor.example.com");
-    let deny = admission::review(
-        &c,
-        &req,
-        &Policy {
-            unknown_versions: UnknownVersions::Deny,
+    let review_with = |unknown_versions| {
+        let policy = Policy {
+            unknown_versions,
             ..Policy::default()
-        },
-    );
+        };
+        admission::review(&c, &req, &policy)
+    };
+    let deny = review_with(UnknownVersions::Deny);
     assert!(!deny.response.allowed);
     assert_eq!(deny.response.status.as_ref().map(|s| s.code), Some(403));
-    let allow = admission::review(
-        &c,
-        &req,
-        &Policy {
-            unknown_versions: UnknownVersions::Allow,
-            ..Policy::default()
-        },
-    );
+    let allow = review_with(UnknownVersions::Allow);
     assert!(allow.response.allowed && allow.response.warnings.is_empty());
 
     // A kind nothing in the config names is not a gap: allowed quietly.

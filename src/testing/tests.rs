@@ -276,19 +276,19 @@ auditAnnotations: {validation_failure: nope, other: x}
     .is_empty());
 }
 
-fn one_case(case: &str) -> Test {
-    let (mut tests, _, problems) = parse(&test_doc(&[case]));
+/// The outcome of a test document of one case, `case`, run against
+/// [`RULES`].
+fn run_one(case: &str) -> Outcome {
+    let (tests, _, problems) = parse(&test_doc(&[case]));
     assert!(problems.is_empty(), "{problems:?}");
-    tests.remove(0)
+    run_case(&catalog(), &tests[0], &tests[0].cases[0])
 }
 
 #[test]
 fn a_failing_case_says_what_differed_and_what_was_answered() {
-    let c = catalog();
-    let test = one_case(&format!(
+    let outcome = run_one(&format!(
         "{{name: leak, object: {CM}, expect: {{allowed: true}}}}"
     ));
-    let outcome = run_case(&c, &test, &test.cases[0]);
     assert_eq!(outcome.failures, ["allowed: expected true, got false"]);
     let run = Run {
         outcomes: vec![outcome],
@@ -315,26 +315,24 @@ fn a_failing_case_says_what_differed_and_what_was_answered() {
     assert!(text.ends_with("\n0 passed, 1 failed\n"), "{text}");
 
     // The exempt group passes the Deny document; the advice still applies.
-    let test = one_case(&format!(
+    let admin = run_one(&format!(
         "{{name: admin, object: {CM}, userInfo: {{groups: [system:masters]}}, expect: {{allowed: true, warnings: [label it]}}}}"
     ));
-    assert!(run_case(&c, &test, &test.cases[0]).failures.is_empty());
+    assert!(admin.failures.is_empty());
 
     // A kind nothing in the config checks: a mistake in the test.
-    let test = one_case("{name: other, object: {apiVersion: v1, kind: Secret, metadata: {name: s}}, expect: {allowed: true}}");
+    let other = run_one("{name: other, object: {apiVersion: v1, kind: Secret, metadata: {name: s}}, expect: {allowed: true}}");
     assert_eq!(
-        run_case(&c, &test, &test.cases[0]).failures,
+        other.failures,
         ["the config has neither a CRD nor a rules document for v1 Secret, and no ValidatingAdmissionPolicy matches it: nothing checks this object"]
     );
 }
 
 #[test]
 fn reports_count_cases_and_problems() {
-    let c = catalog();
-    let test = one_case(&format!(
+    let passed = run_one(&format!(
         "{{name: \"<a & 'b'>\", object: {CM}, expect: {{allowed: false}}}}"
     ));
-    let passed = run_case(&c, &test, &test.cases[0]);
     let mut failed = passed.clone();
     failed.case = "second".into();
     failed.failures = vec!["allowed: expected \"x\"".into()];

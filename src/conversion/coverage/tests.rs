@@ -5,48 +5,7 @@ use crate::config::{load_texts, Problem, Report};
 
 /// A two-version CRD: v1 (the hub) and v2, which renames `color` to
 /// `colour`, declares `size` as a string, drops `extra` and adds `mode`.
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                color: {type: string}
-                extra: {type: string}
-                size: {type: integer}
-                parts:
-                  type: array
-                  items: {type: object, properties: {name: {type: string}, weight: {type: integer}}}
-    - name: v2
-      served: true
-      storage: false
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              properties:
-                colour: {type: string}
-                mode: {type: string}
-                size: {type: SIZE}
-                parts:
-                  type: array
-                  items: {type: object, properties: {name: {type: string}, weight: {type: integer}}}
-"#;
+const CRD: &str = include_str!("../../../tests/fixtures/unit/coverage-widget.yaml");
 
 /// The conversion document with `versions` and `lossy` as given.
 fn load(size_type: &str, versions: &str, lossy: &str) -> Report {

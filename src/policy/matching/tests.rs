@@ -460,6 +460,7 @@ fn namespace_labels_come_from_where_the_api_server_reads_them() {
     let ns2 = json!({"metadata": {"name": "2", "labels": {"runlevel": "2"}}});
     let level = |l: &str| json!({"runlevel": l});
     let namespaces = ["", "v1", "namespaces"];
+    // A row a case: the rows are alike by design (a table).
     let cases = [
         (
             "creating a namespace: the object's",
