@@ -12,6 +12,9 @@ use celhook_schema::{Format, Schema, Type};
 /// A CEL type as the checker sees it: unlike the runtime's `TypeName`,
 /// it carries element types, the schema node of an object and optionality.
 #[derive(Clone, Debug)]
+// Kept apart from `TypeName`, whose scalar variants these repeat: the
+// checker's types carry element types, schema nodes and `dyn`, and the
+// runtime's type values are plain tags.
 pub(crate) enum Ty<'s> {
     Dyn,
     Null,

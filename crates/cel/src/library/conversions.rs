@@ -37,6 +37,10 @@ fn int_args(a: &[Ty<'_>]) -> bool {
     from_number_or_string(a) || matches!(a, [Ty::Timestamp | Ty::Duration])
 }
 
+// One row per conversion, their first lines (name, result, argument
+// check) alike with one another and with the time conversions below: each
+// is its own CEL function, and what they share is in `CONVERSION` and
+// `TIME_CONVERSION`.
 pub static INT: Function = CONVERSION
     .named("int", 23, "int64_to_int64 double_to_int64 duration_to_int64 string_to_int64 timestamp_to_int64 uint64_to_int64")
     .returns(TypeName::Int)
@@ -100,7 +104,8 @@ pub static BYTES: Function = CONVERSION
         _ => Err(overload()),
     })
     .costs(string_or_bytes_cost)
-    // Of a string, a tenth per character, up to four bytes each.
+    // Kept apart from `string()`'s estimate, which it mirrors: the other
+    // direction. Of a string, a tenth per character, up to four bytes each.
     .estimates(|s| match s.first() {
         Some(b) if b.bytes => (1.0, *b),
         Some(t) => {
@@ -223,6 +228,8 @@ fn to_int<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
     }))
 }
 
+// Kept apart from `to_int`, which it mirrors: other bounds, and Go's
+// unsigned parse, which takes no sign.
 fn to_uint<'a>(v: &Value<'a>) -> Result<Value<'a>, EvalError> {
     let range = || EvalError::new("unsigned integer overflow");
     Ok(Value::Uint(match v {

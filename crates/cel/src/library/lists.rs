@@ -45,6 +45,8 @@ pub static IS_SORTED: Function = AGGREGATE
         Ok(Value::Bool(true))
     });
 
+// Alike in its first lines with other rows that open with a long list of
+// overload ids (strings.rs's `substring`): only the builder chain.
 pub static SUM: Function = AGGREGATE
     .named(
         "sum",

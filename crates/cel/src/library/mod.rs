@@ -23,7 +23,9 @@ pub mod url;
 #[cfg(test)]
 mod tests;
 
-use crate::registry::{is_string, sig, tenth_of_target, tenth_of_target_scalar, Func, Function};
+use crate::registry::{
+    is_string, sig, tenth_of_target, tenth_of_target_scalar, unit_scalar, Func, Function,
+};
 
 /// A global function that parses its string argument (`quantity()`,
 /// `isURL()`, `cidr()`, ...): a tenth of the string's length, at run time
@@ -33,6 +35,11 @@ const PARSER: Function = Function::BASE
     .accepts(|a| sig(a, &[is_string]))
     .costs(tenth_of_target)
     .estimates(tenth_of_target_scalar);
+
+/// A method of one library value (`ip.family()`, `v.major()`, ...): no
+/// argument besides the target, unit cost, a scalar result. Each family
+/// adds the type it takes.
+const METHOD: Function = Function::BASE.member_arities(&[0]).estimates(unit_scalar);
 
 /// Every function a call can name, in no particular order. Negation is
 /// not among them: the checker reaches it from the `-` operator.

@@ -3,10 +3,10 @@
 //! ...), `cidr()`, `isCIDR()`, `containsIP`, `containsCIDR`,
 //! `prefixLength` and `masked`.
 
-use super::PARSER;
+use super::{METHOD, PARSER};
 use crate::registry::{
     arg, arg_size, first, is_string, lib_arg, lib_value, overload, scaled, shape_scaled, sig,
-    str_arg, unit_scalar, Function,
+    str_arg, Function,
 };
 use crate::shape::{Compared, Shape};
 use crate::types::Ty;
@@ -113,10 +113,7 @@ pub static IS_CANONICAL: Function = PARSER
     .estimates(|s| (shape_scaled(s, 0, 0.2), Shape::sized(1.0)));
 
 /// A predicate or accessor of one address, at unit cost.
-const OF_IP: Function = Function::BASE
-    .member_arities(&[0])
-    .accepts(|a| sig(a, &[is_ip]))
-    .estimates(unit_scalar);
+const OF_IP: Function = METHOD.accepts(|a| sig(a, &[is_ip]));
 
 /// An address predicate: `ip.isLoopback()` and the like.
 const IP_TEST: Function = OF_IP.returns(TypeName::Bool);
@@ -131,6 +128,10 @@ pub static FAMILY: Function = OF_IP
     .returns(TypeName::Int)
     .calls(|a| Ok(Value::Int(ip_arg(first(a)?)?.family())));
 
+// The predicates below, like `FAMILY` above and the CIDR accessors at the
+// end, are kept one row each, alike in shape with one another and with
+// url.rs's parts and quantity.rs's methods: each is its own CEL function,
+// and what they share is already named once (`IP_TEST`, `ip_test`).
 pub static IS_UNSPECIFIED: Function = IP_TEST
     .named("isUnspecified", 30, "ip_is_unspecified")
     .calls(|a| ip_test(a, Ip::is_unspecified));
@@ -198,6 +199,22 @@ const CONTAINMENT: Function = Function::BASE
         (cost, Shape::sized(1.0))
     });
 
+/// Whether the target CIDR `contains` the operand: a value `held` picks
+/// out, or a string to `parse` as one.
+fn containment<'a, T>(
+    a: &[Value<'a>],
+    held: for<'v> fn(&'v Value<'a>) -> Result<&'v T, EvalError>,
+    parse: fn(&str) -> Result<T, EvalError>,
+    contains: fn(&Cidr, &T) -> bool,
+) -> Result<Value<'a>, EvalError> {
+    let c = cidr_arg(first(a)?)?;
+    let contained = match arg(a, 1)? {
+        Value::Str(s) => contains(c, &parse(s)?),
+        v => contains(c, held(v)?),
+    };
+    Ok(Value::Bool(contained))
+}
+
 pub static CONTAINS_IP: Function = CONTAINMENT
     .named(
         "containsIP",
@@ -205,15 +222,10 @@ pub static CONTAINS_IP: Function = CONTAINMENT
         "cidr_contains_ip_string cidr_contains_ip_ip",
     )
     .accepts(|a| sig(a, &[is_cidr, is_ip_or_string]))
-    .calls(|a| {
-        let c = cidr_arg(first(a)?)?;
-        let contained = match arg(a, 1)? {
-            Value::Str(s) => c.contains(&parse_ip(s)?),
-            v => c.contains(ip_arg(v)?),
-        };
-        Ok(Value::Bool(contained))
-    });
+    .calls(|a| containment(a, ip_arg, parse_ip, Cidr::contains));
 
+// Kept apart from `CONTAINS_IP`, whose first lines it mirrors: its own CEL
+// function, taking a CIDR operand, and charged for the prefix lengths too.
 pub static CONTAINS_CIDR: Function = CONTAINMENT
     .named(
         "containsCIDR",
@@ -221,14 +233,7 @@ pub static CONTAINS_CIDR: Function = CONTAINMENT
         "cidr_contains_cidr_string cidr_contains_cidr",
     )
     .accepts(|a| sig(a, &[is_cidr, is_cidr_or_string]))
-    .calls(|a| {
-        let c = cidr_arg(first(a)?)?;
-        let contained = match arg(a, 1)? {
-            Value::Str(s) => c.contains_cidr(&parse_cidr(s)?),
-            v => c.contains_cidr(cidr_arg(v)?),
-        };
-        Ok(Value::Bool(contained))
-    })
+    .calls(|a| containment(a, cidr_arg, parse_cidr, Cidr::contains_cidr))
     // The address comparison, then the prefix lengths.
     .costs(|a, _| address_compare_cost(a) + scaled(arg_size(a, 0), 0.1) + 1)
     .estimates(|s| {
@@ -238,10 +243,7 @@ pub static CONTAINS_CIDR: Function = CONTAINMENT
     });
 
 /// An accessor of one CIDR, at unit cost.
-const OF_CIDR: Function = Function::BASE
-    .member_arities(&[0])
-    .accepts(|a| sig(a, &[is_cidr]))
-    .estimates(unit_scalar);
+const OF_CIDR: Function = METHOD.accepts(|a| sig(a, &[is_cidr]));
 
 pub static PREFIX_LENGTH: Function = OF_CIDR
     .named("prefixLength", 30, "cidr_prefix_length")

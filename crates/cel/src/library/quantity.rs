@@ -21,12 +21,10 @@ fn is_quantity(t: &Ty<'_>) -> bool {
     matches!(t, Ty::Lib(TypeName::Quantity))
 }
 
-/// `add` and `sub` take a quantity or a plain integer.
-fn is_quantity_or_int(t: &Ty<'_>) -> bool {
-    is_quantity(t) || is_int(t)
-}
-
 /// The quantity a value holds, or the overload error for anything else.
+// Kept apart from the other libraries' `*_arg` helpers (authz.rs, url.rs,
+// ...), alike but for the `LibValue` variant each picks out: one match
+// per variant is the plainest way to say it.
 fn quantity_arg<'v>(v: &'v Value<'_>) -> Result<&'v Quantity, EvalError> {
     match lib_arg(v)? {
         LibValue::Quantity(q) => Ok(q),
@@ -109,23 +107,30 @@ const COMPARISON: Function = Function::BASE
     .accepts(comparable)
     .estimates(unit_scalar);
 
-pub static IS_GREATER_THAN: Function = COMPARISON
+/// `isGreaterThan` and `isLessThan`: whether the order passes `test`.
+const ORDER_TEST: Function = COMPARISON.returns(TypeName::Bool);
+
+fn order_test<'a>(a: &[Value<'a>], test: fn(Ordering) -> bool) -> Result<Value<'a>, EvalError> {
+    Ok(Value::Bool(test(compare(a)?)))
+}
+
+pub static IS_GREATER_THAN: Function = ORDER_TEST
     .named(
         "isGreaterThan",
         28,
         "quantity_is_greater_than semver_is_greater_than@33",
     )
-    .returns(TypeName::Bool)
-    .calls(|a| Ok(Value::Bool(compare(a)?.is_gt())));
+    .calls(|a| order_test(a, Ordering::is_gt));
 
-pub static IS_LESS_THAN: Function = COMPARISON
+// Kept apart from `IS_GREATER_THAN`, its mirror image: each is its own CEL
+// function with its own overload ids, and only the order test differs.
+pub static IS_LESS_THAN: Function = ORDER_TEST
     .named(
         "isLessThan",
         28,
         "quantity_is_less_than semver_is_less_than@33",
     )
-    .returns(TypeName::Bool)
-    .calls(|a| Ok(Value::Bool(compare(a)?.is_lt())));
+    .calls(|a| order_test(a, Ordering::is_lt));
 
 pub static COMPARE_TO: Function = COMPARISON
     .named("compareTo", 28, "quantity_compare_to semver_compare_to@33")
@@ -133,15 +138,23 @@ pub static COMPARE_TO: Function = COMPARISON
     // -1, 0 or 1, as Go's comparisons answer.
     .calls(|a| Ok(Value::Int(compare(a)? as i64)));
 
-/// The target and the other operand of `add`/`sub`; an integer operand
-/// counts as a quantity of that many units.
-fn operands<'v>(a: &'v [Value<'_>]) -> Result<(&'v Quantity, Quantity), EvalError> {
+/// `add` and `sub` take a quantity or a plain integer.
+fn is_quantity_or_int(t: &Ty<'_>) -> bool {
+    is_quantity(t) || is_int(t)
+}
+
+/// `op` of the target and the other operand of `add`/`sub`; an integer
+/// operand counts as a quantity of that many units.
+fn arithmetic(
+    a: &[Value<'_>],
+    op: fn(&Quantity, &Quantity) -> Quantity,
+) -> Result<Value<'static>, EvalError> {
     let q = quantity_arg(first(a)?)?;
     let other = match arg(a, 1)? {
         Value::Int(i) => Quantity::from_i64(*i),
         v => quantity_arg(v)?.clone(),
     };
-    Ok((q, other))
+    Ok(quantity_value(op(q, &other)))
 }
 
 /// Quantity arithmetic, at unit cost with a scalar result.
@@ -151,16 +164,13 @@ const ARITHMETIC: Function = Function::BASE
     .accepts(|a| sig(a, &[is_quantity, is_quantity_or_int]))
     .estimates(unit_scalar);
 
+// Two rows, alike in shape with the other libraries' one-line rows
+// (network.rs's predicates, url.rs's parts): each its own CEL function,
+// their shared work named once in `arithmetic`.
 pub static ADD: Function = ARITHMETIC
     .named("add", 28, "quantity_add quantity_add_int")
-    .calls(|a| {
-        let (q, other) = operands(a)?;
-        Ok(quantity_value(q.add(&other)))
-    });
+    .calls(|a| arithmetic(a, Quantity::add));
 
 pub static SUB: Function = ARITHMETIC
     .named("sub", 28, "quantity_sub quantity_sub_int")
-    .calls(|a| {
-        let (q, other) = operands(a)?;
-        Ok(quantity_value(q.sub(&other)))
-    });
+    .calls(|a| arithmetic(a, Quantity::sub));

@@ -71,6 +71,8 @@ pub static FIND: Function = SEARCH
     .calls(|a| compiled_on_call(&FIND, a))
     .regex(pattern(find_with));
 
+// Alike in its first lines with strings.rs's `replace` and `substring`:
+// only the builder chain is shared; each is its own CEL function.
 pub static FIND_ALL: Function = SEARCH
     .named(
         "findAll",

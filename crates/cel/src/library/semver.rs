@@ -3,10 +3,9 @@
 //! The comparisons semvers share with quantities (`isGreaterThan`,
 //! `isLessThan`, `compareTo`) are rows of `quantity.rs`.
 
-use super::PARSER;
+use super::{METHOD, PARSER};
 use crate::registry::{
-    arg, first, is_bool, is_string, lib_arg, lib_value, overload, sig, str_arg, unit_scalar,
-    Function,
+    arg, first, is_bool, is_string, lib_arg, lib_value, overload, sig, str_arg, Function,
 };
 use crate::types::Ty;
 use crate::value::error::EvalError;
@@ -64,11 +63,9 @@ pub static IS_SEMVER: Function = VERSION_PARSER
     .calls(|a| Ok(Value::Bool(parse(a)?.is_ok())));
 
 /// An accessor of one version component: `x.major()` and the like.
-const COMPONENT: Function = Function::BASE
-    .member_arities(&[0])
+const COMPONENT: Function = METHOD
     .returns(TypeName::Int)
-    .accepts(|a| sig(a, &[is_semver]))
-    .estimates(unit_scalar);
+    .accepts(|a| sig(a, &[is_semver]));
 
 pub static MAJOR: Function = COMPONENT
     .named("major", 33, "semver_major")

@@ -122,6 +122,8 @@ pub static INDEX_OF: Function = INDEX_SEARCH
     )
     .calls(|a| index_of(a, false));
 
+// Kept apart from `INDEX_OF`, its mirror: its own CEL function and
+// overload ids, with `index_of` doing the work of both.
 pub static LAST_INDEX_OF: Function = INDEX_SEARCH
     .named(
         "lastIndexOf",
@@ -232,6 +234,9 @@ pub static SPLIT: Function = REBUILD
         Ok(Value::list(parts))
     });
 
+// Alike in its first lines with `REPLACE`, regex.rs's `findAll`, lists.rs's
+// `sum` and network.rs's `containsIP`: rows that open with a long list of
+// overload ids. Only the builder chain is shared, and `Function` names it.
 pub static SUBSTRING: Function = STRING_TO_STRING
     .named(
         "substring",

@@ -358,6 +358,8 @@ fn elem_memo<'a>(
 
 /// [`Ir::Memo`]: like [`elem_memo`], but keyed by the variable's binding
 /// and kept inline (one slot per cell, on the hot path of every read).
+// Kept apart from `elem_memo`, whose signature it shares: the cache, the
+// key and the inlining differ, and this one is on every read.
 #[inline(always)]
 fn memo<'a>(
     cell: usize,

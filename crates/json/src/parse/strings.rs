@@ -18,37 +18,38 @@ impl<'a> Parser<'a> {
     pub(super) fn string_value(&mut self) -> Result<Str, Error> {
         // Not through `string_cow`: building the tree's string straight
         // from the slice saves a tenth of a parse.
-        let start = self.pos;
-        let end = self.scan(start);
-        if self.bytes.get(end) == Some(&b'"') {
-            self.pos = end + 1;
-            return Ok(Str::from(&self.text[start..end]));
-        }
-        self.decode(start, end, true).map(Str::from)
+        self.string_with(true, Str::from, Str::from)
     }
 
     /// A string's contents, borrowed from the text unless it has escapes.
     #[inline]
     pub(super) fn string_cow(&mut self) -> Result<Cow<'a, str>, Error> {
-        let start = self.pos;
-        let end = self.scan(start);
-        if self.bytes.get(end) == Some(&b'"') {
-            self.pos = end + 1;
-            return Ok(Cow::Borrowed(&self.text[start..end]));
-        }
-        self.decode(start, end, true).map(Cow::Owned)
+        self.string_with(true, Cow::Borrowed, Cow::Owned)
     }
 
     /// A string checked and passed over.
     #[inline]
     pub(super) fn skip_string(&mut self) -> Result<(), Error> {
+        self.string_with(false, drop, drop)
+    }
+
+    /// The one scan behind the three above: `sliced` takes the contents
+    /// when they hold no escape, `decoded` the slow path's text (empty
+    /// unless `build`). Inlined into each, so each keeps its own fast path.
+    #[inline(always)]
+    fn string_with<T>(
+        &mut self,
+        build: bool,
+        sliced: impl FnOnce(&'a str) -> T,
+        decoded: impl FnOnce(String) -> T,
+    ) -> Result<T, Error> {
         let start = self.pos;
         let end = self.scan(start);
         if self.bytes.get(end) == Some(&b'"') {
             self.pos = end + 1;
-            return Ok(());
+            return Ok(sliced(&self.text[start..end]));
         }
-        self.decode(start, end, false).map(drop)
+        self.decode(start, end, build).map(decoded)
     }
 
     /// The slow path from `at` (the first special byte) of a string

@@ -489,28 +489,26 @@ mod tests {
 
     #[test]
     fn formats_ipv6_like_go() {
-        let s = |t: &str| Ip::parse(t).map(|ip| ip.to_string());
-        assert_eq!(s("2001:DB8::68").as_deref(), Ok("2001:db8::68"));
-        assert_eq!(s("::1.2.3.4").as_deref(), Ok("::102:304"));
-        assert_eq!(s("1:0:0:1:0:0:0:1").as_deref(), Ok("1:0:0:1::1"));
-        assert_eq!(s("1:0:1:1:1:1:1:1").as_deref(), Ok("1:0:1:1:1:1:1:1"));
-        assert_eq!(s("::").as_deref(), Ok("::"));
+        for (text, go) in [
+            ("2001:DB8::68", "2001:db8::68"),
+            ("::1.2.3.4", "::102:304"),
+            ("1:0:0:1:0:0:0:1", "1:0:0:1::1"),
+            ("1:0:1:1:1:1:1:1", "1:0:1:1:1:1:1:1"),
+            ("::", "::"),
+        ] {
+            assert_eq!(Ip::parse(text).map(|ip| ip.to_string()).as_deref(), Ok(go));
+        }
     }
 
     #[test]
     fn refuses_what_kubernetes_refuses() {
-        assert_eq!(
-            Ip::parse("fe80::1%eth0").unwrap_err(),
-            "IP address \"fe80::1%eth0\" with zone value is not allowed"
-        );
-        assert_eq!(
-            Ip::parse("::ffff:1.2.3.4").unwrap_err(),
-            "IPv4-mapped IPv6 address \"::ffff:1.2.3.4\" is not allowed"
-        );
-        assert_eq!(
-            Ip::parse("01.2.3.4").unwrap_err(),
-            "IP Address \"01.2.3.4\" parse error during conversion from string: ParseAddr(\"01.2.3.4\"): IPv4 field has octet with leading zero"
-        );
+        for (text, refusal) in [
+            ("fe80::1%eth0", "IP address \"fe80::1%eth0\" with zone value is not allowed"),
+            ("::ffff:1.2.3.4", "IPv4-mapped IPv6 address \"::ffff:1.2.3.4\" is not allowed"),
+            ("01.2.3.4", "IP Address \"01.2.3.4\" parse error during conversion from string: ParseAddr(\"01.2.3.4\"): IPv4 field has octet with leading zero"),
+        ] {
+            assert_eq!(Ip::parse(text).unwrap_err(), refusal);
+        }
         assert_eq!(
             Cidr::parse("::ffff:1.2.3.4/120").unwrap_err(),
             "network address parse error during conversion from string: IPv4-mapped IPv6 address \"::ffff:1.2.3.4/120\" is not allowed"

@@ -233,22 +233,20 @@ mod tests {
             Semver::parse("1.2.3-beta.1+build.1").unwrap().to_string(),
             "1.2.3-beta.1+build.1"
         );
-        assert_eq!(
-            Semver::parse("v1.0").unwrap_err(),
-            "No Major.Minor.Patch elements found"
-        );
-        assert_eq!(
-            Semver::parse("01.1.1").unwrap_err(),
-            "Major number must not contain leading zeroes \"01\""
-        );
-        assert_eq!(
-            Semver::parse("1.x.1").unwrap_err(),
-            "Invalid character(s) found in minor number \"x\""
-        );
-        assert_eq!(
-            Semver::parse("1.0.0-01").unwrap_err(),
-            "Numeric PreRelease version must not contain leading zeroes \"01\""
-        );
+        for (text, refusal) in [
+            ("v1.0", "No Major.Minor.Patch elements found"),
+            (
+                "01.1.1",
+                "Major number must not contain leading zeroes \"01\"",
+            ),
+            ("1.x.1", "Invalid character(s) found in minor number \"x\""),
+            (
+                "1.0.0-01",
+                "Numeric PreRelease version must not contain leading zeroes \"01\"",
+            ),
+        ] {
+            assert_eq!(Semver::parse(text).unwrap_err(), refusal);
+        }
         assert!(Semver::parse("1.0.0 ").is_err());
         assert!(Semver::parse("").is_err());
     }
