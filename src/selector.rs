@@ -11,6 +11,7 @@ use celhook_json::Value as Json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use serde::Deserialize;
 
+use crate::cel::value::k8s::format;
 use crate::field_error::invalid;
 
 /// A label selector as rules documents write it.
@@ -156,10 +157,10 @@ impl Selector {
 fn problems(s: &LabelSelector) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (k, v) in &s.match_labels {
-        for msg in label_key_problems(k) {
+        for msg in format::qualified_name(k) {
             out.push(("matchLabels".into(), invalid(k, &msg)));
         }
-        for msg in label_value_problems(v) {
+        for msg in format::label_value(v) {
             out.push(("matchLabels".into(), invalid(v, &msg)));
         }
     }
@@ -181,11 +182,11 @@ fn problems(s: &LabelSelector) -> Vec<(String, String)> {
                 invalid(other, "not a valid selector operator"),
             )),
         }
-        for msg in label_key_problems(&r.key) {
+        for msg in format::qualified_name(&r.key) {
             out.push((format!("{at}.key"), invalid(&r.key, &msg)));
         }
         for (j, v) in r.values.iter().enumerate() {
-            for msg in label_value_problems(v) {
+            for msg in format::label_value(v) {
                 out.push((format!("{at}.values[{j}]"), invalid(v, &msg)));
             }
         }
@@ -193,70 +194,21 @@ fn problems(s: &LabelSelector) -> Vec<(String, String)> {
     out
 }
 
-/// apimachinery's `RegexError`: the reason, examples, and the pattern.
-fn regex_error(msg: &str, pattern: &str, examples: &[&str]) -> String {
-    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!(
-        "{msg} (e.g. {}regex used for validation is '{pattern}')",
-        examples.join(" or ")
-    )
-}
-
-const KEY_PATTERN: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const KEY_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const VALUE_PATTERN: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const SUBDOMAIN_PATTERN: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-
-/// `KEY_PATTERN` without a regex engine.
-fn is_label_token(s: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    edge(s.chars().next())
-        && edge(s.chars().last())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
-/// `SUBDOMAIN_PATTERN` without a regex engine.
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    s.split('.').all(|label| {
-        edge(label.chars().next())
-            && edge(label.chars().last())
-            && label
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    })
-}
-
-/// apimachinery's `IsQualifiedName` (a label key), its messages verbatim.
 /// Checks a Kubernetes qualified name (a label key, a matchCondition's
-/// name): the problems in the API server's words, joined as it joins them.
+/// name): apimachinery's `IsQualifiedName`, the problems in the API
+/// server's words, joined as it joins them.
 pub fn qualified_name(name: &str) -> Result<(), String> {
-    joined(label_key_problems(name))
+    joined(format::qualified_name(name))
 }
 
 /// apimachinery's `IsValidLabelValue`, joined as [`qualified_name`].
 pub fn label_value(value: &str) -> Result<(), String> {
-    joined(label_value_problems(value))
+    joined(format::label_value(value))
 }
 
-/// apimachinery's `IsDNS1123Subdomain` (object names), its messages
-/// verbatim.
+/// apimachinery's `IsDNS1123Subdomain` (object names), its limit in bytes.
 pub fn dns_subdomain(name: &str) -> Result<(), String> {
-    let mut problems = Vec::new();
-    if name.len() > 253 {
-        problems.push("must be no more than 253 bytes".to_owned());
-    }
-    if !is_dns_subdomain(name) {
-        problems.push(regex_error(
-            SUBDOMAIN_MSG,
-            SUBDOMAIN_PATTERN,
-            &["example.com"],
-        ));
-    }
-    joined(problems)
+    joined(format::dns1123_subdomain(name, "bytes"))
 }
 
 fn joined(problems: Vec<String>) -> Result<(), String> {
@@ -265,61 +217,6 @@ fn joined(problems: Vec<String>) -> Result<(), String> {
     } else {
         Err(problems.join("; "))
     }
-}
-
-fn label_key_problems(key: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                out.push("prefix part must be non-empty".to_owned());
-            } else {
-                if prefix.len() > 253 {
-                    out.push("prefix part must be no more than 253 bytes".to_owned());
-                }
-                if !is_dns_subdomain(prefix) {
-                    let e = regex_error(SUBDOMAIN_MSG, SUBDOMAIN_PATTERN, &["example.com"]);
-                    out.push(format!("prefix part {e}"));
-                }
-            }
-            name
-        }
-        _ => {
-            let e = regex_error(KEY_MSG, KEY_PATTERN, &["MyName", "my.name", "123-abc"]);
-            out.push(format!(
-                "a valid label key {e} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-            return out;
-        }
-    };
-    if name.is_empty() {
-        out.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        out.push("name part must be no more than 63 bytes".to_owned());
-    }
-    if !is_label_token(name) {
-        let e = regex_error(KEY_MSG, KEY_PATTERN, &["MyName", "my.name", "123-abc"]);
-        out.push(format!("name part {e}"));
-    }
-    out
-}
-
-/// apimachinery's `IsValidLabelValue`, its messages verbatim.
-fn label_value_problems(value: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if value.len() > 63 {
-        out.push("must be no more than 63 bytes".to_owned());
-    }
-    if !value.is_empty() && !is_label_token(value) {
-        out.push(regex_error(
-            VALUE_MSG,
-            VALUE_PATTERN,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -11,29 +11,7 @@ use crate::args::{AdmissionArgs, ConversionArgs, Expect, Operation};
 
 /// The seeds' CronTab, valid (replicas within bounds): a realistic CREATE
 /// for celhook's built-in example CRDs.
-pub const BUILTIN_REVIEW: &str = r#"{
-  "apiVersion": "admission.k8s.io/v1",
-  "kind": "AdmissionReview",
-  "request": {
-    "uid": "",
-    "kind": {"group": "stable.example.com", "version": "v1", "kind": "CronTab"},
-    "resource": {"group": "stable.example.com", "version": "v1", "resource": "crontabs"},
-    "name": "my-new-cron-object",
-    "namespace": "default",
-    "operation": "CREATE",
-    "userInfo": {"username": "kubernetes-admin", "groups": ["system:authenticated"]},
-    "object": {
-      "apiVersion": "stable.example.com/v1",
-      "kind": "CronTab",
-      "metadata": {"name": "my-new-cron-object", "namespace": "default"},
-      "spec": {"cronSpec": "* * * * */5", "image": "my-awesome-cron-image",
-               "minReplicas": 0, "replicas": 5, "maxReplicas": 10}
-    },
-    "oldObject": null,
-    "dryRun": false,
-    "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-  }
-}"#;
+pub const BUILTIN_REVIEW: &str = include_str!("crontab-review.json");
 
 /// Stands for the uid in the serialized review; replaced per request.
 const UID_PLACEHOLDER: &str = "celhook-loadtest-uid-placeholder-6f0c2a";

@@ -5,8 +5,8 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::cel::value::k8s::format::{is_dns_label_name, is_dns_subdomain_name};
 use crate::kube_version::KubeVersion;
-use crate::selector::is_dns_subdomain;
 
 /// A kept format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +129,8 @@ impl Format {
             Format::Password | Format::Unchecked => true,
             // A DNS label and a DNS subdomain, as kube-openapi's
             // registry checks them.
-            Format::K8sShortName => s.len() <= 63 && !s.contains('.') && is_dns_subdomain(s),
-            Format::K8sLongName => s.len() <= 253 && is_dns_subdomain(s),
+            Format::K8sShortName => is_dns_label_name(s),
+            Format::K8sLongName => is_dns_subdomain_name(s),
             // Numeric formats check numbers, never strings.
             Format::Int32 | Format::Int64 | Format::Float | Format::Double => true,
             Format::Date => date(s),

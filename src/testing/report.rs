@@ -171,29 +171,21 @@ fn problem_name(problem: &Problem) -> String {
 /// `text` for XML: `&`, `<`, `>`, `"` and `'` as entities; in an attribute
 /// (`attribute`) also tabs and line feeds as character references, which
 /// a parser would otherwise turn into spaces, and carriage returns
-/// everywhere; control characters XML 1.0
-/// cannot carry in any form become U+FFFD.
-// Shaped like `field_error::go_json`, which escapes for Go's JSON: the
-// two formats share no escape.
+/// everywhere; control characters XML 1.0 cannot carry in any form become
+/// U+FFFD.
 pub(super) fn escape(text: &str, attribute: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // A parser would turn a bare carriage return into a line feed.
-            '\t' | '\n' if !attribute => out.push(c),
-            '\t' | '\n' | '\r' => {
-                let _ = write!(out, "&#{};", u32::from(c));
-            }
-            c if u32::from(c) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => {
-                out.push('\u{fffd}')
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    crate::field_error::escape_each(text, |c| match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&apos;"),
+        '\t' | '\n' if !attribute => None,
+        '\t' => Some("&#9;"),
+        '\n' => Some("&#10;"),
+        // A parser would turn a bare carriage return into a line feed.
+        '\r' => Some("&#13;"),
+        c if u32::from(c) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => Some("\u{fffd}"),
+        _ => None,
+    })
 }

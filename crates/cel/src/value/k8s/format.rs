@@ -81,7 +81,8 @@ static FORMATS: [NamedFormat; 13] = [
         max_regex_size: 1103,
     },
     // kube-openapi strfmt's formats, entries alike but for their test,
-    // message and pattern size: a yes or no with one message each.
+    // message and pattern size: a yes or no with one message each. Kept as
+    // entries: `validate` is a plain fn, so each needs its own closure.
     NamedFormat {
         key: "uuid",
         name: "uuid",
@@ -204,12 +205,12 @@ fn max_len(errs: &mut Vec<String>, s: &str, max: usize, unit: &str) {
 }
 
 /// apimachinery's `NameIsDNSLabel` (a namespace's name).
-pub(crate) fn is_dns_label_name(s: &str) -> bool {
+pub fn is_dns_label_name(s: &str) -> bool {
     s.len() <= 63 && is_dns1123_label(s)
 }
 
 /// apimachinery's `NameIsDNSSubdomain` (a service account's name).
-pub(crate) fn is_dns_subdomain_name(s: &str) -> bool {
+pub fn is_dns_subdomain_name(s: &str) -> bool {
     s.len() <= 253 && is_dns1123_subdomain(s)
 }
 
@@ -233,7 +234,7 @@ fn dns1123_label(s: &str) -> Vec<String> {
 /// `IsDNS1123Subdomain`, its length limit worded in `unit`: `bytes` as
 /// `content.IsDNS1123Subdomain` words it (a qualified name's prefix),
 /// `characters` for the named format.
-fn dns1123_subdomain(s: &str, unit: &str) -> Vec<String> {
+pub fn dns1123_subdomain(s: &str, unit: &str) -> Vec<String> {
     let mut errs = Vec::new();
     max_len(&mut errs, s, 253, unit);
     if !is_dns1123_subdomain(s) {
@@ -269,8 +270,9 @@ fn is_label_key_name(s: &str) -> bool {
     )
 }
 
-/// `content.IsLabelKey` (the qualified-name check).
-fn qualified_name(s: &str) -> Vec<String> {
+/// `content.IsLabelKey` (the qualified-name check): also what celhook
+/// checks of label keys in selectors and of matchCondition names.
+pub fn qualified_name(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = s.split('/').collect();
     let name = match parts.as_slice() {
@@ -312,7 +314,7 @@ fn qualified_name(s: &str) -> Vec<String> {
 }
 
 /// `content.IsLabelValue`.
-fn label_value(s: &str) -> Vec<String> {
+pub fn label_value(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     max_len(&mut errs, s, 63, "bytes");
     if !(s.is_empty() || is_label_key_name(s)) {
