@@ -243,6 +243,12 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             let own = ceil((1.0 + s.size) * 0.1) * ceil(f64::from(*pattern_len) * 0.25);
             (c + own, Shape::sized(1.0))
         }
+        Ir::Size(arg) => {
+            let (c, mut s) = walk(arg, cx);
+            s.bytes = is_bytes(arg, &s);
+            let (own, shape) = priced_call(&crate::library::core::SIZE, &[s], cx);
+            (c + own, shape)
+        }
         Ir::Call(func, args) | Ir::RegexCall(func, args, _) => {
             let mut c = 0.0;
             let mut shapes = Vec::with_capacity(args.len());

@@ -54,6 +54,11 @@ pub(crate) enum Ir {
     ConstList(Vec<Const>),
     Map(Vec<(Ir, Ir, bool)>),
     Call(Func, Vec<Ir>),
+    /// `size(x)` or `x.size()`, the call rules make most, without a general
+    /// call's argument list and function pointers: a string, bytes, list
+    /// or map answered here, anything else through the `size` row (for its
+    /// error).
+    Size(Box<Ir>),
     /// `matches` with a constant pattern, compiled at load.
     /// The pattern's length in characters as written prices the call (the
     /// compiled regex is RE2's syntax translated).
@@ -119,7 +124,7 @@ macro_rules! each_child {
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
             Ir::FieldCmp(c) => $f(&$($m)? c.fallback),
-            Ir::Not(a) | Ir::Matches(a, ..) => $f(a),
+            Ir::Not(a) | Ir::Matches(a, ..) | Ir::Size(a) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)
             | Ir::And(a, b)

@@ -413,6 +413,29 @@ fn runtime_costs_match_cel_go() {
         cost("self.spec.x__dash__prop.matches('bbbbbbbbbbbbbbbbbbbb')"),
         33
     );
+    // `size` (its own node, `Ir::Size`): the call charges 1.
+    assert_eq!(cost("size(self.spec.tags) == 3"), 5);
+    assert_eq!(cost("self.spec.tags.size() == 3"), 5);
+    assert_eq!(cost("size('abc') == 3"), 2);
+}
+
+#[test]
+fn size_answers_each_sized_type_and_refuses_others_as_the_row_does() {
+    let s = crontab();
+    let obj = json!({"spec": {"tags": ["a", "b"]}});
+    assert_eq!(
+        run("size('h\u{e9}llo') == 5 && size(b'ab') == 2 && size({'a': 1}) == 1 && [1, 2].size() == 2 && self.spec.tags.size() == 2", &s, &obj),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        run("size(dyn(1)) == 1", &s, &obj),
+        Err("no such overload: size".to_owned())
+    );
+    // An argument's error stays the argument's.
+    assert_eq!(
+        run("size(self.spec.tags[5]) == 1", &s, &obj),
+        Err("index out of bounds: 5".to_owned())
+    );
 }
 
 #[test]

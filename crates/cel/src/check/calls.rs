@@ -289,6 +289,11 @@ impl<'s> Compiler<'_, 's> {
                 return Ok((Ir::RegexCall(func, args, Arc::new(re)), ty));
             }
         }
+        if func == &library::core::SIZE && args.len() == 1 {
+            if let Some(arg) = args.pop() {
+                return Ok((Ir::Size(Box::new(arg)), ty));
+            }
+        }
         Ok((Ir::Call(func, args), ty))
     }
 

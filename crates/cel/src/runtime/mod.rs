@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 mod attrs;
 mod charge;
+mod counted;
 mod fused;
 mod loops;
 mod ops;
@@ -75,6 +76,9 @@ pub(crate) struct ScanCache<'a> {
     /// Slots (of the first 64) read for every element.
     full: u64,
     reads: Vec<Option<(u64, Value<'a>)>>,
+    /// Per slot, the string reads counted (see `counted`); empty until a
+    /// loop asks for them.
+    indexes: Vec<counted::Indexed<'a>>,
 }
 
 /// One per-element memo cell: (object, schema) addresses to the charge
@@ -241,10 +245,39 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
         Ir::Memo { cell, var, inner } => memo(*cell, *var, inner, f),
         Ir::FieldCmp(c) => field_cmp(c, f),
+        Ir::Size(arg) => size(arg, f),
         // The rarer forms live in a function of their own, which keeps this
         // one's stack frame small: it runs for every node.
         _ => eval_other(ir, f),
     }
+}
+
+/// `size(x)`: see `Ir::Size`.
+#[inline(always)]
+fn size<'a>(arg: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    // An argument's error is charged as a general call charges it.
+    let v = match eval(arg, f) {
+        Ok(v) => v,
+        Err(e) => {
+            if e.kind != ErrorKind::CostLimit {
+                f.charge(1)?;
+            }
+            return Err(e);
+        }
+    };
+    let n = match &v {
+        Value::Str(s) => crate::value::str_size(s),
+        Value::Bytes(b) => b.len() as u64,
+        Value::List(l) => l.len() as u64,
+        Value::Map(m) => m.len() as u64,
+        // The row's own error for any other type.
+        _ => {
+            let row = crate::library::core::SIZE.invoke(std::slice::from_ref(&v));
+            return Err(row.err().unwrap_or_else(EvalError::no_overload));
+        }
+    };
+    f.charge(1)?;
+    Ok(Value::Int(n as i64))
 }
 
 /// A binary operator on evaluated operands, charged; `b` is the right

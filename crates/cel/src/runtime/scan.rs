@@ -1,6 +1,7 @@
 //! Scanned loops: bodies the planner marked (`ir::Scan`) run over element
 //! reads kept across runs instead of through the general evaluator.
 
+use super::counted::{self, Indexed, StrIndex};
 use super::*;
 
 /// A loop marked by the memo pass as a scan (`memo::Scan`): element reads
@@ -35,6 +36,7 @@ pub(super) fn scan_loop<'a>(
             failed: false,
             full: 0,
             reads: vec![None; scan.slots * n],
+            indexes: Vec::new(),
         },
     };
     let result = if cache.failed {
@@ -47,6 +49,7 @@ pub(super) fn scan_loop<'a>(
             list,
             reads: &mut cache.reads,
             full: &mut cache.full,
+            indexes: &mut cache.indexes,
             compares: scan.compares,
             others: Vec::new(),
         };
@@ -80,6 +83,7 @@ pub(super) struct ScanRun<'a, 'r> {
     list: &'r List<'a>,
     reads: &'r mut [Option<(u64, Value<'a>)>],
     full: &'r mut u64,
+    indexes: &'r mut Vec<Indexed<'a>>,
     compares: usize,
     /// The other side of each comparison, evaluated when first needed
     /// (allocated then: a one-comparison body does without).
@@ -145,8 +149,19 @@ impl<'a> ScanRun<'a, '_> {
         f: &mut Frame<'a>,
     ) -> Option<Value<'a>> {
         let (element, other) = if element_left { (a, b) } else { (b, a) };
+        // Read in a run before: the loop runs again over the same list
+        // (the inner loop of `all(p, exists_one(q, q.f == p.f))`).
+        let again = *self.full & slot_bit(slot) != 0;
         let base = self.all_reads(slot, element, f)?;
         let (other_cost, x) = run_other(other, f)?;
+        if again && counted::answers(kind, op) {
+            let list = self.list;
+            if let Some(index) = self.counted(slot, base) {
+                if let Some(found) = counted::answer(index, kind, list, other_cost, &x, f) {
+                    return Some(found);
+                }
+            }
+        }
         let reads = self.reads[base..base + self.n].iter();
         scan_steps(kind, reads, self.list, f, |read, f| {
             let (cost, read) = read.as_ref()?;
@@ -172,7 +187,7 @@ impl<'a> ScanRun<'a, '_> {
 
     /// Every element's read of `slot`; where the first is kept.
     fn all_reads(&mut self, slot: usize, ir: &'a Ir, f: &mut Frame<'a>) -> Option<usize> {
-        let bit = 1u64.checked_shl(slot as u32).unwrap_or(0);
+        let bit = slot_bit(slot);
         if *self.full & bit == 0 {
             for i in 0..self.n {
                 self.read(slot, ir, i, f)?;
@@ -180,6 +195,21 @@ impl<'a> ScanRun<'a, '_> {
             *self.full |= bit;
         }
         Some(slot * self.n)
+    }
+
+    /// The slot's reads counted (counted once, at the first run that asks);
+    /// `None` when a read is not a string.
+    fn counted(&mut self, slot: usize, base: usize) -> Option<&StrIndex<'a>> {
+        if self.indexes.len() <= slot {
+            self.indexes.resize_with(slot + 1, || Indexed::NotYet);
+        }
+        if let Indexed::NotYet = self.indexes[slot] {
+            self.indexes[slot] = StrIndex::build(&self.reads[base..base + self.n]);
+        }
+        match &self.indexes[slot] {
+            Indexed::Built(index) => Some(index),
+            _ => None,
+        }
     }
 
     /// The other side of comparison `compare`, evaluated once per run.
@@ -193,6 +223,11 @@ impl<'a> ScanRun<'a, '_> {
         }
         Some(())
     }
+}
+
+/// The bit of `slot` in `ScanCache::full` (none past the 64th).
+fn slot_bit(slot: usize) -> u64 {
+    1u64.checked_shl(slot as u32).unwrap_or(0)
 }
 
 /// The steps of a scanned loop, with `body` deciding element `i`; charged

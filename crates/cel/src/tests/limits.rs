@@ -205,6 +205,15 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.tags.exists(t, self.spec.ports.exists(p, p.name.matches('^w') == (t == 'web')))",
         "self.spec.tags.map(t, self.spec.ports.exists_one(p, p.alias == t || p.name == t))",
         "self.spec.ports.all(p, self.spec.ports.exists_one(q, q.name == p.name))",
+        // Counted reads (`exists_one` of an equality, again over the same
+        // list): the element on either side, empty and long strings.
+        "self.spec.tags.all(t, self.spec.tags.exists_one(u, t == u))",
+        "self.spec.ports.map(p, self.spec.tags.exists_one(t, t == p.name))",
+        "self.spec.ports.map(p, self.spec.tags.exists(t, p.name == t))",
+        "self.spec.tags.map(t, self.spec.tags.all(u, u != t))",
+        "self.spec.tags.map(t, self.spec.ports.exists(p, p.name == t))",
+        "self.spec.tags.map(t, self.spec.tags.filter(u, u == t).size())",
+        "self.spec.ports.map(p, self.spec.ports.filter(q, p.name == q.name))",
         "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
         "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
         "self.spec.ports.exists(p, p.alias == self.spec.name) || self.spec.name == 'x'",
@@ -243,6 +252,9 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "tags": [1, "a"],
             "ports": [{"name": 1, "port": "x"}]}}),
         json!({"spec": {}}),
+        json!({"spec": {"tags": ["", "a-name-well-over-ten-bytes", "x", "", "y"],
+            "ports": [{"name": ""}, {"name": "a-name-well-over-ten-bytes"}, {"name": "x"},
+                {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
     ];
     let opts = Environment::crd_rule(false);
     let mut planned_any = false;

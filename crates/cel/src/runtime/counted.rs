@@ -1,0 +1,178 @@
+//! Equality loops answered from counted reads. When a scanned loop runs
+//! again over the same list (the inner loop of `all(p, exists_one(q,
+//! q.name == p.name))`, `all(o, exists(n, n.name == o.name))`), its
+//! element reads are strings kept from the first run: counting them once
+//! turns each later run into one lookup, and the run is charged in one sum
+//! what its steps would have charged one by one.
+
+use std::borrow::Borrow;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use super::loops::quantifier;
+use super::Frame;
+use crate::ir::{BinOp, LoopKind};
+use crate::value::{List, Str, Value};
+
+/// A slot's counted reads, or why there are none.
+pub(crate) enum Indexed<'a> {
+    NotYet,
+    /// A read is not a string.
+    Unusable,
+    Built(StrIndex<'a>),
+}
+
+/// The string reads of one slot of a scanned loop, counted.
+pub(crate) struct StrIndex<'a> {
+    /// Per string: how many elements read it, the first and the last.
+    counts: HashMap<Key<'a>, (u64, usize, usize), foldhash::fast::FixedState>,
+    /// Per element, the next element that read the same string (`None`
+    /// for the last): `filter` takes the equal elements in order.
+    next: Vec<Option<u32>>,
+    /// Over the first `i` elements (`i` from 0 to n): what their reads
+    /// charged, and how many read a non-empty string.
+    read_cost: Vec<u64>,
+    nonempty: Vec<u64>,
+}
+
+/// A read as a map key, looked up by `&str`.
+struct Key<'a>(Str<'a>);
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl Hash for Key<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        (*self.0).hash(h);
+    }
+}
+
+impl Borrow<str> for Key<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> StrIndex<'a> {
+    pub(super) fn build(reads: &[Option<(u64, Value<'a>)>]) -> Indexed<'a> {
+        let mut index = StrIndex {
+            counts: HashMap::with_capacity_and_hasher(reads.len(), Default::default()),
+            next: vec![None; reads.len()],
+            read_cost: Vec::with_capacity(reads.len() + 1),
+            nonempty: Vec::with_capacity(reads.len() + 1),
+        };
+        let (mut cost, mut nonempty) = (0u64, 0u64);
+        for (i, read) in reads.iter().enumerate() {
+            let Some((read_cost, Value::Str(s))) = read else {
+                return Indexed::Unusable;
+            };
+            index.read_cost.push(cost);
+            index.nonempty.push(nonempty);
+            cost = cost.saturating_add(*read_cost);
+            nonempty += u64::from(!s.is_empty());
+            let Ok(at) = u32::try_from(i) else {
+                return Indexed::Unusable;
+            };
+            match index.counts.entry(Key(s.clone())) {
+                Entry::Occupied(mut e) => {
+                    let (count, _, last) = e.get_mut();
+                    index.next[*last] = Some(at);
+                    *count += 1;
+                    *last = i;
+                }
+                Entry::Vacant(e) => {
+                    e.insert((1, i, i));
+                }
+            }
+        }
+        index.read_cost.push(cost);
+        index.nonempty.push(nonempty);
+        Indexed::Built(index)
+    }
+}
+
+/// Whether [`answer`] knows loops of `kind` over a comparison `op`: those
+/// decided by the equal elements alone.
+pub(super) fn answers(kind: LoopKind, op: BinOp) -> bool {
+    matches!(
+        (kind, op),
+        (
+            LoopKind::ExistsOne | LoopKind::Exists | LoopKind::Filter,
+            BinOp::Eq
+        ) | (LoopKind::All, BinOp::Ne)
+    )
+}
+
+/// The loop (one [`answers`] knows) over the `n` elements of `index`
+/// comparing each read with `x` (charged `other_cost` for its side each time), charged as the steps
+/// of `scan_steps` would charge: each step's own charge, a read and a
+/// comparison each, and what ends the loop (for `exists_one`, 2 per match
+/// and 2 at the end; for `filter`, 13 per match, which it keeps in order,
+/// and 1 at the end; for `exists` and `all`, the first equal element
+/// decides). `None` when that sum is not simply known (`x` not a string,
+/// or past 10 bytes, where each comparison's charge depends on the
+/// lengths) or would pass the limit: the steps then run and stop where
+/// cel-go stops.
+pub(super) fn answer<'a>(
+    index: &StrIndex<'a>,
+    kind: LoopKind,
+    list: &List<'a>,
+    other_cost: u64,
+    x: &Value<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let n = list.len();
+    let Value::Str(x) = x else { return None };
+    let x: &str = x;
+    if x.len() > 10 {
+        return None;
+    }
+    // A string of at most 10 bytes against any other costs 1 to compare,
+    // 0 when either is empty.
+    let compares = |steps: usize| {
+        if x.is_empty() {
+            0
+        } else {
+            index.nonempty[steps]
+        }
+    };
+    let reads = |steps: usize| index.read_cost[steps] + steps as u64 * other_cost + compares(steps);
+    let found = index.counts.get(x).copied();
+    let matches = found.map_or(0, |(count, ..)| count);
+    let (total, result) = if kind == LoopKind::ExistsOne {
+        (reads(n) + 2 * matches + 2, Value::Bool(matches == 1))
+    } else if kind == LoopKind::Filter {
+        let mut out = Vec::with_capacity(matches as usize);
+        let mut at = found.map(|(_, first, _)| first);
+        while let Some(i) = at {
+            out.push(list.get(i)?);
+            at = index.next[i].map(|i| i as usize);
+        }
+        (reads(n) + 13 * matches + 1, Value::list(out))
+    } else {
+        let (decide, step, condition) = quantifier(kind);
+        let (steps, end, result) = match found {
+            Some((_, first, _)) => {
+                let steps = first + 1;
+                let more = if steps < n { condition } else { 0 };
+                (steps, more + 1, decide)
+            }
+            None => (n, 1, !decide),
+        };
+        (
+            steps as u64 * step + reads(steps) + end,
+            Value::Bool(result),
+        )
+    };
+    if f.cost.saturating_add(total) > f.limit {
+        return None;
+    }
+    f.cost += total;
+    Some(result)
+}
