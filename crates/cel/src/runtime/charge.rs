@@ -14,13 +14,17 @@ pub(super) fn compare_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
     }
 }
 
+/// The longest string whose comparison with any other costs the same (1,
+/// or 0 when either is empty): its characters, at most as many as its
+/// bytes, cost a tenth each, rounded up.
+pub(super) const SHORT_STRING_BYTES: usize = 10;
+
 /// [`compare_cost`] of two strings.
 #[inline]
 pub(super) fn compare_cost_str(x: &str, y: &str) -> u64 {
-    // Short strings (names, keys, enum values) need no character count: a
-    // string of 1 to 10 bytes has 1 to 10 characters, which costs 1.
+    // Short strings (names, keys, enum values) need no character count.
     let bytes = x.len().min(y.len());
-    if bytes <= 10 {
+    if bytes <= SHORT_STRING_BYTES {
         return u64::from(bytes > 0);
     }
     scaled(str_size(x).min(str_size(y)), 0.1)

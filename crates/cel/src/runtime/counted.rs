@@ -10,6 +10,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
+use super::charge::{compare_cost_str, SHORT_STRING_BYTES};
 use super::loops::quantifier;
 use super::Frame;
 use crate::ir::{BinOp, LoopKind};
@@ -116,8 +117,8 @@ pub(super) fn answers(kind: LoopKind, op: BinOp) -> bool {
 /// and 2 at the end; for `filter`, 13 per match, which it keeps in order,
 /// and 1 at the end; for `exists` and `all`, the first equal element
 /// decides). `None` when that sum is not simply known (`x` not a string,
-/// or past 10 bytes, where each comparison's charge depends on the
-/// lengths) or would pass the limit: the steps then run and stop where
+/// or past `SHORT_STRING_BYTES`, where each comparison's charge depends on
+/// the lengths) or would pass the limit: the steps then run and stop where
 /// cel-go stops.
 pub(super) fn answer<'a>(
     index: &StrIndex<'a>,
@@ -130,18 +131,13 @@ pub(super) fn answer<'a>(
     let n = list.len();
     let Value::Str(x) = x else { return None };
     let x: &str = x;
-    if x.len() > 10 {
+    if x.len() > SHORT_STRING_BYTES {
         return None;
     }
-    // A string of at most 10 bytes against any other costs 1 to compare,
-    // 0 when either is empty.
-    let compares = |steps: usize| {
-        if x.is_empty() {
-            0
-        } else {
-            index.nonempty[steps]
-        }
-    };
+    // A short `x` costs the same to compare with any non-empty read (what
+    // it costs against itself), and nothing with an empty one.
+    let per_compare = compare_cost_str(x, x);
+    let compares = |steps: usize| per_compare * index.nonempty[steps];
     let reads = |steps: usize| index.read_cost[steps] + steps as u64 * other_cost + compares(steps);
     let found = index.counts.get(x).copied();
     let matches = found.map_or(0, |(count, ..)| count);

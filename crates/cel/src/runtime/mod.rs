@@ -252,34 +252,6 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
     }
 }
 
-/// `size(x)`: see `Ir::Size`.
-#[inline(always)]
-fn size<'a>(arg: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    // An argument's error is charged as a general call charges it.
-    let v = match eval(arg, f) {
-        Ok(v) => v,
-        Err(e) => {
-            if e.kind != ErrorKind::CostLimit {
-                f.charge(1)?;
-            }
-            return Err(e);
-        }
-    };
-    let n = match &v {
-        Value::Str(s) => crate::value::str_size(s),
-        Value::Bytes(b) => b.len() as u64,
-        Value::List(l) => l.len() as u64,
-        Value::Map(m) => m.len() as u64,
-        // The row's own error for any other type.
-        _ => {
-            let row = crate::library::core::SIZE.invoke(std::slice::from_ref(&v));
-            return Err(row.err().unwrap_or_else(EvalError::no_overload));
-        }
-    };
-    f.charge(1)?;
-    Ok(Value::Int(n as i64))
-}
-
 /// A binary operator on evaluated operands, charged; `b` is the right
 /// operand's tree (`in` on a constant list is free).
 #[inline(always)]
