@@ -28,18 +28,23 @@ pub static SIZE: Function = Function::BASE
         )
         .then_some(Ty::Int)
     })
-    .calls(|a| {
-        Ok(Value::Int(match first(a)? {
-            Value::Str(s) => str_size(s) as i64,
-            Value::Bytes(b) => b.len() as i64,
-            Value::List(l) => l.len() as i64,
-            Value::Map(m) => m.len() as i64,
-            _ => return Err(overload()),
-        }))
-    })
+    .calls(|a| sized(first(a)?).map(Value::Int).ok_or_else(overload))
     // An int: a scalar to the estimator.
     .estimates(|_| (1.0, Shape::sized(1.0)))
     .worded(Wording::Name);
+
+/// What `size` answers for `v`: characters, bytes, elements or entries;
+/// `None` for a value that has no size. Also the evaluator's `Ir::Size`.
+#[inline]
+pub(crate) fn sized(v: &Value<'_>) -> Option<i64> {
+    Some(match v {
+        Value::Str(s) => str_size(s) as i64,
+        Value::Bytes(b) => b.len() as i64,
+        Value::List(l) => l.len() as i64,
+        Value::Map(m) => m.len() as i64,
+        _ => return None,
+    })
+}
 
 /// `-x`: the checker types it as an operator; the program calls this row.
 pub static NEGATE: Function = Function::BASE

@@ -255,17 +255,11 @@ pub(super) fn size<'a>(arg: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, Eval
             return Err(e);
         }
     };
-    let n = match &v {
-        Value::Str(s) => crate::value::str_size(s),
-        Value::Bytes(b) => b.len() as u64,
-        Value::List(l) => l.len() as u64,
-        Value::Map(m) => m.len() as u64,
-        // The row's own error for any other type.
-        _ => {
-            let row = crate::library::core::SIZE.invoke(std::slice::from_ref(&v));
-            return Err(row.err().unwrap_or_else(EvalError::no_overload));
-        }
+    let Some(n) = crate::library::core::sized(&v) else {
+        // The row's own error (its wording) for a value with no size.
+        let row = crate::library::core::SIZE.invoke(std::slice::from_ref(&v));
+        return Err(row.err().unwrap_or_else(EvalError::no_overload));
     };
     f.charge(1)?;
-    Ok(Value::Int(n as i64))
+    Ok(Value::Int(n))
 }
