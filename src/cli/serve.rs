@@ -160,7 +160,7 @@ pub(super) struct ServeArgs {
     )]
     max_connections: usize,
 
-    /// TLS handshakes in progress at once from one source address; more are closed at accept.
+    /// TLS handshakes in progress at once from one source address; more wait for a slot until their ClientHello deadline.
     #[arg(
         long,
         env = "CELHOOK_MAX_HANDSHAKES_PER_SOURCE",

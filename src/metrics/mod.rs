@@ -319,7 +319,7 @@ impl Metrics {
             connections_refused: counter_vec_at_zero(
                 &registry,
                 "celhook_connections_refused_total",
-                "Connections closed at accept, by reason (source_limit: too many handshakes in progress from its address; connection_limit: --max-connections open and none idle).",
+                "Connections closed before their handshake, by reason (source_limit: no handshake slot of its address came free within --client-hello-timeout; connection_limit: --max-connections open and none idle).",
                 "reason",
                 CONNECTION_REFUSED_REASONS.iter().copied(),
             ),
@@ -389,7 +389,7 @@ impl Metrics {
         &self.connections_open
     }
 
-    /// Counts a connection closed at accept.
+    /// Counts a connection closed before its handshake (at accept, or after waiting for a slot of its address).
     pub fn observe_connection_refused(&self, reason: &str) {
         self.connections_refused.with_label_values(&[reason]).inc();
     }

@@ -2,12 +2,13 @@
 //! silent or slow client can hold up the next one.
 //!
 //! In order, per connection:
-//! 1. at accept: at most `--max-handshakes-per-source` handshakes in
-//!    progress per source address, and at most `--max-connections` open
-//!    (at the cap, the longest-idle connection is closed to make room; with
-//!    none idle the new one is refused);
-//! 2. the first byte and the whole ClientHello within
-//!    `--client-hello-timeout` (a plain-HTTP request gets Go's 400 answer);
+//! 1. at accept: at most `--max-connections` open (at the cap, the
+//!    longest-idle connection is closed to make room; with none idle the
+//!    new one is refused);
+//! 2. within `--client-hello-timeout` of the accept: one of the
+//!    `--max-handshakes-per-source` slots of its source address (past the
+//!    deadline it is closed), the first byte and the whole ClientHello (a
+//!    plain-HTTP request gets Go's 400 answer);
 //! 3. a slot among `--max-connection-rate` handshakes being computed, and
 //!    the rest of the handshake, within `--header-timeout` of the accept;
 //! 4. then HTTP/2 or HTTP/1.1 by ALPN (`connection`).
@@ -46,51 +47,82 @@ pub struct Accept {
 const PLAIN_HTTP_ANSWER: &[u8] =
     b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 
-/// Handshakes in progress per source address.
+/// Handshakes in progress per source address, and the connections from
+/// it that wait for one of its slots.
 #[derive(Debug)]
 pub struct Sources {
-    counts: Mutex<HashMap<IpAddr, u32>>,
-    cap: u32,
+    slots: Mutex<HashMap<IpAddr, SourceSlots>>,
+    cap: usize,
+}
+
+/// One address's slots, and how many connections hold or wait for one (the
+/// entry goes when that count is back to zero).
+#[derive(Debug)]
+struct SourceSlots {
+    semaphore: Arc<Semaphore>,
+    users: usize,
 }
 
 impl Sources {
     /// At most `cap` handshakes in progress per address.
     pub fn new(cap: usize) -> Arc<Self> {
         Arc::new(Self {
-            counts: Mutex::new(HashMap::new()),
-            cap: u32::try_from(cap).unwrap_or(u32::MAX).max(1),
+            slots: Mutex::new(HashMap::new()),
+            cap: cap.clamp(1, Semaphore::MAX_PERMITS),
         })
     }
 
-    /// Counts a handshake from `ip` until the guard drops, if under the cap.
-    pub fn try_enter(self: &Arc<Self>, ip: IpAddr) -> Option<SourceGuard> {
-        let mut counts = lock(&self.counts);
-        let n = counts.entry(ip).or_insert(0);
-        if *n >= self.cap {
-            return None;
-        }
-        *n += 1;
-        Some(SourceGuard {
+    /// Waits for one of `ip`'s slots until `deadline`; the slot is held
+    /// until the returned guard drops. `None` when the deadline passed.
+    ///
+    /// Waiting rather than closing: the API server is one source, and a
+    /// burst of new connections from it (after a pause, a stall or a
+    /// rollout) must be served a little later, not refused.
+    pub async fn enter(self: &Arc<Self>, ip: IpAddr, deadline: Instant) -> Option<SourceGuard> {
+        let semaphore = {
+            let mut slots = lock(&self.slots);
+            let entry = slots.entry(ip).or_insert_with(|| SourceSlots {
+                semaphore: Arc::new(Semaphore::new(self.cap)),
+                users: 0,
+            });
+            entry.users += 1;
+            entry.semaphore.clone()
+        };
+        // Made before the wait, so a timeout or a dropped task also gives
+        // the entry back.
+        let mut guard = SourceGuard {
             sources: self.clone(),
             ip,
-        })
+            permit: None,
+        };
+        let permit = tokio::time::timeout_at(deadline, semaphore.acquire_owned()).await;
+        guard.permit = Some(permit.ok()?.ok()?);
+        Some(guard)
+    }
+
+    /// Addresses with a connection that holds or waits for a slot.
+    #[cfg(test)]
+    fn addresses(&self) -> usize {
+        lock(&self.slots).len()
     }
 }
 
-/// One handshake in progress from an address.
+/// A connection that holds (or waited for) one of its address's slots.
 #[derive(Debug)]
 pub struct SourceGuard {
     sources: Arc<Sources>,
     ip: IpAddr,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Drop for SourceGuard {
     fn drop(&mut self) {
-        let mut counts = lock(&self.sources.counts);
-        if let Some(n) = counts.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                counts.remove(&self.ip);
+        self.permit.take();
+        let mut slots = lock(&self.sources.slots);
+        if let Some(entry) = slots.get_mut(&self.ip) {
+            entry.users -= 1;
+            if entry.users == 0 {
+                slots.remove(&self.ip);
             }
         }
     }
@@ -170,10 +202,6 @@ async fn stopping(phase: &mut watch::Receiver<Phase>) {
 
 fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Accept>) {
     let metrics = &shared.served.state.metrics;
-    let Some(source) = shared.sources.try_enter(peer.ip()) else {
-        metrics.observe_connection_refused("source_limit");
-        return;
-    };
     let activity = Activity::new();
     let Some(registered) = shared.served.registry.register(activity.clone(), metrics) else {
         metrics.observe_connection_refused("connection_limit");
@@ -181,8 +209,22 @@ fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Accept>) {
     };
     let _ = tcp.set_nodelay(true);
     let shared = shared.clone();
+    let accepted = Instant::now();
     tokio::spawn(async move {
-        let handshake = handshake(tcp, peer, source, &shared).await;
+        // A connection waiting for its address's slot holds a place among
+        // `--max-connections`, so the waiting ones are bounded too.
+        let hello_deadline = accepted + shared.served.settings.client_hello_timeout;
+        let Some(source) = shared.sources.enter(peer.ip(), hello_deadline).await else {
+            let metrics = &shared.served.state.metrics;
+            metrics.observe_connection_refused("source_limit");
+            shared.failures.handshake_failed(
+                "source_limit",
+                peer,
+                "no handshake slot of its address came free before the ClientHello deadline",
+            );
+            return;
+        };
+        let handshake = handshake(tcp, peer, accepted, source, &shared).await;
         if let Some((tls, http2)) = handshake {
             connection::serve(tls, http2, activity, registered, &shared.served).await;
         }
@@ -195,10 +237,11 @@ type Failure = (&'static str, String);
 async fn handshake(
     tcp: TcpStream,
     peer: SocketAddr,
+    accepted: Instant,
     source: SourceGuard,
     shared: &Accept,
 ) -> Option<(tokio_rustls::server::TlsStream<TcpStream>, bool)> {
-    let result = try_handshake(tcp, shared).await;
+    let result = try_handshake(tcp, accepted, shared).await;
     drop(source);
     match result {
         Ok(ok) => Some(ok),
@@ -216,10 +259,10 @@ async fn handshake(
 
 async fn try_handshake(
     tcp: TcpStream,
+    accepted: Instant,
     shared: &Accept,
 ) -> Result<(tokio_rustls::server::TlsStream<TcpStream>, bool), Failure> {
     let settings = &shared.served.settings;
-    let accepted = Instant::now();
     let hello_deadline = accepted + settings.client_hello_timeout;
     let deadline = accepted + settings.header_timeout.max(settings.client_hello_timeout);
     let timeout = |what: &'static str| (what, format!("{what}: the client was too slow"));
@@ -286,6 +329,31 @@ pub fn handshake_slots(n: usize) -> Arc<Semaphore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn past_the_cap_a_source_waits_for_a_slot_until_its_deadline() {
+        let sources = Sources::new(2);
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        let soon = || Instant::now() + Duration::from_millis(50);
+        let first = sources.enter(a, soon()).await.expect("a slot");
+        let second = sources.enter(a, soon()).await.expect("a slot");
+        // Both of a's slots are held: a third times out, b is not held up.
+        assert!(sources.enter(a, soon()).await.is_none());
+        let other = sources.enter(b, soon()).await.expect("b's own slot");
+        // A waiting connection gets the slot one gives back.
+        let later = Instant::now() + Duration::from_secs(30);
+        let waiting = tokio::spawn({
+            let sources = sources.clone();
+            async move { sources.enter(a, later).await.is_some() }
+        });
+        tokio::task::yield_now().await;
+        drop(first);
+        assert!(waiting.await.expect("joined"));
+        // Every entry goes with its last guard, the timed-out one's too.
+        drop((second, other));
+        assert_eq!(sources.addresses(), 0);
+    }
 
     #[test]
     fn one_line_per_reason_and_source_every_ten_seconds() {

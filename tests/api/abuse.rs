@@ -143,54 +143,95 @@ async fn silent_tcp_connections_do_not_delay_a_new_https_connection() {
     .await;
 }
 
+/// A TCP connection that sends a whole ClientHello and nothing after it:
+/// its handshake holds a slot of its address until `--header-timeout`.
+async fn stalled_after_client_hello(server: &RunningServer) -> tokio::net::TcpStream {
+    let config = common::client_tls_config(server.cert_pem(), &[b"http/1.1"]);
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    let mut tls = rustls::ClientConnection::new(config, name).expect("client");
+    let mut hello = Vec::new();
+    tls.write_tls(&mut hello).expect("ClientHello");
+    let mut tcp = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    tcp.write_all(&hello).await.expect("send ClientHello");
+    tcp
+}
+
 #[tokio::test]
-async fn handshakes_in_progress_are_capped_per_source_address() {
+async fn past_the_per_source_cap_handshakes_wait_then_are_closed_at_the_hello_deadline() {
     let config = ServeConfig {
-        max_handshakes_per_source: 4,
-        client_hello_timeout: Duration::from_secs(5),
+        max_handshakes_per_source: 2,
+        client_hello_timeout: Duration::from_millis(500),
+        header_timeout: Duration::from_secs(10),
         ..ServeConfig::for_tests()
     };
     let server = start_with(config, embedded_catalog()).await;
-    let mut conns = Vec::new();
-    for _ in 0..10 {
-        conns.push(
-            tokio::net::TcpStream::connect(server.local_addr())
-                .await
-                .expect("connect"),
-        );
-    }
-    common::wait_for("6 refused at accept", || {
+    let held = [
+        stalled_after_client_hello(&server).await,
+        stalled_after_client_hello(&server).await,
+    ];
+    common::wait_for("both slots held", || {
+        metrics_text(&server).contains("celhook_connections_open 2")
+    })
+    .await;
+    // A third handshake from the same address waits for a slot; none comes
+    // free within its ClientHello deadline, so it is closed and counted.
+    let third = common::try_tls_connect(server.local_addr(), server.cert_pem(), &[b"http/1.1"]);
+    let third = tokio::time::timeout(Duration::from_secs(5), third)
+        .await
+        .expect("closed within 5 s");
+    assert!(third.is_err(), "the third handshake completed");
+    assert_eq!(
         metric(
             &metrics_text(&server),
             "celhook_connections_refused_total",
             &[("reason", "source_limit")],
-        ) == Some(6.0)
-    })
-    .await;
-    // The four within the cap still wait for their ClientHello; the rest
-    // were closed at once.
-    let mut closed = 0;
-    for conn in &mut conns {
-        let mut buf = [0u8; 1];
-        if let Ok(Ok(0) | Err(_)) =
-            tokio::time::timeout(Duration::from_millis(200), conn.read(&mut buf)).await
-        {
-            closed += 1;
-        }
-    }
-    assert_eq!(closed, 6);
-    drop(conns);
-    // Once they are gone, the address may connect again.
-    common::wait_for("the four to be gone", || {
-        metric(
-            &metrics_text(&server),
-            "celhook_tls_handshake_failures_total",
-            &[("reason", "protocol")],
-        ) == Some(4.0)
+        ),
+        Some(1.0)
+    );
+    // Once the slots are given back, the address is served at once.
+    drop(held);
+    common::wait_for("the stalled handshakes to be gone", || {
+        metrics_text(&server).contains("celhook_connections_open 0")
     })
     .await;
     let took = timed_review(&server, Http::H1).await;
     assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_handshakes_from_one_address_queues_instead_of_failing() {
+    // The API server is one address: after a pause it may open many
+    // connections at once. Past the cap they wait for a slot.
+    let config = ServeConfig {
+        max_handshakes_per_source: 2,
+        client_hello_timeout: Duration::from_secs(10),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, embedded_catalog()).await;
+    let (addr, pem) = (server.local_addr(), server.cert_pem().to_owned());
+    let burst = (0..16).map(|_| {
+        let pem = pem.clone();
+        async move { common::try_tls_connect(addr, &pem, &[b"http/1.1"]).await }
+    });
+    let done = common::join_all(burst).await;
+    let failed: Vec<_> = done.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 16 failed: {failed:?}",
+        failed.len()
+    );
+    let text = metrics_text(&server);
+    assert_eq!(
+        metric(
+            &text,
+            "celhook_connections_refused_total",
+            &[("reason", "source_limit")]
+        ),
+        Some(0.0)
+    );
+    assert!(text.contains("celhook_connections_open 16"), "{text}");
 }
 
 #[tokio::test]

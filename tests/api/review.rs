@@ -139,27 +139,12 @@ async fn many_concurrent_reviews_over_http2_each_get_their_own_uid() {
             (uid, answer)
         }
     });
-    let answers = futures_join_all(requests).await;
+    let answers = common::join_all(requests).await;
     assert_eq!(answers.len(), 64);
     for (uid, answer) in answers {
         assert_eq!(answer.version, reqwest::Version::HTTP_2);
         assert_eq!(answer.response()["uid"], uid.as_str());
     }
-}
-
-/// Runs the futures concurrently on the test runtime (no extra crate).
-async fn futures_join_all<F: std::future::Future + Send + 'static>(
-    futures: impl Iterator<Item = F>,
-) -> Vec<F::Output>
-where
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for handle in handles {
-        out.push(handle.await.expect("request task"));
-    }
-    out
 }
 
 /// A valid review to break in one place.

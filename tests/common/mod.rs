@@ -283,6 +283,13 @@ pub async fn tls_connect_alpn(
     ca_pem: &str,
     alpn: &[&[u8]],
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    try_tls_connect(addr, ca_pem, alpn)
+        .await
+        .expect("handshake")
+}
+
+/// A TLS client's configuration trusting `ca_pem` and offering `alpn`.
+pub fn client_tls_config(ca_pem: &str, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     install_crypto();
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
@@ -296,10 +303,19 @@ pub async fn tls_connect_alpn(
     .with_root_certificates(roots)
     .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    Arc::new(config)
+}
+
+/// A TLS handshake that may fail (the server closed the connection).
+pub async fn try_tls_connect(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let connector = tokio_rustls::TlsConnector::from(client_tls_config(ca_pem, alpn));
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    connector.connect(name, tcp).await.expect("handshake")
+    connector.connect(name, tcp).await
 }
 
 /// The sum of the samples of `name` whose labels include `labels`.
@@ -461,4 +477,19 @@ pub async fn metrics_text(client: &Client, url: &str) -> String {
         "{content_type}"
     );
     resp.text().await.expect("body")
+}
+
+/// Runs the futures concurrently on the test runtime (no extra crate).
+pub async fn join_all<F: std::future::Future + Send + 'static>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output>
+where
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for handle in handles {
+        out.push(handle.await.expect("task"));
+    }
+    out
 }
