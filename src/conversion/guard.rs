@@ -162,18 +162,11 @@ pub fn check(
     }
     // Everything else but labels and annotations is copied back by the API
     // server; a difference means the conversion lost or invented metadata.
-    // Each key once: a key of both is compared (deeply) on the first pass.
-    let dropped = old_meta.keys().filter(|k| !meta.contains_key(k));
-    for key in meta.keys().chain(dropped) {
-        if matches!(key.as_str(), "labels" | "annotations") {
-            continue;
-        }
-        if meta.get(key) != old_meta.get(key) {
-            return Err(fail(
-                &format!("metadata.{key}"),
-                "may not change in conversion (only labels and annotations may)".into(),
-            ));
-        }
+    if let Some(key) = first_other_difference(meta, old_meta) {
+        return Err(fail(
+            &format!("metadata.{key}"),
+            "may not change in conversion (only labels and annotations may)".into(),
+        ));
     }
     if meta.get("labels") != old_meta.get("labels") {
         validate_labels(meta.get("labels")).map_err(|(field, reason)| fail(&field, reason))?;
@@ -183,6 +176,15 @@ pub fn check(
             .map_err(|(field, reason)| fail(&field, reason))?;
     }
     Ok(())
+}
+
+/// The first key (in key order) other than labels and annotations that is
+/// in one map only or whose values differ (deeply).
+fn first_other_difference<'m>(a: &'m Map, b: &'m Map) -> Option<&'m str> {
+    a.union(b)
+        .filter(|(key, _, _)| !matches!(*key, "labels" | "annotations"))
+        .find(|(_, va, vb)| va != vb)
+        .map(|(key, _, _)| key)
 }
 
 fn shown(v: Option<&Json>) -> String {
@@ -337,6 +339,13 @@ mod tests {
                 "metadata.generation",
                 Box::new(|o| o["metadata"]["generation"] = json!(2)),
             ),
+            (
+                "metadata.finalizers",
+                Box::new(|o| o["metadata"]["finalizers"] = json!(["x"])),
+            ),
+            // Added after every key of the input, and before them.
+            ("metadata.zz", Box::new(|o| o["metadata"]["zz"] = json!(1))),
+            ("metadata.AA", Box::new(|o| o["metadata"]["AA"] = json!(1))),
             (
                 "metadata",
                 Box::new(|o| {

@@ -7,6 +7,7 @@
 //! sorts only what arrives out of order; a repeated key keeps its last
 //! value, as with `serde_json`.
 
+use std::cmp::Ordering;
 use std::ops::Index;
 
 use crate::{Str, Value};
@@ -199,6 +200,34 @@ impl Map {
 
     pub fn iter(&self) -> Iter<'_> {
         Iter(self.entries.iter())
+    }
+
+    /// Every key of either map once, in key order, with its value in each:
+    /// both are sorted by key, so one walk over the two needs no lookup.
+    pub fn union<'m>(
+        &'m self,
+        other: &'m Map,
+    ) -> impl Iterator<Item = (&'m str, Option<&'m Value>, Option<&'m Value>)> {
+        let (mut a, mut b) = (
+            self.entries.iter().peekable(),
+            other.entries.iter().peekable(),
+        );
+        std::iter::from_fn(move || {
+            let order = match (a.peek(), b.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+            };
+            Some(match order {
+                Ordering::Less => a.next().map(|(k, v)| (k.as_str(), Some(v), None))?,
+                Ordering::Greater => b.next().map(|(k, v)| (k.as_str(), None, Some(v)))?,
+                Ordering::Equal => {
+                    let ((k, va), (_, vb)) = (a.next()?, b.next()?);
+                    (k.as_str(), Some(va), Some(vb))
+                }
+            })
+        })
     }
 
     pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&Str, &mut Value)> {

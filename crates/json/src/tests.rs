@@ -32,6 +32,33 @@ fn objects_keep_keys_sorted_and_the_last_of_repeats() {
 }
 
 #[test]
+fn a_union_meets_every_key_of_either_map_once_in_order() {
+    let map = |pairs: &[(&str, i64)]| -> Map {
+        pairs.iter().map(|(k, v)| (*k, Value::from(*v))).collect()
+    };
+    let (a, b) = (
+        map(&[("a", 1), ("c", 3), ("d", 4)]),
+        map(&[("b", 2), ("c", 5), ("e", 6)]),
+    );
+    let union: Vec<_> = a
+        .union(&b)
+        .map(|(k, x, y)| (k, x.and_then(Value::as_i64), y.and_then(Value::as_i64)))
+        .collect();
+    assert_eq!(
+        union,
+        [
+            ("a", Some(1), None),
+            ("b", None, Some(2)),
+            ("c", Some(3), Some(5)),
+            ("d", Some(4), None),
+            ("e", None, Some(6)),
+        ]
+    );
+    assert_eq!(Map::new().union(&a).count(), 3);
+    assert_eq!(a.union(&Map::new()).count(), 3);
+}
+
+#[test]
 fn values_convert_both_ways_with_serde_json() {
     let theirs = serde_json::json!({"b": [1, -2, 3.5, "x", null, true], "a": {"c": {}}});
     let ours = Value::from(&theirs);

@@ -1,7 +1,7 @@
 //! Values back to JSON: the result of `celhook eval` and of conversion
 //! expressions.
 
-use celhook_json::{Map as JsonMap, Number, Value as Json};
+use celhook_json::{Map as JsonMap, Number, Str as JsonStr, Value as Json};
 
 use super::time::format_timestamp;
 use super::{List, Map, Value};
@@ -24,16 +24,21 @@ pub fn to_json(v: &Value<'_>) -> Json {
         Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
         Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
         Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),
-        Value::Map(m) => {
-            let mut out = JsonMap::new();
-            for (k, v) in m.entries() {
-                let key = match &k {
-                    Value::Str(s) => s.to_string(),
-                    other => format!("{other:?}"),
-                };
-                out.insert(key, to_json(&v));
-            }
-            Json::Object(out)
+        Value::Map(Map::Owned(entries)) => {
+            // Keys straight into the JSON's own strings (inline when short),
+            // sorted once; a repeated printed key keeps its last value, as
+            // inserting one by one did.
+            let out = entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Value::Str(s) => JsonStr::from(&**s),
+                        other => JsonStr::from(format!("{other:?}")),
+                    };
+                    (key, to_json(v))
+                })
+                .collect();
+            Json::Object(JsonMap::from_entries(out))
         }
         Value::Type(t) => Json::from(t.name()),
         Value::Optional(None) => Json::Null,
