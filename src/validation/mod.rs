@@ -353,7 +353,12 @@ impl Validator {
         }
     }
 
-    fn walk<'v>(&'v self, mut w: Walk<'v>, object: &Json, old: Option<&Json>) -> Walk<'v> {
+    fn walk<'v: 'x, 'x>(
+        &'v self,
+        mut w: Walk<'v, 'x>,
+        object: &'x Json,
+        old: Option<&'x Json>,
+    ) -> Walk<'v, 'x> {
         let mut path = String::new();
         w.node(
             &self.root,

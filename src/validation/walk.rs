@@ -7,7 +7,7 @@ use crate::cel::{self, ErrorKind, Value};
 use crate::metrics::{RuleObservation, RuleResult};
 use crate::schema::ListType;
 
-pub(super) struct Walk<'a> {
+pub(super) struct Walk<'a, 'x> {
     pub(super) errors: Vec<FieldError>,
     pub(super) warnings: Vec<String>,
     /// The rules evaluated, for their metrics (recorded by the caller).
@@ -18,9 +18,11 @@ pub(super) struct Walk<'a> {
     /// A cost limit was reached: no further rules run anywhere.
     pub(super) stopped: bool,
     kubernetes: KubeVersion,
+    /// One frame's allocations for every rule of the walk.
+    scratch: cel::Scratch<'x>,
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     /// A walk of one object, with the object's whole cost budget.
     pub(super) fn new(kubernetes: KubeVersion) -> Self {
         Walk {
@@ -31,6 +33,7 @@ impl Walk<'_> {
             per_call: cel::PER_EXPRESSION_COST_LIMIT,
             stopped: false,
             kubernetes,
+            scratch: cel::Scratch::default(),
         }
     }
 }
@@ -107,7 +110,7 @@ impl<'j> Unchanged<'j> {
     }
 }
 
-impl<'a> Walk<'a> {
+impl<'a: 'x, 'x> Walk<'a, 'x> {
     /// Validates one node. `correlated` says whether `old` was found by
     /// correlation; an uncorrelatable node counts as unchanged when its
     /// nearest correlatable ancestor is (`ancestor`).
@@ -115,9 +118,9 @@ impl<'a> Walk<'a> {
     pub(super) fn node(
         &mut self,
         node: &'a Node,
-        schema: &Schema,
-        new: &Json,
-        old: Option<&Json>,
+        schema: &'x Schema,
+        new: &'x Json,
+        old: Option<&'x Json>,
         correlated: bool,
         ancestor: &Unchanged<'_>,
         path: &mut String,
@@ -239,9 +242,9 @@ impl<'a> Walk<'a> {
     fn rules(
         &mut self,
         node: &'a Node,
-        schema: &Schema,
-        new: &Json,
-        old: Option<&Json>,
+        schema: &'x Schema,
+        new: &'x Json,
+        old: Option<&'x Json>,
         unchanged: &Unchanged<'_>,
         path: &str,
     ) {
@@ -264,7 +267,10 @@ impl<'a> Walk<'a> {
                 (false, _, o) => o.map(|o| Value::from_json(o, schema)),
             };
             let this = Value::from_json(new, schema);
-            let (result, cost) = rule.program.eval(this, old_value, self.limit());
+            let limit = self.limit();
+            let (result, cost) =
+                rule.program
+                    .eval_in_scratch(&mut self.scratch, this, old_value, limit);
             if self.over_budget(&result, cost) {
                 if let Some(m) = rule.metrics.get() {
                     self.observed.push(RuleObservation {
@@ -383,15 +389,18 @@ impl<'a> Walk<'a> {
     /// as the API server's does.
     fn message(
         &mut self,
-        rule: &Rule,
-        schema: &Schema,
-        new: &Json,
-        old: Option<&Json>,
+        rule: &'a Rule,
+        schema: &'x Schema,
+        new: &'x Json,
+        old: Option<&'x Json>,
     ) -> Result<String, MessageStop> {
         if let Some(expr) = &rule.message_expression {
             let this = Value::from_json(new, schema);
             let old_value = old.map(|o| Value::from_json(o, schema));
-            let (result, cost) = expr.program.eval(this, old_value, self.limit());
+            let limit = self.limit();
+            let (result, cost) =
+                expr.program
+                    .eval_in_scratch(&mut self.scratch, this, old_value, limit);
             if self.over_budget(&result, cost) {
                 self.stopped = true;
                 return Err(MessageStop::OutOfBudget);

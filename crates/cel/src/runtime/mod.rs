@@ -31,6 +31,7 @@ use crate::value::{compare, constant, equals, Const, List, Map, Value};
 pub(crate) type Vars<'a> = Vec<Value<'a>>;
 
 /// The state of one evaluation.
+#[derive(Default)]
 pub(crate) struct Frame<'a> {
     vars: Vars<'a>,
     /// How many times each variable slot was bound: a memo is good while
@@ -100,6 +101,50 @@ impl<'a> Frame<'a> {
             limit,
             lazy: None,
         }
+    }
+
+    /// Readies a kept frame (empty, see [`Frame::release`]) for a program
+    /// of `slots` variables and `cells` memos, in the allocations it has.
+    pub(crate) fn reset(
+        &mut self,
+        this: Value<'a>,
+        old_self: Option<Value<'a>>,
+        slots: usize,
+        cells: crate::ir::Cells,
+        limit: u64,
+    ) {
+        debug_assert!(self.vars.is_empty() && crate::check::SELF_SLOT == 0);
+        self.vars.push(this);
+        self.vars.push(old_self.unwrap_or(Value::Null));
+        self.vars.resize(slots, Value::Null);
+        self.bound.resize(slots, 0);
+        self.memos.resize(cells.by_binding, None);
+        self.elem_memos.resize_with(cells.by_element, || {
+            ElemMemo::with_hasher(foldhash::fast::FixedState::default())
+        });
+        self.scans.resize_with(cells.by_scan, || None);
+        self.cost = 0;
+        self.limit = limit;
+    }
+
+    /// Drops what the evaluation held, keeping the allocations.
+    pub(crate) fn release(&mut self) {
+        self.vars.clear();
+        self.bound.clear();
+        self.memos.clear();
+        // A memo map keeps its table for the next frame's same cell.
+        self.elem_memos.iter_mut().for_each(ElemMemo::clear);
+        self.scans.clear();
+    }
+
+    /// True when the frame holds nothing of an evaluation (what
+    /// [`Frame::release`] leaves): a memo map may keep its empty table.
+    pub(crate) fn is_released(&self) -> bool {
+        self.vars.is_empty()
+            && self.bound.is_empty()
+            && self.memos.is_empty()
+            && self.elem_memos.iter().all(ElemMemo::is_empty)
+            && self.scans.is_empty()
     }
 
     /// Binds a variable; memos of the previous value are stale from now on.
