@@ -8,17 +8,22 @@ use crate::conversion::{self, Conversion};
 use crate::rules::RuleSet;
 use crate::validation::CrdVersion;
 
+/// A map by name, looked up several times per request. The keys come from
+/// the config, not from requests, so a fixed-seed hash does (SipHash, the
+/// std default, cost five times as much).
+type Lookup<V> = HashMap<String, V, foldhash::fast::FixedState>;
+
 /// Every loaded CRD version and rules document, by (group, version, kind).
 #[derive(Debug, Default)]
 pub struct Catalog {
     // group -> kind -> version: nested maps so that a lookup borrows the
     // request's strings instead of building an owned key per request.
-    versions: HashMap<String, HashMap<String, HashMap<String, Arc<CrdVersion>>>>,
+    versions: Lookup<Lookup<Lookup<Arc<CrdVersion>>>>,
     count: usize,
     /// group -> kind -> compiled conversion document.
-    conversions: HashMap<String, HashMap<String, Arc<Conversion>>>,
+    conversions: Lookup<Lookup<Arc<Conversion>>>,
     /// group -> kind -> the rules documents on that kind.
-    rules: HashMap<String, HashMap<String, KindRules>>,
+    rules: Lookup<Lookup<KindRules>>,
     /// The ValidatingAdmissionPolicies and what they look up.
     pub(super) policies: Arc<crate::policy::Set>,
     /// Something reads the request's resource, options and the like
@@ -30,7 +35,7 @@ pub struct Catalog {
 #[derive(Debug, Default)]
 struct KindRules {
     /// version -> rule sets, in load order.
-    by_version: HashMap<String, Vec<Arc<RuleSet>>>,
+    by_version: Lookup<Vec<Arc<RuleSet>>>,
     /// Every version the kind's schema has (targeted or not).
     known: Vec<String>,
     /// The metrics label of the kind (`crd` label): the CRD's name, or

@@ -232,6 +232,8 @@ pub fn compile(
                     match Program::compile(&a.expr, source, Environment::conversion().at(libraries))
                     {
                         Ok(program) => out.push(Assignment {
+                            touches_metadata: path.first().is_none_or(|f| f == "metadata")
+                                || crate::cel::may_read_self_field(&a.expr, "metadata"),
                             at,
                             path,
                             value_schema,
@@ -256,6 +258,7 @@ pub fn compile(
                 schema: schema.clone(),
                 to_hub,
                 from_hub,
+                api_version: format!("{}/{name}", crd.group),
             },
         );
     }

@@ -61,6 +61,8 @@ struct VersionPlan {
     schema: Schema,
     to_hub: Vec<Assignment>,
     from_hub: Vec<Assignment>,
+    /// `group/version`, the apiVersion of objects at this version.
+    api_version: String,
 }
 
 /// `path = expr`, compiled.
@@ -73,6 +75,9 @@ struct Assignment {
     value_schema: Option<Schema>,
     expr: String,
     program: Program,
+    /// It writes below `metadata` or its expression may read it (see
+    /// `Conversion::convert`).
+    touches_metadata: bool,
 }
 
 /// Why one object could not be converted.
@@ -158,8 +163,34 @@ impl Conversion {
         self.plans.contains_key(version)
     }
 
-    fn api_version(&self, version: &str) -> String {
-        format!("{}/{version}", self.group)
+    fn api_version(&self, version: &str) -> std::borrow::Cow<'_, str> {
+        match self.plans.get(version) {
+            Some(plan) => plan.api_version.as_str().into(),
+            None => format!("{}/{version}", self.group).into(),
+        }
+    }
+
+    /// True when no assignment on the way from `from` to `to` reads or
+    /// writes `metadata`: the result's metadata is then the source's.
+    fn keeps_metadata(&self, from: &str, to: &str) -> bool {
+        let steps = |v: &str, to_hub: bool| {
+            self.plans
+                .get(v)
+                .map(|p| if to_hub { &p.to_hub } else { &p.from_hub })
+        };
+        let lists = if from == to {
+            [None, None]
+        } else if from == self.hub {
+            [steps(to, false), None]
+        } else if to == self.hub {
+            [steps(from, true), None]
+        } else {
+            [steps(from, true), steps(to, false)]
+        };
+        lists
+            .iter()
+            .flatten()
+            .all(|list| list.iter().all(|a| !a.touches_metadata))
     }
 
     /// Converts `object` (at `from`) to `to`, stashing what the target
@@ -171,15 +202,38 @@ impl Conversion {
         }
         let mut stash = stash::take(&mut object).map_err(ObjectError::Object)?;
         let mut out = self.translate(&object, from, to)?;
-        if let Some(entries) = stash.remove(&self.api_version(to)) {
+        if let Some(entries) = stash.remove(self.api_version(to).as_ref()) {
             stash::restore(&mut out, &entries);
         }
         // Convert straight back: whatever differs from the input is what
-        // this conversion would lose.
-        let back = self.translate(&out, to, from)?;
-        let lost = stash::diff(&object, &back);
-        drop(back);
-        let from_api = self.api_version(from);
+        // this conversion would lose. When nothing on the way back reads or
+        // writes metadata, the way back would carry `out`'s metadata over
+        // unchanged: it is lent out of `out` for the trip rather than
+        // copied (most of an object's bytes are its annotations and
+        // managedFields).
+        let lent = match out.as_object_mut() {
+            Some(map) if self.keeps_metadata(to, from) => map.remove("metadata"),
+            _ => None,
+        };
+        let lost = match lent {
+            None => stash::diff(&object, &self.translate(&out, to, from)?),
+            Some(metadata) => {
+                // Into the way back's result for the comparison, then back
+                // into `out` (`step` always answers an object).
+                let mut back = self.translate(&out, to, from)?;
+                let not_object = || ObjectError::Object("the object is not a JSON object".into());
+                back.as_object_mut()
+                    .ok_or_else(not_object)?
+                    .insert("metadata", metadata);
+                let lost = stash::diff(&object, &back);
+                let metadata = back.as_object_mut().and_then(|m| m.remove("metadata"));
+                if let (Some(metadata), Some(map)) = (metadata, out.as_object_mut()) {
+                    map.insert("metadata", metadata);
+                }
+                lost
+            }
+        };
+        let from_api = self.api_version(from).into_owned();
         if lost.is_empty() {
             stash.remove(&from_api);
         } else {
@@ -198,13 +252,13 @@ impl Conversion {
         };
         let (source, target, hub) = (plan(from)?, plan(to)?, plan(&self.hub)?);
         if from == self.hub {
-            return self.step(object, hub, target, &target.from_hub, to);
+            return self.step(object, hub, target, &target.from_hub);
         }
         if to == self.hub {
-            return self.step(object, source, hub, &source.to_hub, to);
+            return self.step(object, source, hub, &source.to_hub);
         }
-        let at_hub = self.step(object, source, hub, &source.to_hub, &self.hub)?;
-        self.step(&at_hub, hub, target, &target.from_hub, to)
+        let at_hub = self.step(object, source, hub, &source.to_hub)?;
+        self.step(&at_hub, hub, target, &target.from_hub)
     }
 
     /// One hop: evaluate every assignment against the source, copy the
@@ -215,7 +269,6 @@ impl Conversion {
         source: &VersionPlan,
         target: &VersionPlan,
         assignments: &[Assignment],
-        to: &str,
     ) -> Result<Json, ObjectError> {
         let mut values = Vec::with_capacity(assignments.len());
         for a in assignments {
@@ -250,7 +303,7 @@ impl Conversion {
                 "the object is not a JSON object".into(),
             ));
         };
-        map.insert("apiVersion", Json::from(self.api_version(to)));
+        map.insert("apiVersion", Json::from(target.api_version.as_str()));
         for (a, value) in assignments.iter().zip(values) {
             place(&mut out, &a.path, value).map_err(|reason| ObjectError::Expression {
                 at: a.at.clone(),

@@ -455,3 +455,45 @@ fn check_type_follows_items_and_properties() {
     );
     assert!(check(json!({"x": 1})).is_some());
 }
+
+#[test]
+fn metadata_lent_for_the_way_back_gives_the_answer_a_copy_gives() {
+    // The same conversion twice: as written, and with expressions that
+    // also read metadata, so that the way back must carry a copy of it.
+    let size_to_hub = "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))";
+    let lent = load_widget(&widget_conversion(SIZE_TO_HUB, "string(n)"));
+    let copied = load_widget(&widget_conversion(
+        &format!(
+            r#"[{{path: spec.size, expr: "self.metadata.name == '' ? {size_to_hub} : {size_to_hub}"}}]"#
+        ),
+        "self.metadata.name == '' ? string(n) : string(n)",
+    ));
+    for loaded in [&lent, &copied] {
+        assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
+    }
+    let widgets = |c: &Catalog| {
+        c.conversion("example.org", "Widget")
+            .expect("the Widget conversion")
+            .keeps_metadata("v2", "v1")
+    };
+    assert!(widgets(&lent.catalog));
+    assert!(!widgets(&copied.catalog));
+    let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"a": "b"}, "annotations": {"x": "y"}},
+        "spec": {"size": 3, "color": "red"}});
+    let v2 = json!({"apiVersion": "example.org/v2", "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {"size": "12"}});
+    for (object, desired) in [(&v1, "example.org/v2"), (&v2, "example.org/v1")] {
+        let there = one(&lent.catalog, desired, object.clone());
+        assert_eq!(
+            there,
+            one(&copied.catalog, desired, object.clone()),
+            "{object}"
+        );
+        assert_eq!(there["metadata"]["labels"], json!({"a": "b"}), "{there}");
+        // And back again, through the stash.
+        let back = object["apiVersion"].as_str().expect("apiVersion");
+        assert_eq!(one(&lent.catalog, back, there.clone()), *object);
+        assert_eq!(one(&copied.catalog, back, there), *object);
+    }
+}

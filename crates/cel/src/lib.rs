@@ -275,6 +275,13 @@ impl Program {
     }
 }
 
+/// False only when every use of `self` in `source` selects a field other
+/// than `field`, so that its result cannot depend on `self.<field>` (a
+/// conservative static check: anything else counts as reading it).
+pub fn may_read_self_field(source: &str, field: &str) -> bool {
+    syntax::may_read_self_field(source, field)
+}
+
 /// The allocations of one evaluation's frame, kept for the next: the
 /// rules of a review run one after another, and allocating and freeing
 /// each one's vectors took 5% of a review's instructions. Holds no value

@@ -333,3 +333,60 @@ pub(crate) fn mentions(source: &str, name: &str) -> bool {
     }
     parse(source).is_ok_and(|(expr, _)| walk(&expr, name))
 }
+
+/// False only when `source` parses and every use of `self` in it selects a
+/// field other than `field` (`self.x`, `self.?x`, `has(self.x)`): then the
+/// expression's result cannot depend on `self.<field>`. Any other use of
+/// `self` (whole, indexed, passed on, a variable of that name) counts as
+/// reading it; so does a source too deep to parse here.
+pub(crate) fn may_read_self_field(source: &str, field: &str) -> bool {
+    use cel::common::ast::LiteralValue;
+    use cel::common::ast::{EntryExpr, Expr};
+    fn is_self(e: &IdedExpr) -> bool {
+        matches!(&e.expr, Expr::Ident(n) if n == "self")
+    }
+    fn any<'e>(es: impl IntoIterator<Item = &'e IdedExpr>, field: &str) -> bool {
+        es.into_iter().any(|x| walk(x, field))
+    }
+    fn walk(e: &IdedExpr, field: &str) -> bool {
+        match &e.expr {
+            Expr::Ident(n) => n == "self",
+            Expr::Select(s) if is_self(&s.operand) => s.field == field,
+            Expr::Select(s) => walk(&s.operand, field),
+            Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 && is_self(&c.args[0]) => {
+                match &c.args[1].expr {
+                    Expr::Literal(LiteralValue::String(f)) => f.inner() == field,
+                    _ => true,
+                }
+            }
+            Expr::Call(c) => {
+                c.target.as_deref().is_some_and(|t| walk(t, field)) || any(&c.args, field)
+            }
+            Expr::List(l) => any(&l.elements, field),
+            Expr::Map(m) => m.entries.iter().any(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => walk(&e.key, field) || walk(&e.value, field),
+                EntryExpr::StructField(f) => walk(&f.value, field),
+            }),
+            Expr::Struct(s) => s.entries.iter().any(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => walk(&e.key, field) || walk(&e.value, field),
+                EntryExpr::StructField(f) => walk(&f.value, field),
+            }),
+            Expr::Comprehension(c) => any(
+                [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ],
+                field,
+            ),
+            Expr::Literal(_) => false,
+            Expr::Unspecified => true,
+        }
+    }
+    if raw_nesting(source) > SHALLOW_NESTING {
+        return true;
+    }
+    parse(source).map_or(true, |(expr, _)| walk(&expr, field))
+}

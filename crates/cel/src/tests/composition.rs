@@ -173,3 +173,36 @@ fn programs_that_read_no_input_are_told_apart() {
     .unwrap();
     assert!(!rule.reads_no_input());
 }
+
+#[test]
+fn an_expression_reads_a_field_of_self_unless_every_use_selects_another() {
+    let cases = [
+        // Other fields only: the result cannot depend on metadata.
+        ("self.spec.a == 1", false),
+        ("self.?spec.toppings.optMap(ts, ts.map(t, t.name))", false),
+        (
+            "has(self.spec) && self.status.x.all(k, k != 'metadata')",
+            false,
+        ),
+        ("[1, 2].map(x, {'metadata': x})", false),
+        // The field itself, by each way of selecting it.
+        ("self.metadata.name == 'x'", true),
+        ("has(self.metadata.labels)", true),
+        ("self.?metadata.orValue({})", true),
+        // `self` whole, indexed, passed on, or bound anew: counted as read.
+        ("self == self", true),
+        ("self['spec'] == 1", true),
+        ("size(self) > 0", true),
+        ("self.all(k, k != 'spec')", true),
+        ("[1].all(self, self > 0)", true),
+        // Not parsed here: counted as read.
+        ("self.spec.(", true),
+    ];
+    for (source, reads) in cases {
+        assert_eq!(
+            crate::may_read_self_field(source, "metadata"),
+            reads,
+            "{source}"
+        );
+    }
+}
