@@ -31,6 +31,15 @@ impl Original {
         }
     }
 
+    /// What the checks compare, moved out of an input no longer needed.
+    pub fn from_input(mut input: Json) -> Self {
+        let mut field = |key: &str| input.as_object_mut().and_then(|m| m.remove(key));
+        Original {
+            kind: field("kind"),
+            metadata: field("metadata"),
+        }
+    }
+
     /// `namespace/name`, or `name` for a cluster-scoped object, for messages.
     pub fn display_name(&self) -> String {
         display_name(self.metadata.as_ref())

@@ -196,11 +196,27 @@ impl Conversion {
     /// Converts `object` (at `from`) to `to`, stashing what the target
     /// cannot hold and restoring what an earlier conversion stashed. An
     /// object already at `to` comes back unchanged.
-    pub fn convert(&self, mut object: Json, from: &str, to: &str) -> Result<Json, ObjectError> {
+    pub fn convert(&self, object: Json, from: &str, to: &str) -> Result<Json, ObjectError> {
+        self.convert_keeping(object, from, to).map(|(out, _)| out)
+    }
+
+    /// [`Conversion::convert`], giving back the input as it came (`None`
+    /// when the answer is the input itself): the caller's guard compares
+    /// the two without a copy of the input.
+    pub fn convert_keeping(
+        &self,
+        mut object: Json,
+        from: &str,
+        to: &str,
+    ) -> Result<(Json, Option<Json>), ObjectError> {
         if from == to {
-            return Ok(object);
+            return Ok((object, None));
         }
-        let mut stash = stash::take(&mut object).map_err(ObjectError::Object)?;
+        let raw = stash::take_raw(&mut object);
+        let mut stash = match &raw {
+            Some(raw) => stash::parse(raw).map_err(ObjectError::Object)?,
+            None => stash::Stash::new(),
+        };
         let mut out = self.translate(&object, from, to)?;
         if let Some(entries) = stash.remove(self.api_version(to).as_ref()) {
             stash::restore(&mut out, &entries);
@@ -240,7 +256,10 @@ impl Conversion {
             stash.insert(from_api, lost);
         }
         stash::put(&mut out, &stash).map_err(ObjectError::Object)?;
-        Ok(out)
+        if let Some(raw) = raw {
+            stash::give_back(&mut object, raw);
+        }
+        Ok((out, Some(object)))
     }
 
     /// The plain conversion, without the stash: source -> hub -> target.
@@ -524,15 +543,22 @@ pub fn convert_each(
             name: "unparsed".into(),
             reason,
         })?;
-        // Only kind and metadata are kept for the guard, and only while this
-        // object is converted.
-        let original = guard::Original::of(&object);
-        let converted =
-            convert_one(catalog, desired, object).map_err(|reason| ReviewFailure::Object {
-                index,
-                name: original.display_name(),
-                reason,
+        let name = guard::display_name(object.get("metadata"));
+        let (converted, input) =
+            convert_one_keeping(catalog, desired, object).map_err(|reason| {
+                ReviewFailure::Object {
+                    index,
+                    name,
+                    reason,
+                }
             })?;
+        // Only kind and metadata are kept for the guard: moved out of the
+        // input the conversion gives back, copied when the answer is the
+        // input itself.
+        let original = match input {
+            Some(input) => guard::Original::from_input(input),
+            None => guard::Original::of(&converted),
+        };
         guard::check(index, &original, &converted, desired)?;
         emit(converted)?;
         emitted += 1;
@@ -550,6 +576,16 @@ pub fn convert_one(
     desired: &str,
     object: Json,
 ) -> Result<Json, String> {
+    convert_one_keeping(catalog, desired, object).map(|(out, _)| out)
+}
+
+/// [`convert_one`], giving back the input as well (see
+/// [`Conversion::convert_keeping`]).
+fn convert_one_keeping(
+    catalog: &(impl Conversions + ?Sized),
+    desired: &str,
+    object: Json,
+) -> Result<(Json, Option<Json>), String> {
     let (group, version) = split_api_version(desired);
     let Some(api_version) = object.get("apiVersion").and_then(Json::as_str) else {
         return Err("apiVersion is missing".into());
@@ -586,7 +622,7 @@ pub fn convert_one(
     }
     let from = from.to_owned();
     conversion
-        .convert(object, &from, version)
+        .convert_keeping(object, &from, version)
         .map_err(|e| e.to_string())
 }
 

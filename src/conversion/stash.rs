@@ -39,22 +39,39 @@ pub type Stash = BTreeMap<String, Vec<Entry>>;
 /// Removes the stash annotation from `object` and parses it (empty when
 /// absent). Leaves no empty `annotations` map behind.
 pub fn take(object: &mut Json) -> Result<Stash, String> {
-    let Some(annotations) = object
+    take_raw(object).as_ref().map_or(Ok(Stash::new()), parse)
+}
+
+/// Removes the stash annotation from `object` as it is written, leaving no
+/// empty `annotations` map behind ([`give_back`] undoes it).
+pub fn take_raw(object: &mut Json) -> Option<Json> {
+    let annotations = object
         .get_mut("metadata")
         .and_then(|m| m.get_mut("annotations"))
-        .and_then(Json::as_object_mut)
-    else {
-        return Ok(Stash::new());
-    };
-    let Some(raw) = annotations.remove(ANNOTATION) else {
-        return Ok(Stash::new());
-    };
-    let empty = annotations.is_empty();
-    if empty {
+        .and_then(Json::as_object_mut)?;
+    let raw = annotations.remove(ANNOTATION)?;
+    if annotations.is_empty() {
         if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
             meta.remove("annotations");
         }
     }
+    Some(raw)
+}
+
+/// Puts back what [`take_raw`] removed.
+pub fn give_back(object: &mut Json, raw: Json) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Json::Object(Map::new()));
+        if let Some(map) = annotations.as_object_mut() {
+            map.insert(ANNOTATION, raw);
+        }
+    }
+}
+
+/// The stash an annotation's value holds.
+pub fn parse(raw: &Json) -> Result<Stash, String> {
     let text = raw
         .as_str()
         .ok_or_else(|| format!("annotation {ANNOTATION} must be a string"))?;

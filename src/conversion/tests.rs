@@ -497,3 +497,40 @@ fn metadata_lent_for_the_way_back_gives_the_answer_a_copy_gives() {
         assert_eq!(one(&copied.catalog, back, there), *object);
     }
 }
+
+#[test]
+fn the_input_given_back_for_the_guard_is_the_input_as_it_came() {
+    let loaded = load_widget(&widget_conversion(SIZE_TO_HUB, "string(n)"));
+    assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
+    let c = loaded
+        .catalog
+        .conversion("example.org", "Widget")
+        .expect("the Widget conversion");
+    let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget",
+        "metadata": {"name": "w", "annotations": {"x": "y"}},
+        "spec": {"size": 3, "color": "red"}});
+    let (v2, input) = c.convert_keeping(v1.clone(), "v1", "v2").expect("converts");
+    assert_eq!(input, Some(v1.clone()));
+    assert!(has_stash(&v2), "{v2}");
+    // With a stash annotation, alone or beside others: given back in place.
+    let mut alone = v2.clone();
+    alone["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .get_mut("annotations")
+        .and_then(Json::as_object_mut)
+        .expect("annotations")
+        .remove("x");
+    for input in [v2, alone] {
+        let (back, given) = c
+            .convert_keeping(input.clone(), "v2", "v1")
+            .expect("converts");
+        assert_eq!(given, Some(input));
+        assert_eq!(back["spec"], json!({"size": 3, "color": "red"}));
+    }
+    // Already at the target: the answer is the input, nothing given back.
+    assert_eq!(
+        c.convert_keeping(v1.clone(), "v1", "v1").expect("same"),
+        (v1, None)
+    );
+}

@@ -18,7 +18,15 @@ impl Properties {
 
     /// The position of `name`, if the node declares it.
     pub fn position(&self, name: &str) -> Option<usize> {
-        self.0.binary_search_by(|(k, _)| k.as_str().cmp(name)).ok()
+        // As the JSON maps look up keys: a few entries in order, word-wise;
+        // more by halves (each a `memcmp`).
+        if self.0.len() <= 8 {
+            self.0
+                .iter()
+                .position(|(k, _)| celhook_json::same_key(k, name))
+        } else {
+            self.0.binary_search_by(|(k, _)| k.as_str().cmp(name)).ok()
+        }
     }
 
     /// The schema of `name`.
