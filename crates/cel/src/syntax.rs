@@ -277,11 +277,10 @@ pub(crate) fn line_col(source: &str, offset: usize) -> (isize, isize) {
 /// any comprehension that binds it (a static report, for refusing an
 /// expression by the variable it uses rather than by what it calls on it).
 pub(crate) fn mentions(source: &str, name: &str) -> bool {
-    use cel::common::ast::{EntryExpr, Expr};
+    use cel::common::ast::Expr;
     fn walk(e: &IdedExpr, name: &str) -> bool {
         match &e.expr {
             Expr::Ident(n) => n == name,
-            Expr::Select(s) => walk(&s.operand, name),
             // The parser keeps macros as `@all(range; var, [var2,] body)`:
             // their leading identifiers bind, they do not refer.
             Expr::Call(c) if c.func_name.starts_with('@') => {
@@ -303,19 +302,6 @@ pub(crate) fn mentions(source: &str, name: &str) -> bool {
                 }
                 range || (!binds_name && c.args[bound..].iter().any(|a| walk(a, name)))
             }
-            Expr::Call(c) => {
-                c.target.as_deref().is_some_and(|t| walk(t, name))
-                    || c.args.iter().any(|a| walk(a, name))
-            }
-            Expr::List(l) => l.elements.iter().any(|x| walk(x, name)),
-            Expr::Map(m) => m.entries.iter().any(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => walk(&e.key, name) || walk(&e.value, name),
-                EntryExpr::StructField(f) => walk(&f.value, name),
-            }),
-            Expr::Struct(s) => s.entries.iter().any(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => walk(&e.key, name) || walk(&e.value, name),
-                EntryExpr::StructField(f) => walk(&f.value, name),
-            }),
             Expr::Comprehension(c) => {
                 walk(&c.iter_range, name)
                     || walk(&c.accu_init, name)
@@ -324,7 +310,7 @@ pub(crate) fn mentions(source: &str, name: &str) -> bool {
                             || walk(&c.loop_step, name)
                             || walk(&c.result, name)))
             }
-            Expr::Literal(_) | Expr::Unspecified => false,
+            _ => children(e).into_iter().any(|c| walk(c, name)),
         }
     }
     // Deep expressions are left to the compiler, which parses them safely.
@@ -340,53 +326,53 @@ pub(crate) fn mentions(source: &str, name: &str) -> bool {
 /// `self` (whole, indexed, passed on, a variable of that name) counts as
 /// reading it; so does a source too deep to parse here.
 pub(crate) fn may_read_self_field(source: &str, field: &str) -> bool {
-    use cel::common::ast::LiteralValue;
-    use cel::common::ast::{EntryExpr, Expr};
+    use cel::common::ast::{Expr, LiteralValue};
     fn is_self(e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "self")
-    }
-    fn any<'e>(es: impl IntoIterator<Item = &'e IdedExpr>, field: &str) -> bool {
-        es.into_iter().any(|x| walk(x, field))
     }
     fn walk(e: &IdedExpr, field: &str) -> bool {
         match &e.expr {
             Expr::Ident(n) => n == "self",
             Expr::Select(s) if is_self(&s.operand) => s.field == field,
-            Expr::Select(s) => walk(&s.operand, field),
             Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 && is_self(&c.args[0]) => {
                 match &c.args[1].expr {
                     Expr::Literal(LiteralValue::String(f)) => f.inner() == field,
                     _ => true,
                 }
             }
-            Expr::Call(c) => {
-                c.target.as_deref().is_some_and(|t| walk(t, field)) || any(&c.args, field)
-            }
-            Expr::List(l) => any(&l.elements, field),
-            Expr::Map(m) => m.entries.iter().any(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => walk(&e.key, field) || walk(&e.value, field),
-                EntryExpr::StructField(f) => walk(&f.value, field),
-            }),
-            Expr::Struct(s) => s.entries.iter().any(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => walk(&e.key, field) || walk(&e.value, field),
-                EntryExpr::StructField(f) => walk(&f.value, field),
-            }),
-            Expr::Comprehension(c) => any(
-                [
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ],
-                field,
-            ),
-            Expr::Literal(_) => false,
             Expr::Unspecified => true,
+            _ => children(e).into_iter().any(|c| walk(c, field)),
         }
     }
     if raw_nesting(source) > SHALLOW_NESTING {
         return true;
     }
     parse(source).map_or(true, |(expr, _)| walk(&expr, field))
+}
+
+/// The expressions directly below `e`, in source order (for the static
+/// walks above; macros stay calls of `@`-named functions).
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    use cel::common::ast::{EntryExpr, Expr};
+    fn entry(entry: &EntryExpr) -> Vec<&IdedExpr> {
+        match entry {
+            EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+            EntryExpr::StructField(f) => vec![&f.value],
+        }
+    }
+    match &e.expr {
+        Expr::Select(s) => vec![&*s.operand],
+        Expr::Call(c) => c.target.as_deref().into_iter().chain(&c.args).collect(),
+        Expr::List(l) => l.elements.iter().collect(),
+        Expr::Map(m) => m.entries.iter().flat_map(|x| entry(&x.expr)).collect(),
+        Expr::Struct(s) => s.entries.iter().flat_map(|x| entry(&x.expr)).collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    }
 }
