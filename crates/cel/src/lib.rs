@@ -209,6 +209,7 @@ impl Program {
         old_self: Option<Value<'a>>,
         limit: u64,
     ) -> (Result<Value<'a>, EvalError>, u64) {
+        const _: () = assert!(check::SELF_SLOT == 0 && check::OLD_SELF_SLOT == 1);
         let frame = &mut scratch.0;
         frame.reset(this, old_self, self.slots.max(2), self.memos, limit);
         let result = runtime::eval(&self.ir, frame);

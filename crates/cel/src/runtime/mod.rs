@@ -113,7 +113,9 @@ impl<'a> Frame<'a> {
         cells: crate::ir::Cells,
         limit: u64,
     ) {
-        debug_assert!(self.vars.is_empty() && crate::check::SELF_SLOT == 0);
+        // `self` and `oldSelf` are the first two slots (asserted where the
+        // checker's slot numbers and this meet, in `Program`).
+        debug_assert!(self.vars.is_empty());
         self.vars.push(this);
         self.vars.push(old_self.unwrap_or(Value::Null));
         self.vars.resize(slots, Value::Null);
