@@ -267,14 +267,21 @@ for tag, label in (("h1", "HTTP/1.1, as the API server calls webhooks (a pool of
           f"negotiated: {', '.join(versions)} (HTTP/2 answers {sum(x['http2_answers'] for x in rules + norule)}, "
           f"HTTP/1.1 answers {sum(x['http1_answers'] for x in rules + norule)} of {sum(x['requests'] for x in rules + norule)})\n")
 
-def quantile(hist, q):
-    """The upper bound of the bucket where the server's histogram passes q."""
+def quantile_s(hist, q):
+    """The q-quantile of the server's histogram in seconds, interpolated
+    linearly within its bucket as Prometheus' histogram_quantile does."""
     bounds = sorted(((float(le), n) for le, n in hist.items() if le != "+Inf"), key=lambda x: x[0])
     total = hist.get("+Inf", 0)
+    lower, below = 0.0, 0.0
     for le, n in bounds:
         if total and n >= q * total:
-            return f"<= {le * 1000:g} ms"
-    return "n/a"
+            return lower + (le - lower) * ((q * total - below) / (n - below) if n > below else 1)
+        lower, below = le, n
+    return None
+
+def quantile(hist, q):
+    v = quantile_s(hist, q)
+    return "n/a" if v is None else f"{v * 1000:.3f} ms"
 
 print("\n## 3. Tail at 50% of max throughput (HTTP/1.1), open loop\n")
 for name, label in (("tail.json", "**at 50% of the max**"), ("tail-eighth.json", "at 1/8 of the max, for comparison")):
@@ -296,8 +303,10 @@ for name, label in (("tail.json", "**at 50% of the max**"), ("tail-eighth.json",
               + ("" if pressure is None else f"; some task waiting for a CPU {pressure:.0%} of the time"))
     h = t.get("server_histogram")
     if h and h.get("+Inf"):
-        print(f"  - the server's own request durations over the run: p50 {quantile(h, 0.5)}, p99 {quantile(h, 0.99)}, "
-              f"p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews)")
+        p50, p99 = quantile_s(h, 0.5), quantile_s(h, 0.99)
+        ratio = f"; **p99 / p50 = {p99 / p50:.2f}**" if p50 and p99 else ""
+        print(f"  - the server's own request durations over the run (interpolated in its buckets): p50 {quantile(h, 0.5)}, "
+              f"p99 {quantile(h, 0.99)}, p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews){ratio}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:
