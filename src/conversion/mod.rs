@@ -65,6 +65,20 @@ struct VersionPlan {
     api_version: String,
 }
 
+/// One hop of a conversion: source and target version, and the
+/// assignments that make the target.
+type Hop<'c> = (&'c VersionPlan, &'c VersionPlan, &'c [Assignment]);
+
+/// The hops of a conversion: one, or two through the hub.
+type Route<'c> = (Hop<'c>, Option<Hop<'c>>);
+
+/// True when no assignment on `route` reads or writes `metadata`.
+fn keeps_metadata((first, then): Route<'_>) -> bool {
+    std::iter::once(first)
+        .chain(then)
+        .all(|(_, _, assignments)| assignments.iter().all(|a| !a.touches_metadata))
+}
+
 /// `path = expr`, compiled.
 #[derive(Debug)]
 struct Assignment {
@@ -170,27 +184,32 @@ impl Conversion {
         }
     }
 
-    /// True when no assignment on the way from `from` to `to` reads or
-    /// writes `metadata`: the result's metadata is then the source's.
-    fn keeps_metadata(&self, from: &str, to: &str) -> bool {
-        let steps = |v: &str, to_hub: bool| {
-            self.plans
-                .get(v)
-                .map(|p| if to_hub { &p.to_hub } else { &p.from_hub })
+    /// The hops from `from` to `to`: through the hub, or one hop when
+    /// either end is the hub.
+    fn route(&self, from: &str, to: &str) -> Result<Route<'_>, ObjectError> {
+        let plan = |v: &str| {
+            self.plans.get(v).ok_or_else(|| {
+                ObjectError::Object(format!("{v} is not a version of {}", self.crd_name))
+            })
         };
-        let lists = if from == to {
-            [None, None]
-        } else if from == self.hub {
-            [steps(to, false), None]
+        let (source, target, hub) = (plan(from)?, plan(to)?, plan(&self.hub)?);
+        let to_hub = (source, hub, source.to_hub.as_slice());
+        let from_hub = (hub, target, target.from_hub.as_slice());
+        Ok(if from == self.hub {
+            (from_hub, None)
         } else if to == self.hub {
-            [steps(from, true), None]
+            (to_hub, None)
         } else {
-            [steps(from, true), steps(to, false)]
-        };
-        lists
-            .iter()
-            .flatten()
-            .all(|list| list.iter().all(|a| !a.touches_metadata))
+            (to_hub, Some(from_hub))
+        })
+    }
+
+    /// True when `from` and `to` are versions and no assignment on the way
+    /// between them reads or writes `metadata`: the result's metadata is
+    /// then the source's.
+    #[cfg(test)]
+    fn keeps_metadata(&self, from: &str, to: &str) -> bool {
+        self.route(from, to).is_ok_and(keeps_metadata)
     }
 
     /// Converts `object` (at `from`) to `to`, stashing what the target
@@ -217,7 +236,8 @@ impl Conversion {
             Some(raw) => stash::parse(raw).map_err(ObjectError::Object)?,
             None => stash::Stash::new(),
         };
-        let mut out = self.translate(&object, from, to)?;
+        let (there, back_route) = (self.route(from, to)?, self.route(to, from)?);
+        let mut out = self.translate(&object, there)?;
         if let Some(entries) = stash.remove(self.api_version(to).as_ref()) {
             stash::restore(&mut out, &entries);
         }
@@ -228,27 +248,22 @@ impl Conversion {
         // copied (most of an object's bytes are its annotations and
         // managedFields).
         let lent = match out.as_object_mut() {
-            Some(map) if self.keeps_metadata(to, from) => map.remove("metadata"),
+            Some(map) if keeps_metadata(back_route) => map.remove("metadata"),
             _ => None,
         };
-        let lost = match lent {
-            None => stash::diff(&object, &self.translate(&out, to, from)?),
-            Some(metadata) => {
-                // Into the way back's result for the comparison, then back
-                // into `out` (`step` always answers an object).
-                let mut back = self.translate(&out, to, from)?;
-                let not_object = || ObjectError::Object("the object is not a JSON object".into());
-                back.as_object_mut()
-                    .ok_or_else(not_object)?
-                    .insert("metadata", metadata);
-                let lost = stash::diff(&object, &back);
-                let metadata = back.as_object_mut().and_then(|m| m.remove("metadata"));
-                if let (Some(metadata), Some(map)) = (metadata, out.as_object_mut()) {
-                    map.insert("metadata", metadata);
-                }
-                lost
-            }
-        };
+        let lending = lent.is_some();
+        let mut back = self.translate(&out, back_route)?;
+        // Into the way back's result for the comparison, then back into
+        // `out` (`step` always answers an object).
+        if let (Some(metadata), Some(map)) = (lent, back.as_object_mut()) {
+            map.insert("metadata", metadata);
+        }
+        let lost = stash::diff(&object, &back);
+        let returned = lending.then(|| back.as_object_mut()?.remove("metadata"));
+        if let (Some(metadata), Some(map)) = (returned.flatten(), out.as_object_mut()) {
+            map.insert("metadata", metadata);
+        }
+        drop(back);
         let from_api = self.api_version(from).into_owned();
         if lost.is_empty() {
             stash.remove(&from_api);
@@ -263,21 +278,12 @@ impl Conversion {
     }
 
     /// The plain conversion, without the stash: source -> hub -> target.
-    fn translate(&self, object: &Json, from: &str, to: &str) -> Result<Json, ObjectError> {
-        let plan = |v: &str| {
-            self.plans.get(v).ok_or_else(|| {
-                ObjectError::Object(format!("{v} is not a version of {}", self.crd_name))
-            })
-        };
-        let (source, target, hub) = (plan(from)?, plan(to)?, plan(&self.hub)?);
-        if from == self.hub {
-            return self.step(object, hub, target, &target.from_hub);
+    fn translate(&self, object: &Json, (first, then): Route<'_>) -> Result<Json, ObjectError> {
+        let out = self.step(object, first)?;
+        match then {
+            Some(hop) => self.step(&out, hop),
+            None => Ok(out),
         }
-        if to == self.hub {
-            return self.step(object, source, hub, &source.to_hub);
-        }
-        let at_hub = self.step(object, source, hub, &source.to_hub)?;
-        self.step(&at_hub, hub, target, &target.from_hub)
     }
 
     /// One hop: evaluate every assignment against the source, copy the
@@ -285,9 +291,7 @@ impl Conversion {
     fn step(
         &self,
         object: &Json,
-        source: &VersionPlan,
-        target: &VersionPlan,
-        assignments: &[Assignment],
+        (source, target, assignments): Hop<'_>,
     ) -> Result<Json, ObjectError> {
         let mut values = Vec::with_capacity(assignments.len());
         for a in assignments {

@@ -89,18 +89,13 @@ type ElemMemo<'a> =
 
 impl<'a> Frame<'a> {
     pub(crate) fn new(vars: Vars<'a>, cells: crate::ir::Cells, limit: u64) -> Self {
-        Frame {
-            bound: vec![0; vars.len()],
+        let slots = vars.len();
+        let mut frame = Frame {
             vars,
-            memos: vec![None; cells.by_binding],
-            elem_memos: (0..cells.by_element)
-                .map(|_| ElemMemo::with_hasher(foldhash::fast::FixedState::default()))
-                .collect(),
-            scans: (0..cells.by_scan).map(|_| None).collect(),
-            cost: 0,
-            limit,
-            lazy: None,
-        }
+            ..Frame::default()
+        };
+        frame.size(slots, cells, limit);
+        frame
     }
 
     /// Readies a kept frame (empty, see [`Frame::release`]) for a program
@@ -118,6 +113,12 @@ impl<'a> Frame<'a> {
         debug_assert!(self.vars.is_empty());
         self.vars.push(this);
         self.vars.push(old_self.unwrap_or(Value::Null));
+        self.size(slots, cells, limit);
+    }
+
+    /// Grows the frame to `slots` variables (null past those it holds) and
+    /// the memo cells of `cells`, none of them bound or filled yet.
+    fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
         self.vars.resize(slots, Value::Null);
         self.bound.resize(slots, 0);
         self.memos.resize(cells.by_binding, None);
