@@ -95,9 +95,12 @@ fn catalog_dir(dir: &str) -> Catalog {
     loaded.catalog
 }
 
-/// The compact body the API server would send (Go's encoder writes no spaces).
+/// The compact body the API server would send (Go's encoder writes no
+/// spaces, and a review's fields in its struct's order).
 fn body_of(review: &Value) -> Vec<u8> {
-    serde_json::to_vec(review).expect("JSON")
+    celhook_loadtest::workload::in_api_server_order(review)
+        .expect("JSON")
+        .into_bytes()
 }
 
 /// What `routes::validate` does between the body and the answer bytes,

@@ -46,8 +46,10 @@ fn main() -> Result<(), String> {
     let text = std::fs::read_to_string(&review_path)
         .map_err(|e| format!("{}: {e}", review_path.display()))?;
     let review: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    // Compact, as the API server sends it.
-    let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
+    // Compact and in the API server's order (`operation` before `object`).
+    let body = celhook_loadtest::workload::in_api_server_order(&review)
+        .map_err(|e| e.to_string())?
+        .into_bytes();
     if mode == "rules" {
         return rules_alone(&loaded.catalog, &body, n);
     }

@@ -70,8 +70,11 @@ def applied(obj, time):
 
 review = json.load(open(os.path.join(PERF, "review-update.json")))
 req = review["request"]
-req["object"] = applied(req["object"], "2026-11-20T10:00:00Z")
-req["oldObject"] = applied(req["oldObject"], "2026-11-19T10:00:00Z")
+# Unstructured objects are written with their keys in order, as the API
+# server's encoder writes them.
+sort = lambda v: json.loads(json.dumps(v, sort_keys=True))
+req["object"] = sort(applied(req["object"], "2026-11-20T10:00:00Z"))
+req["oldObject"] = sort(applied(req["oldObject"], "2026-11-19T10:00:00Z"))
 with open(os.path.join(PERF, "review-update-applied.json"), "w") as f:
     json.dump(review, f, indent=2)
     f.write("\n")

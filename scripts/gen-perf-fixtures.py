@@ -135,6 +135,17 @@ write_yaml("k8slib", crd(spec_rules, kube_now))
 write_yaml("pending", crd(spec_rules, kube_all))
 
 
+def sorted_keys(v):
+    """A custom resource as the API server writes it: an unstructured object,
+    whose maps Go's encoder writes in key order (the review's own fields
+    keep their struct order, `operation` before `object`)."""
+    if isinstance(v, dict):
+        return {k: sorted_keys(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [sorted_keys(x) for x in v]
+    return v
+
+
 def review(op, obj_, old):
     gvr = {"group": "platform.example.com", "version": "v1alpha1", "resource": "appdeployments"}
     gvk = {"group": "platform.example.com", "version": "v1alpha1", "kind": "AppDeployment"}
@@ -148,7 +159,7 @@ def review(op, obj_, old):
             "userInfo": {"username": "system:serviceaccount:platform:platform-operator",
                          "uid": "5b0d4c1e-2f3a-4b6c-8d9e-0a1b2c3d4e5f",
                          "groups": ["system:serviceaccounts", "system:serviceaccounts:platform", "system:authenticated"]},
-            "object": obj_, "oldObject": old, "dryRun": False,
+            "object": sorted_keys(obj_), "oldObject": sorted_keys(old), "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions" if op == "CREATE" else "UpdateOptions",
                         "fieldManager": "platform-operator"},
         },

@@ -12,11 +12,11 @@ use crate::config::{Catalog, Target};
 use crate::metrics::RuleObservation;
 use crate::policy;
 use crate::review::{
-    AdmissionRequest, AdmissionResponse, GroupVersionKind, Keep, ObjectReads, Operation,
-    ReviewError, ReviewVersion, RootFields,
+    AdmissionRequest, AdmissionResponse, Fields, GroupVersionKind, Keep, NameOnly, ObjectReads,
+    Operation, ReviewError, ReviewVersion,
 };
 use crate::rules::{self, Requester, RuleSet};
-use crate::validation::{invalid_status, Node};
+use crate::validation::{invalid_status, FieldRead, Node};
 
 /// What to do with an object of a group and kind the config knows (a CRD,
 /// or the target of a rules document) in a version it has no schema of:
@@ -121,9 +121,10 @@ pub fn decode(
 /// What [`review`] will read of the objects of a request, so that
 /// decoding builds only that (`review::decode_admission_planned`): the
 /// top-level fields the CRD's and rules documents' rules sit under, and
-/// `metadata.name`. Whole objects for what reads more: policies, the
-/// schema check, a rule on the root, a matchCondition or object selector
-/// of a rules document.
+/// `metadata.name`; on a CREATE read by one validator, inside those only
+/// the fields its rules select (see [`Node::reads_whole`]). Whole objects
+/// for what reads more: policies, the schema check, a rule reading the
+/// root whole, a matchCondition or object selector of a rules document.
 pub struct Reads<'c> {
     pub catalog: &'c Catalog,
     pub policy: &'c Policy,
@@ -133,18 +134,47 @@ pub struct Reads<'c> {
 pub struct RootReads<'c> {
     crd: Option<&'c Node>,
     rules: &'c [Arc<RuleSet>],
+    /// On CREATE, the one validator's root when one alone reads the kind:
+    /// its plan is followed into the nodes (with several, each field any
+    /// of them reads is kept whole).
+    deep: Option<&'c Node>,
 }
 
-impl RootFields for RootReads<'_> {
-    fn keep(&self, field: &str) -> Keep {
+impl Fields for RootReads<'_> {
+    fn keep(&self, field: &str) -> Keep<'_> {
+        if let Some(root) = self.deep {
+            return match root.keep(field) {
+                // A denial names the object by its name.
+                Keep::Skip if field == "metadata" => Keep::Part(&NameOnly),
+                Keep::Part(_) if field == "metadata" => Keep::Whole,
+                keep => keep,
+            };
+        }
         let read = |node: &Node| node.properties.iter().any(|(name, _)| name == field);
         if self.crd.is_some_and(read) || self.rules.iter().any(|s| read(&s.validator.root)) {
             Keep::Whole
         } else if field == "metadata" {
-            Keep::Name
+            Keep::Part(&NameOnly)
         } else {
             Keep::Skip
         }
+    }
+}
+
+/// On CREATE: the fields a node's rules select, whole; a property with
+/// rules below it, as its own node plans; nothing else.
+impl Fields for Node {
+    fn keep(&self, field: &str) -> Keep<'_> {
+        match self.field_read(field) {
+            FieldRead::Whole => Keep::Whole,
+            FieldRead::Below(child) if child.reads_whole() => Keep::Whole,
+            FieldRead::Below(child) => Keep::Part(child),
+            FieldRead::Nothing => Keep::Skip,
+        }
+    }
+
+    fn holds_places(&self) -> bool {
+        true
     }
 }
 
@@ -154,13 +184,14 @@ impl ObjectReads for Reads<'_> {
     where
         Self: 'r;
 
-    fn plan(&self, gvk: &GroupVersionKind) -> Option<RootReads<'_>> {
+    fn plan(&self, gvk: &GroupVersionKind, creates: bool) -> Option<RootReads<'_>> {
         if self.policy.scope != Scope::Rules && !self.catalog.policies().is_empty() {
             return None;
         }
         let nothing = RootReads {
             crd: None,
             rules: &[],
+            deep: None,
         };
         if self.policy.scope == Scope::Policies {
             return Some(nothing);
@@ -169,8 +200,19 @@ impl ObjectReads for Reads<'_> {
         if target.unknown_version {
             return Some(nothing);
         }
-        // A node with rules is read whole, whatever they look at.
-        let reads_root = |node: &Node| !node.rules.is_empty() || node.element.is_some();
+        // The one validator reading the kind, on CREATE: nothing compares
+        // its values with old ones (ratcheting compares whole values).
+        let deep = match (target.crd, target.rules) {
+            _ if !creates => None,
+            (Some(crd), []) => Some(&crd.validator.root),
+            (None, [set]) => Some(&set.validator.root),
+            _ => None,
+        };
+        // Otherwise a node with rules is read whole, whatever they look at.
+        let reads_root = |node: &Node| match deep {
+            Some(_) => node.reads_whole(),
+            None => !node.rules.is_empty() || node.element.is_some(),
+        };
         if let Some(crd) = target.crd {
             let checked = self.policy.check_schema && crd.validator.schema_check.is_some();
             if checked || reads_root(&crd.validator.root) {
@@ -188,6 +230,7 @@ impl ObjectReads for Reads<'_> {
         Some(RootReads {
             crd: target.crd.map(|c| &c.validator.root),
             rules: target.rules,
+            deep,
         })
     }
 }

@@ -19,7 +19,7 @@ pub use conversion::{
     STREAM_AFTER,
 };
 pub use error::{Review, ReviewError};
-pub use partial::{Keep, ObjectReads, RootFields, Whole};
+pub use partial::{Fields, Keep, NameOnly, ObjectReads, Whole};
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

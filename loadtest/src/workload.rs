@@ -32,7 +32,7 @@ impl Template {
             .and_then(Value::as_object_mut)
             .context("the review has no request object")?;
         request.insert("uid".to_owned(), Value::from(UID_PLACEHOLDER));
-        let text = serde_json::to_string(&review)?;
+        let text = in_api_server_order(&review)?;
         let Some((prefix, suffix)) = text.split_once(UID_PLACEHOLDER) else {
             bail!("cannot locate request.uid in the serialized review");
         };
@@ -59,6 +59,49 @@ impl Template {
     pub fn len(&self, uid_len: usize) -> usize {
         self.prefix.len() + uid_len + self.suffix.len()
     }
+}
+
+/// The fields of an AdmissionReview's request in the order of the API
+/// server's Go struct, which its encoder keeps (serde_json's map sorts).
+const REQUEST_ORDER: &str = "uid kind resource subResource requestKind requestResource \
+    requestSubResource name namespace operation userInfo object oldObject dryRun options";
+
+/// `review` as compact JSON written as the API server writes it: an
+/// AdmissionReview's request fields in [`REQUEST_ORDER`] (`operation`
+/// before `object`, which a server may plan its decoding by), any other
+/// field after them; the objects' own keys sorted, as Go writes an
+/// unstructured object's maps. A ConversionReview as serde_json writes it.
+pub fn in_api_server_order(review: &Value) -> anyhow::Result<String> {
+    let (Some(top), Some(request)) = (review.as_object(), review["request"].as_object()) else {
+        return Ok(serde_json::to_string(review)?);
+    };
+    if review["kind"] != "AdmissionReview" {
+        return Ok(serde_json::to_string(review)?);
+    }
+    let order = || REQUEST_ORDER.split_whitespace();
+    let known = order().filter_map(|k| Some((k, request.get(k)?)));
+    let others = request
+        .iter()
+        .filter(|(k, _)| !order().any(|o| o == k.as_str()))
+        .map(|(k, v)| (k.as_str(), v));
+    let mut fields = Vec::new();
+    for (k, v) in known.chain(others) {
+        fields.push(format!(
+            "{}:{}",
+            serde_json::to_string(k)?,
+            serde_json::to_string(v)?
+        ));
+    }
+    let mut text = String::from("{");
+    for (k, v) in top.iter().filter(|(k, _)| k.as_str() != "request") {
+        text.push_str(&format!(
+            "{}:{},",
+            serde_json::to_string(k)?,
+            serde_json::to_string(v)?
+        ));
+    }
+    text.push_str(&format!("\"request\":{{{}}}}}", fields.join(",")));
+    Ok(text)
 }
 
 /// What each conversion answer must preserve of one sent object.
@@ -296,9 +339,19 @@ mod tests {
         let template = Template::new(review).expect("template");
         let body = template.body("loadtest-42");
         assert_eq!(body.len(), template.len("loadtest-42".len()));
-        let review: Value = serde_json::from_slice(&body).expect("json");
-        assert_eq!(review["request"]["uid"], "loadtest-42");
-        assert_eq!(review["request"]["kind"]["kind"], "CronTab");
+        let sent: Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(sent["request"]["uid"], "loadtest-42");
+        assert_eq!(sent["request"]["kind"]["kind"], "CronTab");
+        // Nothing lost or changed, and the API server's order of fields.
+        let mut expected: Value = serde_json::from_str(BUILTIN_REVIEW).expect("json");
+        expected["request"]["uid"] = json!("loadtest-42");
+        assert_eq!(sent, expected);
+        let text = String::from_utf8(body).expect("UTF-8");
+        let at = |field: &str| text.find(&format!("\"{field}\":")).expect(field);
+        assert!(
+            at("uid") < at("operation") && at("operation") < at("object"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -190,3 +190,157 @@ spec:
     let req = planned(&loaded.catalog, &rules_only, &body);
     assert!(req.object.expect("object").get("status").is_none());
 }
+
+/// The review as the API server writes it (`operation` before `object`).
+fn in_api_server_order(review: &Json) -> Vec<u8> {
+    let review: serde_json::Value = serde_json::to_value(review).expect("JSON");
+    celhook_loadtest::workload::in_api_server_order(&review)
+        .expect("JSON")
+        .into_bytes()
+}
+
+/// A CRD whose rules read some fields of `spec` (one through its
+/// messageExpression), all of `spec.tags` (by size), items of
+/// `spec.ports`, one field of `spec.template`, and the root's metadata.
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-validations:
+            - rule: "self.metadata.name.startsWith('w')"
+          properties:
+            spec:
+              type: object
+              x-kubernetes-validations:
+                - rule: "self.replicas <= self.maxReplicas"
+                  messageExpression: "'replicas over the maximum for ' + self.label"
+              properties:
+                replicas: {type: integer}
+                maxReplicas: {type: integer}
+                label: {type: string}
+                notes: {type: string}
+                extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+                tags:
+                  type: array
+                  items: {type: string}
+                  x-kubernetes-validations:
+                    - rule: "size(self) < 4"
+                ports:
+                  type: array
+                  items:
+                    type: object
+                    properties:
+                      port: {type: integer}
+                    x-kubernetes-validations:
+                      - rule: "self.port > 0"
+                template:
+                  type: object
+                  x-kubernetes-validations:
+                    - rule: "self.image != ''"
+                  properties:
+                    image: {type: string}
+                    command: {type: string}
+"#;
+
+fn widget_review(operation: &str, spec: Json, old_spec: Option<Json>) -> Json {
+    let object = |spec: Json| {
+        json!({
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": "default", "labels": {"team": "a"}},
+            "spec": spec,
+            "status": {"phase": "Ready"},
+        })
+    };
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-2",
+            "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+            "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+            "name": "w1",
+            "namespace": "default",
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object(spec),
+            "oldObject": old_spec.map(object),
+        },
+    })
+}
+
+#[test]
+fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
+    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = &loaded.catalog;
+    let policy = Policy::default();
+    let spec = json!({
+        "replicas": 2, "maxReplicas": 3, "label": "blue", "notes": "not read",
+        "extra": {"deep": [1, {"x": "y"}]}, "tags": ["a", "b"],
+        "ports": [{"port": 80, "name": "http"}],
+        "template": {"image": "nginx", "command": "run"},
+    });
+    let review = widget_review("CREATE", spec.clone(), None);
+    let req = planned(catalog, &policy, &in_api_server_order(&review));
+    // Skipped fields of a node with rules keep their place as null; the
+    // root and metadata (read by a root rule) as before.
+    assert_eq!(
+        req.object,
+        Some(json!({
+            "metadata": {"name": "w1", "namespace": "default", "labels": {"team": "a"}},
+            "spec": {
+                "replicas": 2, "maxReplicas": 3, "label": "blue", "notes": null,
+                "extra": null, "tags": ["a", "b"], "ports": [{"port": 80, "name": "http"}],
+                "template": {"image": "nginx", "command": null},
+            },
+        })),
+    );
+    // The same answers as from the whole object, allowed or denied, and
+    // the message expression reads the field it selects.
+    let answer = |review: &Json| {
+        let body = in_api_server_order(review);
+        let (_, whole) = decode_admission(&body).expect("decodes");
+        let a = review_of(catalog, &policy, &whole);
+        let b = review_of(catalog, &policy, &planned(catalog, &policy, &body));
+        assert_eq!(a, b, "the same answer from the object decoded in part");
+        a
+    };
+    assert!(answer(&review).allowed);
+    let mut bad = spec.clone();
+    bad["replicas"] = json!(5);
+    bad["template"]["image"] = json!("");
+    let denied = answer(&widget_review("CREATE", bad.clone(), None));
+    let message = &denied.status.as_ref().expect("a status").message;
+    assert!(
+        message.contains("replicas over the maximum for blue"),
+        "{message}"
+    );
+    assert!(message.contains("spec.template"), "{message}");
+    // An UPDATE compares values with the old object's (ratcheting): the
+    // nodes with rules whole.
+    let update = widget_review("UPDATE", bad.clone(), Some(bad));
+    let req = planned(catalog, &policy, &in_api_server_order(&update));
+    assert_eq!(req.object.expect("object")["spec"]["notes"], "not read");
+    assert!(answer(&update).allowed, "unchanged, so ratcheted");
+    // A request that names its operation after the object is planned as
+    // one that may compare: whole nodes, the same answer.
+    let sorted = serde_json::to_vec(&review).unwrap();
+    let req = planned(catalog, &policy, &sorted);
+    assert_eq!(req.object.expect("object")["spec"]["extra"]["deep"][0], 1);
+}
+
+fn review_of(catalog: &Catalog, policy: &Policy, req: &AdmissionRequest) -> AdmissionResponse {
+    review(catalog, req, policy).response
+}

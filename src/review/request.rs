@@ -160,8 +160,11 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
             "options" => r.options = Some(p.raw()?),
             object => {
                 let i = usize::from(object == "oldObject");
+                let creates = r.creates();
                 match &r.kind {
-                    Some(kind) => *r.object_mut(i) = object_value(p, reads.plan(kind).as_ref())?,
+                    Some(kind) => {
+                        *r.object_mut(i) = object_value(p, reads.plan(kind, creates).as_ref())?
+                    }
                     None => {
                         let depth = p.depth();
                         early[i] = Some((p.raw()?, depth));
@@ -173,7 +176,10 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
     })?;
     for (i, text) in early.into_iter().enumerate() {
         let Some((text, depth)) = text else { continue };
-        let plan = r.kind.as_ref().and_then(|kind| reads.plan(kind));
+        let plan = r
+            .kind
+            .as_ref()
+            .and_then(|kind| reads.plan(kind, r.creates()));
         let mut again = Parser::new(text).at_depth(depth);
         *r.object_mut(i) = object_value(&mut again, plan.as_ref())?;
     }
@@ -181,6 +187,11 @@ fn request<'a, P: ObjectReads>(p: &mut Parser<'a>, reads: &P) -> Result<WireRequ
 }
 
 impl WireRequest<'_> {
+    /// The request is a CREATE, as far as read.
+    fn creates(&self) -> bool {
+        self.operation.as_deref() == Some("CREATE")
+    }
+
     /// `object` (0) or `oldObject` (1).
     fn object_mut(&mut self, i: usize) -> &mut Option<Value> {
         if i == 0 {

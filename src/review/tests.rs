@@ -410,10 +410,10 @@ fn serde_json_s_private_raw_value_key_is_an_ordinary_key() {
 
 #[test]
 fn fields_no_rule_reads_may_nest_past_the_limit_of_built_values() {
-    use super::partial::{Keep, ObjectReads, RootFields};
+    use super::partial::{Fields, Keep, ObjectReads};
     struct SpecOnly;
-    impl RootFields for SpecOnly {
-        fn keep(&self, field: &str) -> Keep {
+    impl Fields for SpecOnly {
+        fn keep(&self, field: &str) -> Keep<'_> {
             if field == "spec" {
                 Keep::Whole
             } else {
@@ -423,7 +423,7 @@ fn fields_no_rule_reads_may_nest_past_the_limit_of_built_values() {
     }
     impl ObjectReads for SpecOnly {
         type Plan<'r> = SpecOnly;
-        fn plan(&self, _: &GroupVersionKind) -> Option<SpecOnly> {
+        fn plan(&self, _: &GroupVersionKind, _: bool) -> Option<SpecOnly> {
             Some(SpecOnly)
         }
     }

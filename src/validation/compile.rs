@@ -279,6 +279,9 @@ pub(super) fn compile_node(
             metrics: Default::default(),
         });
     }
+    node.reads = SelfReads::of(node.rules.iter().flat_map(|r| {
+        std::iter::once(&r.program).chain(r.message_expression.as_ref().map(|m| &m.program))
+    }));
     for (name, child) in &schema.properties {
         let child_path = format!("{path}.properties[{name}]");
         let n = compile_node(child, &child_path, uncorrelatable, cardinality, cx);
@@ -308,5 +311,6 @@ pub(super) fn compile_node(
             node.element = Some(Box::new(n));
         }
     }
+    node.index_reads();
     node
 }

@@ -6,6 +6,8 @@ mod compile;
 mod field_path;
 mod walk;
 
+use std::collections::HashMap;
+
 use celhook_json::Value as Json;
 
 use crate::cel::{self, Program};
@@ -66,11 +68,93 @@ pub struct Node {
     pub properties: Vec<(String, Node)>,
     /// Items or map values, when they have rules at or below them.
     pub element: Option<Box<Node>>,
+    /// What the rules and message expressions here read of the node's
+    /// value, found statically from their texts.
+    pub reads: SelfReads,
+    /// By field name, what is read of it ([`Node::field_read`]): its rules
+    /// select it (`None`) or the property at this index has rules below.
+    by_name: HashMap<String, Option<usize>, foldhash::fast::FixedState>,
+}
+
+/// What a node's rules, and those below it, read of one field of its value.
+pub enum FieldRead<'n> {
+    /// A rule selects it: the whole field.
+    Whole,
+    /// No rule here selects it; these below it read it.
+    Below(&'n Node),
+    /// Nothing.
+    Nothing,
+}
+
+/// What a node's expressions read of `self`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelfReads {
+    /// Only these fields, sorted (`self.x`, `self.?x`, `has(self.x)`).
+    Fields(Vec<String>),
+    /// Possibly all of it: `self` whole, indexed, sized, passed on.
+    Whole,
+}
+
+impl Default for SelfReads {
+    fn default() -> Self {
+        SelfReads::Fields(Vec::new())
+    }
+}
+
+impl SelfReads {
+    /// What the programs `programs` read together.
+    fn of<'p>(programs: impl IntoIterator<Item = &'p Program>) -> SelfReads {
+        let mut all = Vec::new();
+        for program in programs {
+            match program.self_fields() {
+                Some(fields) => all.extend_from_slice(fields),
+                None => return SelfReads::Whole,
+            }
+        }
+        all.sort_unstable();
+        all.dedup();
+        SelfReads::Fields(all)
+    }
 }
 
 impl Node {
     fn is_empty(&self) -> bool {
         self.rules.is_empty() && self.properties.is_empty() && self.element.is_none()
+    }
+
+    /// True when the node's value is read whole by its own expressions or
+    /// by an element's: only a value with no old one to compare (CREATE)
+    /// may be built in part below such a node, and then only what
+    /// [`Node::reads_field`] and [`Node::property`] name.
+    pub fn reads_whole(&self) -> bool {
+        self.reads == SelfReads::Whole || self.element.is_some()
+    }
+
+    /// What the rules read of `field` of the node's value (with a rule
+    /// reading it whole, all of it: see [`Node::reads_whole`]).
+    pub fn field_read(&self, field: &str) -> FieldRead<'_> {
+        if self.reads == SelfReads::Whole {
+            return FieldRead::Whole;
+        }
+        match self.by_name.get(field) {
+            Some(None) => FieldRead::Whole,
+            Some(Some(i)) => FieldRead::Below(&self.properties[*i].1),
+            None => FieldRead::Nothing,
+        }
+    }
+
+    /// Indexes the fields read by name, once the node is complete.
+    fn index_reads(&mut self) {
+        let mut by_name = HashMap::default();
+        for (i, (name, _)) in self.properties.iter().enumerate() {
+            by_name.insert(name.clone(), Some(i));
+        }
+        if let SelfReads::Fields(fields) = &self.reads {
+            for field in fields {
+                by_name.insert(field.clone(), None);
+            }
+        }
+        self.by_name = by_name;
     }
 
     /// Rules at this node and below it.

@@ -70,6 +70,7 @@ pub struct Program {
     result_type: String,
     result_ty: types::Ty<'static>,
     estimated_cost: f64,
+    self_fields: Option<Vec<String>>,
 }
 
 impl Program {
@@ -161,7 +162,17 @@ impl Program {
             uses_old_self: c.uses_old_self,
             result_type: c.result_type,
             result_ty: c.result_ty,
+            self_fields: c.self_fields,
         })
+    }
+
+    /// The fields of `self` the source selects (`self.x`, `self.?x`,
+    /// `has(self.x)`), sorted, when selecting named fields is all it does
+    /// with `self`; `None` when it may read more (`self` whole, indexed,
+    /// sized, passed on or rebound). Found from the text as written, so
+    /// no rewrite of the compiled program hides a read.
+    pub fn self_fields(&self) -> Option<&[String]> {
+        self.self_fields.as_deref()
     }
 
     /// The static type of the result, as cel-go names it (`bool`,
@@ -281,6 +292,13 @@ impl Program {
 /// conservative static check: anything else counts as reading it).
 pub fn may_read_self_field(source: &str, field: &str) -> bool {
     syntax::may_read_self_field(source, field)
+}
+
+/// The fields of `self` that `source` selects, sorted, when selecting
+/// named fields is all it does with `self`; `None` when it may read more
+/// (a conservative static check, for decoding only what rules read).
+pub fn self_fields(source: &str) -> Option<Vec<String>> {
+    syntax::self_fields(source)
 }
 
 /// The allocations of one evaluation's frame, kept for the next: the

@@ -320,34 +320,59 @@ pub(crate) fn mentions(source: &str, name: &str) -> bool {
     parse(source).is_ok_and(|(expr, _)| walk(&expr, name))
 }
 
-/// False only when `source` parses and every use of `self` in it selects a
-/// field other than `field` (`self.x`, `self.?x`, `has(self.x)`): then the
-/// expression's result cannot depend on `self.<field>`. Any other use of
-/// `self` (whole, indexed, passed on, a variable of that name) counts as
-/// reading it; so does a source too deep to parse here.
-pub(crate) fn may_read_self_field(source: &str, field: &str) -> bool {
+/// The fields of `self` that `source` selects (`self.x`, `self.?x`,
+/// `has(self.x)`), sorted and without repeats, when every use of `self`
+/// in it is such a selection: its result cannot depend on any other field.
+/// `None` when it uses `self` otherwise (whole, indexed, passed on, a
+/// variable of that name) or does not parse here: then it may read all.
+pub(crate) fn self_fields(source: &str) -> Option<Vec<String>> {
+    if raw_nesting(source) > SHALLOW_NESTING {
+        return None;
+    }
+    let (expr, _) = parse(source).ok()?;
+    self_fields_of(&expr)
+}
+
+/// [`self_fields`] of a parsed expression.
+pub(crate) fn self_fields_of(expr: &IdedExpr) -> Option<Vec<String>> {
     use cel::common::ast::{Expr, LiteralValue};
     fn is_self(e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "self")
     }
-    fn walk(e: &IdedExpr, field: &str) -> bool {
+    /// False when `e` uses `self` other than by selecting a named field.
+    fn walk(e: &IdedExpr, out: &mut Vec<String>) -> bool {
         match &e.expr {
-            Expr::Ident(n) => n == "self",
-            Expr::Select(s) if is_self(&s.operand) => s.field == field,
+            Expr::Ident(n) => n != "self",
+            Expr::Select(s) if is_self(&s.operand) => {
+                out.push(s.field.clone());
+                true
+            }
             Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 && is_self(&c.args[0]) => {
                 match &c.args[1].expr {
-                    Expr::Literal(LiteralValue::String(f)) => f.inner() == field,
-                    _ => true,
+                    Expr::Literal(LiteralValue::String(f)) => {
+                        out.push(f.inner().to_string());
+                        true
+                    }
+                    _ => false,
                 }
             }
-            Expr::Unspecified => true,
-            _ => children(e).into_iter().any(|c| walk(c, field)),
+            Expr::Unspecified => false,
+            _ => children(e).into_iter().all(|c| walk(c, out)),
         }
     }
-    if raw_nesting(source) > SHALLOW_NESTING {
-        return true;
+    let mut out = Vec::new();
+    if !walk(expr, &mut out) {
+        return None;
     }
-    parse(source).map_or(true, |(expr, _)| walk(&expr, field))
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+/// False only when `source` parses and every use of `self` in it selects a
+/// field other than `field` (see [`self_fields`]).
+pub(crate) fn may_read_self_field(source: &str, field: &str) -> bool {
+    self_fields(source).is_none_or(|fields| fields.iter().any(|f| f == field))
 }
 
 /// The expressions directly below `e`, in source order (for the static

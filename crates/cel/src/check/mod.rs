@@ -43,6 +43,9 @@ pub(crate) const FIRST_VARIABLE_SLOT: usize = 2;
 /// The output of compilation.
 pub(crate) struct Compiled {
     pub ir: Ir,
+    /// The fields of `self` the source selects, when that is all it does
+    /// with `self` (`syntax::self_fields`).
+    pub self_fields: Option<Vec<String>>,
     pub slots: usize,
     pub uses_old_self: bool,
     /// The static result type, as cel-go names it (`bool`, `string`, `dyn`, ...).
@@ -106,6 +109,7 @@ fn compile_here(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileErro
     let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
         ir,
+        self_fields: crate::syntax::self_fields_of(&expr),
         slots: c.slots,
         uses_old_self: c.uses_old_self,
         result_type: ty.to_string(),

@@ -206,3 +206,37 @@ fn an_expression_reads_a_field_of_self_unless_every_use_selects_another() {
         );
     }
 }
+
+#[test]
+fn the_fields_of_self_an_expression_selects() {
+    let fields = |source: &str| crate::self_fields(source).map(|f| f.join(","));
+    let cases: &[(&str, Option<&str>)] = &[
+        // Each way of selecting a field, sorted and once each.
+        (
+            "self.replicas <= self.max && self.replicas >= self.min",
+            Some("max,min,replicas"),
+        ),
+        ("has(self.tls) && self.tls.enabled", Some("tls")),
+        ("self.?spec.orValue(1) == 1", Some("spec")),
+        (
+            "self.ports.all(p, p.port > 0 && p.name != self.appName)",
+            Some("appName,ports"),
+        ),
+        // No use of `self` at all: nothing of it is read.
+        ("1 + 1 == 2", Some("")),
+        // `self` whole, indexed, sized, iterated, optionally indexed by a
+        // computed key, rebound or bound by a macro: anything may be read.
+        ("self == oldSelf", None),
+        ("self['spec'] == 1", None),
+        ("size(self) > 0", None),
+        ("self.all(k, k != 'spec')", None),
+        ("self.?[string(1)].hasValue()", None),
+        ("cel.bind(self, 1, self > 0)", None),
+        ("[1].all(self, self > 0)", None),
+        // Not parsed here.
+        ("self.spec.(", None),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(fields(source).as_deref(), *expected, "{source}");
+    }
+}
