@@ -304,9 +304,9 @@ for name, label in (("tail.json", "**at 50% of the max**"), ("tail-eighth.json",
     h = t.get("server_histogram")
     if h and h.get("+Inf"):
         p50, p99 = quantile_s(h, 0.5), quantile_s(h, 0.99)
-        ratio = f"; **p99 / p50 = {p99 / p50:.2f}**" if p50 and p99 else ""
+        spread = f"; **p99 / p50 = {p99 / p50:.2f}**" if p50 and p99 else ""
         print(f"  - the server's own request durations over the run (interpolated in its buckets): p50 {quantile(h, 0.5)}, "
-              f"p99 {quantile(h, 0.99)}, p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews){ratio}")
+              f"p99 {quantile(h, 0.99)}, p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews){spread}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:
