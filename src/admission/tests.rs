@@ -344,3 +344,50 @@ fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
 fn review_of(catalog: &Catalog, policy: &Policy, req: &AdmissionRequest) -> AdmissionResponse {
     review(catalog, req, policy).response
 }
+
+#[test]
+fn escaped_names_and_untyped_nodes_are_built_whole_on_create() {
+    let crd = WIDGETS.replace(
+        r#"            spec:
+              type: object
+"#,
+        r#"            escaped:
+              type: object
+              x-kubernetes-validations:
+                - rule: "has(self.x__dash__prop) && self.x__dash__prop == 'a'"
+              properties:
+                x-prop: {type: string}
+            loose:
+              x-kubernetes-preserve-unknown-fields: true
+              x-kubernetes-validations:
+                - rule: "self.replicas < 5"
+              properties:
+                replicas: {type: integer}
+            spec:
+              type: object
+"#,
+    );
+    let loaded = config::load_texts(&[("widgets.yaml", crd.as_str())]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = &loaded.catalog;
+    let policy = Policy::default();
+    let spec =
+        json!({"replicas": 2, "maxReplicas": 3, "label": "blue", "template": {"image": "x"}});
+    let mut review = widget_review("CREATE", spec, None);
+    review["request"]["object"]["escaped"] = json!({"x-prop": "a", "other": 1});
+    review["request"]["object"]["loose"] = json!({"replicas": 9, "image": "nginx"});
+    let body = in_api_server_order(&review);
+    let object = planned(catalog, &policy, &body).object.expect("object");
+    assert_eq!(object["escaped"]["x-prop"], "a");
+    assert_eq!(object["loose"]["image"], "nginx");
+    let (_, whole) = decode_admission(&body).expect("decodes");
+    let a = review_of(catalog, &policy, &whole);
+    let b = review_of(catalog, &policy, &planned(catalog, &policy, &body));
+    assert_eq!(a, b);
+    let message = &b.status.as_ref().expect("denied by `loose`").message;
+    assert!(
+        message.contains("nginx"),
+        "the failed value shown whole: {message}"
+    );
+    assert!(!message.contains("escaped"), "{message}");
+}

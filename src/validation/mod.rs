@@ -107,6 +107,9 @@ impl SelfReads {
         let mut all = Vec::new();
         for program in programs {
             match program.self_fields() {
+                // A name written escaped (`x__dash__prop` for `x-prop`)
+                // is not its JSON key: counted as reading all.
+                Some(fields) if fields.iter().any(|f| f.contains("__")) => return SelfReads::Whole,
                 Some(fields) => all.extend_from_slice(fields),
                 None => return SelfReads::Whole,
             }
