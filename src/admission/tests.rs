@@ -346,7 +346,7 @@ fn review_of(catalog: &Catalog, policy: &Policy, req: &AdmissionRequest) -> Admi
 }
 
 #[test]
-fn escaped_names_and_untyped_nodes_are_built_whole_on_create() {
+fn escaped_names_read_their_keys_and_untyped_nodes_are_built_whole_on_create() {
     let crd = WIDGETS.replace(
         r#"            spec:
               type: object
@@ -378,8 +378,9 @@ fn escaped_names_and_untyped_nodes_are_built_whole_on_create() {
     review["request"]["object"]["loose"] = json!({"replicas": 9, "image": "nginx"});
     let body = in_api_server_order(&review);
     let object = planned(catalog, &policy, &body).object.expect("object");
-    assert_eq!(object["escaped"]["x-prop"], "a");
-    assert_eq!(object["loose"]["image"], "nginx");
+    // `self.x__dash__prop` reads the key `x-prop`, and only it.
+    assert_eq!(object["escaped"], json!({"x-prop": "a", "other": null}));
+    assert_eq!(object["loose"], json!({"replicas": 9, "image": "nginx"}));
     let (_, whole) = decode_admission(&body).expect("decodes");
     let a = review_of(catalog, &policy, &whole);
     let b = review_of(catalog, &policy, &planned(catalog, &policy, &body));

@@ -279,14 +279,13 @@ pub(super) fn compile_node(
             metrics: Default::default(),
         });
     }
-    node.reads = SelfReads::of(node.rules.iter().flat_map(|r| {
-        std::iter::once(&r.program).chain(r.message_expression.as_ref().map(|m| &m.program))
-    }));
-    // A failed rule shows the value of a node not typed `object` (from
-    // 1.35), so such a node is built whole.
-    if !node.rules.is_empty() && schema.ty.openapi_name() != "object" {
-        node.reads = SelfReads::Whole;
-    }
+    node.reads = SelfReads::of(
+        schema,
+        node.rules.iter().flat_map(|r| {
+            std::iter::once(&r.program).chain(r.message_expression.as_ref().map(|m| &m.program))
+        }),
+    );
+    node.shows_value = !node.rules.is_empty() && schema.ty.openapi_name() != "object";
     for (name, child) in &schema.properties {
         let child_path = format!("{path}.properties[{name}]");
         let n = compile_node(child, &child_path, uncorrelatable, cardinality, cx);

@@ -71,6 +71,9 @@ pub struct Node {
     /// What the rules and message expressions here read of the node's
     /// value, found statically from their texts.
     pub reads: SelfReads,
+    /// A failed rule here shows the node's value in its error (from 1.35,
+    /// a node with rules not typed `object`): the value is needed whole.
+    pub shows_value: bool,
     /// By field name, what is read of it ([`Node::field_read`]): its rules
     /// select it (`None`) or the property at this index has rules below.
     by_name: HashMap<String, Option<usize>, foldhash::fast::FixedState>,
@@ -102,16 +105,21 @@ impl Default for SelfReads {
 }
 
 impl SelfReads {
-    /// What the programs `programs` read together.
-    fn of<'p>(programs: impl IntoIterator<Item = &'p Program>) -> SelfReads {
+    /// What the programs `programs`, compiled for `schema`, read together,
+    /// by JSON key: a field selected by its escaped name (`x__dash__prop`)
+    /// reads the key it stands for (`x-prop`), found as the checker finds
+    /// it; a name the schema does not resolve counts as reading all.
+    fn of<'p>(schema: &Schema, programs: impl IntoIterator<Item = &'p Program>) -> SelfReads {
         let mut all = Vec::new();
         for program in programs {
-            match program.self_fields() {
-                // A name written escaped (`x__dash__prop` for `x-prop`)
-                // is not its JSON key: counted as reading all.
-                Some(fields) if fields.iter().any(|f| f.contains("__")) => return SelfReads::Whole,
-                Some(fields) => all.extend_from_slice(fields),
-                None => return SelfReads::Whole,
+            let Some(fields) = program.self_fields() else {
+                return SelfReads::Whole;
+            };
+            for field in fields {
+                match schema.cel_property(field, true) {
+                    Some((key, _)) => all.push(key.into_owned()),
+                    None => return SelfReads::Whole,
+                }
             }
         }
         all.sort_unstable();
@@ -130,13 +138,18 @@ impl Node {
     /// may be built in part below such a node, and then only what
     /// [`Node::reads_field`] and [`Node::property`] name.
     pub fn reads_whole(&self) -> bool {
-        self.reads == SelfReads::Whole || self.element.is_some()
+        self.needs_whole() || self.element.is_some()
+    }
+
+    /// True when the node's own expressions, or its errors, need all of it.
+    fn needs_whole(&self) -> bool {
+        self.reads == SelfReads::Whole || self.shows_value
     }
 
     /// What the rules read of `field` of the node's value (with a rule
     /// reading it whole, all of it: see [`Node::reads_whole`]).
     pub fn field_read(&self, field: &str) -> FieldRead<'_> {
-        if self.reads == SelfReads::Whole {
+        if self.needs_whole() {
             return FieldRead::Whole;
         }
         match self.by_name.get(field) {
