@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, FieldCmp, FieldTest, Ir};
+use crate::ir::{BinOp, FieldCmp, FieldTest, Ir, LoopKind};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -53,14 +53,52 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
     }
 }
 
+/// Marks the loops the evaluator can run on a JSON list's objects without
+/// binding each element (`Loop::fused_body`): `all`, `exists`,
+/// `exists_one` and `filter` whose body is `&&`, `||` and `!` of fused
+/// comparisons of the element's own fields (`p.port > 0 && p.port <
+/// 65536`).
+pub(crate) fn mark_fused_bodies(ir: &mut Ir) {
+    if let Ir::Loop(l) = ir {
+        l.fused_body = matches!(
+            l.kind,
+            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
+        ) && l.var2.is_none()
+            && l.filter.is_none()
+            && l.scan.is_none()
+            && of_fused(&l.body, l.var);
+    }
+    ir.each_child_mut(&mut mark_fused_bodies);
+}
+
+/// True when `ir` is `&&`, `||` and `!` of fused comparisons of `var`'s
+/// fields.
+fn of_fused(ir: &Ir, var: usize) -> bool {
+    match ir {
+        Ir::And(a, b) | Ir::Or(a, b) => of_fused(a, var) && of_fused(b, var),
+        Ir::Not(a) => of_fused(a, var),
+        Ir::FieldCmp(c) => c.slot == var,
+        _ => false,
+    }
+}
+
 /// The fused node of a fusable comparison, given the comparison as its
 /// fallback.
 fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
-    let Ir::Bin(op, a, b) = ir else {
-        return None;
+    let (chain, test) = match ir {
+        Ir::Matches(target, re, pattern_len) => {
+            (&**target, FieldTest::Matches(re.clone(), *pattern_len))
+        }
+        Ir::Bin(op, a, b) => match (&**a, &**b) {
+            (Ir::Size(arg), Ir::Const(Const::Int(k))) if op.compares() => {
+                (&**arg, FieldTest::Size(*op, *k))
+            }
+            (a, b) => (a, constant_test(*op, b)?),
+        },
+        _ => return None,
     };
     let mut path = Vec::new();
-    let mut at = &**a;
+    let mut at = chain;
     let slot = loop {
         match at {
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
@@ -78,14 +116,26 @@ fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
         }
     };
     path.reverse();
-    let test = match (op, &**b) {
+    let mut path = path.into_iter();
+    let (field, position) = path.next()?;
+    let then = path.collect();
+    Some(move |fallback| FieldCmp {
+        slot,
+        field,
+        position,
+        then,
+        test,
+        fallback,
+    })
+}
+
+/// How a field is tested against the constant `b` with `op`.
+fn constant_test(op: BinOp, b: &Ir) -> Option<FieldTest> {
+    Some(match (op, b) {
         (BinOp::Eq | BinOp::Ne, Ir::Const(Const::Str(s))) => {
-            FieldTest::Str(*op == BinOp::Eq, s.clone())
+            FieldTest::Str(op == BinOp::Eq, s.clone())
         }
-        (
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge,
-            Ir::Const(Const::Int(k)),
-        ) => FieldTest::Int(*op, *k),
+        (_, Ir::Const(Const::Int(k))) if op.compares() => FieldTest::Int(op, *k),
         (BinOp::In, Ir::ConstList(items)) => {
             let strings: Option<Vec<Arc<str>>> = items
                 .iter()
@@ -97,16 +147,5 @@ fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
             FieldTest::OneOf(strings?.into())
         }
         _ => return None,
-    };
-    let mut path = path.into_iter();
-    let (field, position) = path.next()?;
-    let then = path.collect();
-    Some(move |fallback| FieldCmp {
-        slot,
-        field,
-        position,
-        then,
-        test,
-        fallback,
     })
 }

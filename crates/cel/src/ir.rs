@@ -112,6 +112,10 @@ pub(crate) enum FieldTest {
     Str(bool, Arc<str>),
     /// `in` a literal list of strings.
     OneOf(Box<[Arc<str>]>),
+    /// `matches` a pattern compiled at load (of that many characters).
+    Matches(Arc<regex::Regex>, u32),
+    /// `size(field)` compared with an int.
+    Size(BinOp, i64),
 }
 
 /// Calls `$f` on each direct child of `$ir`, in evaluation order (a loop's
@@ -244,6 +248,9 @@ pub(crate) struct Loop {
     /// Set by the memo pass when the body compares a field of the element
     /// with a value the loop does not change (see `memo::Scan`).
     pub scan: Option<crate::ir::Scan>,
+    /// Set by the fusing pass when the body is `&&`, `||` and `!` of fused
+    /// comparisons of the element's fields (see `fuse::mark_fused_bodies`).
+    pub fused_body: bool,
 }
 
 /// The memo cells a program needs, of each kind.

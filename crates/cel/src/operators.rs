@@ -36,6 +36,14 @@ impl BinOp {
         BinOp::In,
     ];
 
+    /// True for the six comparisons (`==` to `>=`).
+    pub(crate) fn compares(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
     /// The operator's function name in the parsed expression and in
     /// cel-go's errors (`_+_`, `@in`).
     pub(crate) fn name(self) -> &'static str {

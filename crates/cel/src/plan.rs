@@ -60,6 +60,7 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     crate::fuse::fuse(ir, true);
     mark_scans(ir, &mut cells, false);
     crate::fuse::fuse(ir, false);
+    crate::fuse::mark_fused_bodies(ir);
     cells
 }
 

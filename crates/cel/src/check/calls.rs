@@ -330,6 +330,7 @@ impl<'s> Compiler<'_, 's> {
                     body,
                     filter: None,
                     scan: None,
+                    fused_body: false,
                 })),
                 bty,
             ));
@@ -433,6 +434,7 @@ impl<'s> Compiler<'_, 's> {
                 body,
                 filter,
                 scan: None,
+                fused_body: false,
             })),
             ty,
         ))

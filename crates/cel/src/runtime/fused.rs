@@ -1,9 +1,12 @@
 //! [`Ir::FieldCmp`]: a field of a variable compared with a constant in one
-//! step (see `fuse`).
+//! step (see `fuse`), and loops whose bodies are made of such comparisons,
+//! run on a JSON list's objects without binding each element.
 
 use super::*;
 use crate::ir::{FieldCmp, FieldTest};
-use crate::value::Str;
+use crate::value::{Str, ANY};
+use celhook_json::Value as Json;
+use celhook_schema::Schema;
 
 /// The comparison read from the JSON objects, charged as the walk of
 /// `fallback` charges it: a unit for the variable, one per selection, and
@@ -26,6 +29,13 @@ fn fast<'a>(c: &FieldCmp, f: &Frame<'a>) -> Option<(bool, u64)> {
     let Value::Map(m @ Map::Json { .. }) = &f.vars[c.slot] else {
         return None;
     };
+    fast_on(c, m)
+}
+
+/// The comparison on the JSON object `m` and its charge; `None` where
+/// only the walk of the fallback answers.
+#[inline(always)]
+fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
     let mut value = m.get_field(&c.field, c.position)?;
     for (field, position) in &*c.then {
         value = match value {
@@ -43,6 +53,67 @@ fn fast<'a>(c: &FieldCmp, f: &Frame<'a>) -> Option<(bool, u64)> {
         (FieldTest::OneOf(items), Value::Str(Str::Borrowed(s))) => {
             (items.iter().any(|t| &**t == s), reads)
         }
+        // `size` is a call of one unit, its comparison another.
+        (FieldTest::Size(op, k), Value::Str(Str::Borrowed(s))) => {
+            let n = i64::try_from(crate::value::str_size(s)).ok()?;
+            (int_compare(*op, n, *k)?, reads + 2)
+        }
+        (FieldTest::Matches(re, pattern_len), Value::Str(Str::Borrowed(s))) => {
+            let cost = crate::library::core::matches_cost_str(s, *pattern_len as usize);
+            (re.is_match(s), reads + cost)
+        }
         _ => return None,
     })
+}
+
+/// A loop marked `fused_body` over a JSON list: each element's object is
+/// tested in place (no element value bound, so nothing to drop), and the
+/// steps are charged as the plain loop charges them. `None`, with the cost
+/// put back, on anything the fused comparisons do not answer (an element
+/// not an object, a field missing or of another type, a budget spent): the
+/// plain loop then runs and answers, or fails, as it would have.
+pub(super) fn fused_loop<'a>(
+    l: &'a Loop,
+    items: &'a [Json],
+    schema: &'a Schema,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let start = f.cost;
+    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+    let result = scan_steps(l.kind, items.iter(), list, f, |item, f| match item {
+        Json::Object(obj) => test(
+            &l.body,
+            &Map::Json {
+                obj,
+                schema: item_schema,
+            },
+            f,
+        ),
+        _ => None,
+    });
+    if result.is_none() {
+        f.cost = start;
+    }
+    result
+}
+
+/// A fused body on one element object, charged as [`eval`] charges it
+/// (`&&` and `||` nothing of their own, `!` one unit).
+fn test<'a>(ir: &'a Ir, m: &Map<'a>, f: &mut Frame<'a>) -> Option<bool> {
+    match ir {
+        Ir::And(a, b) => Some(test(a, m, f)? && test(b, m, f)?),
+        Ir::Or(a, b) => Some(test(a, m, f)? || test(b, m, f)?),
+        Ir::Not(a) => {
+            let r = test(a, m, f)?;
+            f.charge(1).ok()?;
+            Some(!r)
+        }
+        Ir::FieldCmp(c) => {
+            let (r, cost) = fast_on(c, m)?;
+            f.charge(cost).ok()?;
+            Some(r)
+        }
+        _ => None,
+    }
 }

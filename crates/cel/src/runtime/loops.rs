@@ -122,6 +122,13 @@ pub(super) fn one_var_list<'a>(
             return Ok(v);
         }
     }
+    if l.fused_body {
+        if let List::Json { items, schema } = list {
+            if let Some(v) = fused::fused_loop(l, items, schema, &list, f) {
+                return Ok(v);
+            }
+        }
+    }
     // The quantifiers are most rules' loops: a plain indexed loop with no
     // step pairs, no element copy and no result list.
     if l.filter.is_none() {

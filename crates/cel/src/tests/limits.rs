@@ -242,6 +242,15 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, p.alias in ['web'])",
         "self.spec.opt.a == 'z' || self.spec.labels.c != 'web'",
         "self.spec.tags.all(t, self.spec.opt.a in ['z', t])",
+        // Fused `matches` and `size` of a field, and loops whose bodies
+        // are made of fused tests (run on the JSON objects in place):
+        // every quantifier, `!`, an element that is not an object.
+        "self.spec.ports.all(p, p.name.matches('^[a-z]+$') && size(p.name) <= 3)",
+        "self.spec.ports.exists_one(p, !(p.port > 2) || p.name.matches('b'))",
+        "self.spec.ports.filter(p, size(p.name) >= 1 && p.port != 3).size() == 1",
+        "self.spec.ports.exists(p, !p.name.matches('^w') && p.alias == 'web')",
+        "self.spec.ports.filter(p, !(size(p.alias) > 2)).map(p, p.port)",
+        "size(self.spec.name) < 4 && self.spec.name.matches('^w') || size(self.spec.opt.a) == 1",
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
@@ -256,12 +265,15 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         json!({"spec": {"tags": ["", "a-name-well-over-ten-bytes", "x", "", "y"],
             "ports": [{"name": ""}, {"name": "a-name-well-over-ten-bytes"}, {"name": "x"},
                 {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
+        json!({"spec": {"ports": [{"name": "b", "port": 1, "alias": "web"}, 7, null,
+            {"name": "ünï", "port": 3, "alias": "wébb"}]}}),
     ];
     let opts = Environment::crd_rule(false);
     let mut planned_any = false;
     let mut planned_by_element = false;
     let mut planned_scan = false;
     let mut fused = 0;
+    let mut fused_loops = 0;
     let programs: Vec<_> = exprs
         .iter()
         .map(|expr| {
@@ -276,6 +288,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut scratch = crate::Scratch::default();
     for (_, with, _) in &programs {
         fused += count_fused(&with.ir);
+        fused_loops += count_fused_loops(&with.ir);
         planned_any |= with.memos.by_binding > 0;
         planned_by_element |= with.memos.by_element > 0;
         planned_scan |= with.memos.by_scan > 0;
@@ -314,6 +327,16 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     );
     assert!(planned_scan, "the memo pass marked no loop as a scan");
     assert!(fused >= 14, "{fused} comparisons fused");
+    assert!(
+        fused_loops >= 8,
+        "{fused_loops} loops run on JSON objects in place"
+    );
+}
+
+fn count_fused_loops(ir: &crate::ir::Ir) -> usize {
+    let mut n = usize::from(matches!(ir, crate::ir::Ir::Loop(l) if l.fused_body));
+    ir.each_child(&mut |child| n += count_fused_loops(child));
+    n
 }
 
 fn count_fused(ir: &crate::ir::Ir) -> usize {
