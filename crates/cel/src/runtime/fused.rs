@@ -117,3 +117,42 @@ fn test<'a>(ir: &'a Ir, m: &Map<'a>, f: &mut Frame<'a>) -> Option<bool> {
         _ => None,
     }
 }
+
+/// A chain of field selections ending at a variable (`p.name`,
+/// `o.spec.port`, kept reads looked through), read straight from the JSON
+/// objects, with what the walk charges for it: the variable and each
+/// selection a unit. `root` gives the object a variable holds. `None`
+/// where only the walk answers (not a JSON object, a missing or null
+/// field, a presence test).
+pub(super) fn chain_read<'a>(
+    ir: &'a Ir,
+    root: &mut impl FnMut(usize) -> Option<Map<'a>>,
+) -> Option<(u64, Value<'a>)> {
+    match ir {
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => chain_read(inner, root),
+        Ir::Select {
+            operand,
+            field,
+            test: false,
+            position,
+        } => {
+            let (cost, m) = match &**operand {
+                Ir::Var(slot) => (1, root(*slot)?),
+                inner => match chain_read(inner, root)? {
+                    (cost, Value::Map(m @ Map::Json { .. })) => (cost, m),
+                    _ => return None,
+                },
+            };
+            Some((cost + 1, m.get_field(field, *position)?))
+        }
+        _ => None,
+    }
+}
+
+/// The JSON object variable `slot` holds, for [`chain_read`].
+pub(super) fn json_var<'a>(f: &Frame<'a>, slot: usize) -> Option<Map<'a>> {
+    match f.vars.get(slot)? {
+        Value::Map(m @ Map::Json { .. }) => Some(m.clone()),
+        _ => None,
+    }
+}

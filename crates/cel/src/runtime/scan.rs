@@ -3,6 +3,8 @@
 
 use super::counted::{self, Indexed, StrIndex};
 use super::*;
+use crate::value::ANY;
+use celhook_json::Value as Json;
 
 /// A loop marked by the memo pass as a scan (`memo::Scan`): element reads
 /// are kept per element (for the evaluation, when the list is the
@@ -175,12 +177,35 @@ impl<'a> ScanRun<'a, '_> {
     fn read(&mut self, slot: usize, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<usize> {
         let at = slot * self.n + i;
         if self.reads[at].is_none() {
-            f.bind(self.var, self.list.get(i)?);
-            let before = f.cost;
-            let r = operand(ir, f);
-            let cost = f.cost - before;
-            f.cost = before;
-            self.reads[at] = Some((cost, r.ok()?));
+            // A field chain of a JSON element, read in place: no element
+            // bound (each walked read below binds its own).
+            let direct = match self.list {
+                List::Json { items, schema } => {
+                    let var = self.var;
+                    let item = items.get(i);
+                    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+                    fused::chain_read(ir, &mut |slot| match item {
+                        Some(Json::Object(obj)) if slot == var => Some(Map::Json {
+                            obj,
+                            schema: item_schema,
+                        }),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            };
+            let kept = match direct {
+                Some(kept) => kept,
+                None => {
+                    f.bind(self.var, self.list.get(i)?);
+                    let before = f.cost;
+                    let r = operand(ir, f);
+                    let cost = f.cost - before;
+                    f.cost = before;
+                    (cost, r.ok()?)
+                }
+            };
+            self.reads[at] = Some(kept);
         }
         Some(at)
     }
@@ -281,6 +306,9 @@ pub(super) fn scan_steps<'a, T>(
 
 /// The other side of a comparison, with its charge (not charged).
 pub(super) fn run_other<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Option<(u64, Value<'a>)> {
+    if let Some(read) = fused::chain_read(ir, &mut |slot| fused::json_var(f, slot)) {
+        return Some(read);
+    }
     let before = f.cost;
     let r = operand(ir, f);
     let cost = f.cost - before;
