@@ -14,7 +14,9 @@
 //! (the review file `review-<op>.json`), the iteration count, and `whole`
 //! to decode the objects whole rather than what the rules read, or
 //! `rules` to run the rules alone (the review decoded once,
-//! `Validator::validate` in the loop: the engine's share).
+//! `Validator::validate` in the loop: the engine's share), or `serde_json`
+//! to parse the same body into a `serde_json::Value` and drop it (the
+//! yardstick issue 17's bars are set against).
 
 use std::path::Path;
 
@@ -52,6 +54,15 @@ fn main() -> Result<(), String> {
         .into_bytes();
     if mode == "rules" {
         return rules_alone(&loaded.catalog, &body, n);
+    }
+    if mode == "serde_json" {
+        for _ in 0..n {
+            let v: serde_json::Value =
+                serde_json::from_slice(std::hint::black_box(&body)).map_err(|e| e.to_string())?;
+            std::hint::black_box(v);
+        }
+        println!("{n} parses of {} bytes", body.len());
+        return Ok(());
     }
     let mut allowed = 0u64;
     for _ in 0..n {
