@@ -481,7 +481,9 @@ impl<'a> Parser<'a> {
             }
             self.entries.push((key, value));
         }
-        let entries: Vec<(Str, Value)> = self.entries.drain(base..).collect();
+        // One copy into a vector of the exact size (a drain's collect
+        // moves the entries one by one).
+        let entries = self.entries.split_off(base);
         Ok(Value::Object(if sorted {
             Map::from_sorted_unique(entries)
         } else {
@@ -538,7 +540,7 @@ impl<'a> Parser<'a> {
             let item = self.value()?;
             self.items.push(item);
         }
-        Ok(Value::Array(self.items.drain(base..).collect()))
+        Ok(Value::Array(self.items.split_off(base)))
     }
 
     /// A number, as serde_json reads it (see the module comment).
