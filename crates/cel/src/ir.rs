@@ -251,6 +251,10 @@ pub(crate) struct Loop {
     /// Set by the fusing pass when the body is `&&`, `||` and `!` of fused
     /// comparisons of the element's fields (see `fuse::mark_fused_bodies`).
     pub fused_body: bool,
+    /// Set by the planner when the body is a scanned loop answered from
+    /// counted reads, run again for each element (see
+    /// `plan::mark_counted_bodies`).
+    pub counted_body: bool,
 }
 
 /// The memo cells a program needs, of each kind.

@@ -61,6 +61,7 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     mark_scans(ir, &mut cells, false);
     crate::fuse::fuse(ir, false);
     crate::fuse::mark_fused_bodies(ir);
+    mark_counted_bodies(ir);
     cells
 }
 
@@ -105,6 +106,87 @@ fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
         mark_scans(filter, cells, nested || repeats);
     }
     mark_scans(&mut l.body, cells, nested || repeats);
+}
+
+/// Marks the loops whose body is a scanned loop the evaluator answers from
+/// its counted reads (`Loop::counted_body`): `all`, `exists`, `exists_one`
+/// or `filter` whose body is `all`, `exists` or `exists_one` of one
+/// comparison that counted reads answer (see `runtime::counted`), over a
+/// range that does not read the outer element, comparing with a field
+/// chain of the outer element (`self.ports.all(p, self.ports.exists_one(q,
+/// q.name == p.name))`, `oldSelf.ports.all(o, self.ports.exists(n, n.name
+/// == o.name))`). The evaluator then reads that field of each outer
+/// element straight from the JSON and looks it up, rather than walking the
+/// inner loop once per element.
+fn mark_counted_bodies(ir: &mut Ir) {
+    if let Ir::Loop(l) = ir {
+        l.counted_body = counted_body(l);
+    }
+    ir.each_child_mut(&mut mark_counted_bodies);
+}
+
+fn counted_body(l: &crate::ir::Loop) -> bool {
+    let outer = matches!(
+        l.kind,
+        LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
+    ) && l.var2.is_none()
+        && l.filter.is_none()
+        && l.scan.is_none()
+        && !l.fused_body;
+    let Ir::Loop(inner) = &l.body else {
+        return false;
+    };
+    let (
+        Some(Scan {
+            body: ScanExpr::Compare { element_left, .. },
+            ..
+        }),
+        Ir::Bin(op, a, b),
+    ) = (&inner.scan, &inner.body)
+    else {
+        return false;
+    };
+    let other = if *element_left { b } else { a };
+    outer
+        && matches!(
+            inner.kind,
+            LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne
+        )
+        && crate::runtime::counted::answers(inner.kind, *op)
+        && !reads_var(&inner.range, l.var)
+        && chain_root(other) == Some(l.var)
+}
+
+/// True when `ir` reads variable `var`.
+fn reads_var(ir: &Ir, var: usize) -> bool {
+    if let Ir::Var(v) = ir {
+        return *v == var;
+    }
+    let mut found = false;
+    ir.each_child(&mut |child| found = found || reads_var(child, var));
+    found
+}
+
+/// The variable a chain of one or more field selections starts from (kept
+/// reads looked through).
+fn chain_root(ir: &Ir) -> Option<usize> {
+    let mut at = ir;
+    let mut selects = 0;
+    loop {
+        match at {
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
+            Ir::Select {
+                operand,
+                test: false,
+                ..
+            } => {
+                selects += 1;
+                at = operand;
+            }
+            Ir::Var(v) if selects > 0 => return Some(*v),
+            _ => return None,
+        }
+    }
 }
 
 /// Strips the memo wrappers of the chains a scan reads per element: the

@@ -331,6 +331,7 @@ impl<'s> Compiler<'_, 's> {
                     filter: None,
                     scan: None,
                     fused_body: false,
+                    counted_body: false,
                 })),
                 bty,
             ));
@@ -435,6 +436,7 @@ impl<'s> Compiler<'_, 's> {
                 filter,
                 scan: None,
                 fused_body: false,
+                counted_body: false,
             })),
             ty,
         ))

@@ -30,6 +30,17 @@ pub(super) fn compare_cost_str(x: &str, y: &str) -> u64 {
     scaled(str_size(x).min(str_size(y)), 0.1)
 }
 
+/// [`compare_cost_str`] of two strings given by their lengths in bytes and
+/// in characters.
+#[inline]
+pub(super) fn long_compare_cost(x_bytes: usize, x_chars: u64, y_bytes: usize, y_chars: u64) -> u64 {
+    let bytes = x_bytes.min(y_bytes);
+    if bytes <= SHORT_STRING_BYTES {
+        return u64::from(bytes > 0);
+    }
+    scaled(x_chars.min(y_chars), 0.1)
+}
+
 /// The runtime charge of `+` on strings and bytes.
 pub(super) fn concat_cost(a: &Value<'_>, b: &Value<'_>) -> u64 {
     match (a, b) {

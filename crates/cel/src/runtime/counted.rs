@@ -10,11 +10,15 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::charge::{compare_cost_str, SHORT_STRING_BYTES};
+use celhook_json::Value as Json;
+use celhook_schema::Schema;
+
+use super::charge::{compare_cost_str, long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
-use super::Frame;
-use crate::ir::{BinOp, LoopKind};
-use crate::value::{List, Str, Value};
+use super::scan::{count_reads, scan_loop, scan_steps};
+use super::{eval, fused, Frame};
+use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
+use crate::value::{str_size, List, Map, Str, Value, ANY};
 
 /// A slot's counted reads, or why there are none.
 pub(crate) enum Indexed<'a> {
@@ -35,6 +39,9 @@ pub(crate) struct StrIndex<'a> {
     /// charged, and how many read a non-empty string.
     read_cost: Vec<u64>,
     nonempty: Vec<u64>,
+    /// Per element, its string's bytes and characters: what comparing it
+    /// with a long string costs depends on both lengths.
+    lengths: Vec<(usize, u64)>,
 }
 
 /// A read as a map key, looked up by `&str`.
@@ -67,6 +74,7 @@ impl<'a> StrIndex<'a> {
             next: vec![None; reads.len()],
             read_cost: Vec::with_capacity(reads.len() + 1),
             nonempty: Vec::with_capacity(reads.len() + 1),
+            lengths: Vec::with_capacity(reads.len()),
         };
         let (mut cost, mut nonempty) = (0u64, 0u64);
         for (i, read) in reads.iter().enumerate() {
@@ -77,6 +85,7 @@ impl<'a> StrIndex<'a> {
             index.nonempty.push(nonempty);
             cost = cost.saturating_add(*read_cost);
             nonempty += u64::from(!s.is_empty());
+            index.lengths.push((s.len(), str_size(s)));
             let Ok(at) = u32::try_from(i) else {
                 return Indexed::Unusable;
             };
@@ -100,7 +109,7 @@ impl<'a> StrIndex<'a> {
 
 /// Whether [`answer`] knows loops of `kind` over a comparison `op`: those
 /// decided by the equal elements alone.
-pub(super) fn answers(kind: LoopKind, op: BinOp) -> bool {
+pub(crate) fn answers(kind: LoopKind, op: BinOp) -> bool {
     matches!(
         (kind, op),
         (
@@ -116,10 +125,8 @@ pub(super) fn answers(kind: LoopKind, op: BinOp) -> bool {
 /// comparison each, and what ends the loop (for `exists_one`, 2 per match
 /// and 2 at the end; for `filter`, 13 per match, which it keeps in order,
 /// and 1 at the end; for `exists` and `all`, the first equal element
-/// decides). `None` when that sum is not simply known (`x` not a string,
-/// or past `SHORT_STRING_BYTES`, where each comparison's charge depends on
-/// the lengths) or would pass the limit: the steps then run and stop where
-/// cel-go stops.
+/// decides). `None` when that sum is not known (`x` not a string) or
+/// would pass the limit: the steps then run and stop where cel-go stops.
 pub(super) fn answer<'a>(
     index: &StrIndex<'a>,
     kind: LoopKind,
@@ -128,16 +135,43 @@ pub(super) fn answer<'a>(
     x: &Value<'a>,
     f: &mut Frame<'a>,
 ) -> Option<Value<'a>> {
+    let (total, result) = tally(index, kind, list, other_cost, x)?;
+    if f.cost.saturating_add(total) > f.limit {
+        return None;
+    }
+    f.cost += total;
+    Some(result)
+}
+
+/// [`answer`]'s result and what it charges, not charged.
+fn tally<'a>(
+    index: &StrIndex<'a>,
+    kind: LoopKind,
+    list: &List<'a>,
+    other_cost: u64,
+    x: &Value<'a>,
+) -> Option<(u64, Value<'a>)> {
     let n = list.len();
     let Value::Str(x) = x else { return None };
     let x: &str = x;
-    if x.len() > SHORT_STRING_BYTES {
-        return None;
-    }
     // A short `x` costs the same to compare with any non-empty read (what
-    // it costs against itself), and nothing with an empty one.
+    // it costs against itself), and nothing with an empty one; a long one
+    // as much as the shorter of the two, read by read.
     let per_compare = compare_cost_str(x, x);
-    let compares = |steps: usize| per_compare * index.nonempty[steps];
+    let x_chars = if x.len() > SHORT_STRING_BYTES {
+        str_size(x)
+    } else {
+        0
+    };
+    let compares = |steps: usize| {
+        if x.len() <= SHORT_STRING_BYTES {
+            return per_compare * index.nonempty[steps];
+        }
+        index.lengths[..steps]
+            .iter()
+            .map(|&(bytes, chars)| long_compare_cost(x.len(), x_chars, bytes, chars))
+            .sum::<u64>()
+    };
     let reads = |steps: usize| index.read_cost[steps] + steps as u64 * other_cost + compares(steps);
     let found = index.counts.get(x).copied();
     let matches = found.map_or(0, |(count, ..)| count);
@@ -166,9 +200,93 @@ pub(super) fn answer<'a>(
             Value::Bool(result),
         )
     };
-    if f.cost.saturating_add(total) > f.limit {
+    Some((total, result))
+}
+
+/// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
+/// JSON list `items`: for each element, its field the inner loop compares
+/// with is read straight from the JSON and looked up in the inner loop's
+/// counted reads, charged what walking the body would charge (its range,
+/// then the inner loop's steps), with the outer steps charged as the plain
+/// loop charges them; the inner list is read and counted at the first
+/// element (as its first two runs would), and the inner loop runs walked,
+/// the element bound, where no counted reads answer. `None`, with the cost put
+/// back, wherever that does not answer (the deadline, an error, a spent
+/// budget, another kind of list): the plain loop then runs.
+pub(super) fn counted_loop<'a>(
+    l: &'a Loop,
+    items: &'a [Json],
+    schema: &'a Schema,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let Ir::Loop(inner) = &l.body else {
         return None;
+    };
+    let scan = inner.scan.as_ref()?;
+    let (
+        ScanExpr::Compare {
+            slot, element_left, ..
+        },
+        Ir::Bin(_, a, b),
+    ) = (&scan.body, &inner.body)
+    else {
+        return None;
+    };
+    let (element, other) = if *element_left {
+        (&**a, &**b)
+    } else {
+        (&**b, &**a)
+    };
+    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+    let start = f.cost;
+    let result = scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
+        if crate::interrupt::tick() {
+            return None;
+        }
+        let range = match eval(&inner.range, f) {
+            Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
+            _ => return None,
+        };
+        let Json::Object(obj) = items.get(i)? else {
+            return None;
+        };
+        let (other_cost, x) = fused::chain_read(other, &mut |var| {
+            (var == l.var).then_some(Map::Json {
+                obj,
+                schema: item_schema,
+            })
+        })?;
+        let counted = |f: &Frame<'a>| {
+            f.scans[scan.cell]
+                .as_ref()
+                .and_then(|cache| cache.counted(&range, *slot))
+                .and_then(|index| tally(index, inner.kind, &range, other_cost, &x))
+        };
+        // The first time, the inner list is read and counted first.
+        let tallied = counted(f).or_else(|| {
+            count_reads(inner, scan, &range, *slot, element, f)?;
+            counted(f)
+        });
+        match tallied {
+            Some((total, Value::Bool(found))) => {
+                if f.cost.saturating_add(total) > f.limit {
+                    return None;
+                }
+                f.cost += total;
+                Some(found)
+            }
+            _ => {
+                f.bind(l.var, list.get(i)?);
+                match scan_loop(inner, scan, &range, f)? {
+                    Value::Bool(found) => Some(found),
+                    _ => None,
+                }
+            }
+        }
+    });
+    if result.is_none() {
+        f.cost = start;
     }
-    f.cost += total;
-    Some(result)
+    result
 }

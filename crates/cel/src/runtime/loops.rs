@@ -122,11 +122,14 @@ pub(super) fn one_var_list<'a>(
             return Ok(v);
         }
     }
-    if l.fused_body {
-        if let List::Json { items, schema } = list {
-            if let Some(v) = fused::fused_loop(l, items, schema, &list, f) {
-                return Ok(v);
-            }
+    if let (true, List::Json { items, schema }) = (l.fused_body || l.counted_body, &list) {
+        let found = if l.fused_body {
+            fused::fused_loop(l, items, schema, &list, f)
+        } else {
+            counted::counted_loop(l, items, schema, &list, f)
+        };
+        if let Some(v) = found {
+            return Ok(v);
         }
     }
     // The quantifiers are most rules' loops: a plain indexed loop with no

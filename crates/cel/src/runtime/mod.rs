@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 mod attrs;
 mod charge;
-mod counted;
+pub(crate) mod counted;
 mod fused;
 mod loops;
 mod ops;

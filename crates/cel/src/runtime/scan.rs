@@ -22,15 +22,7 @@ pub(super) fn scan_loop<'a>(
     if n == 0 {
         return None;
     }
-    let key = match list {
-        // The length too: the reads are laid out by it.
-        List::Json { items, schema } => Some((
-            items.as_ptr() as usize,
-            std::ptr::from_ref(*schema) as usize,
-            items.len(),
-        )),
-        _ => None,
-    };
+    let key = list_key(list);
     let mut cache = match (key, f.scans[scan.cell].take()) {
         (Some(key), Some(cache)) if cache.list == key => cache,
         _ => ScanCache {
@@ -76,6 +68,77 @@ pub(super) fn scan_loop<'a>(
         f.scans[scan.cell] = Some(cache);
     }
     result
+}
+
+/// Keeps for the scanned loop `l` what its runs over `list` would: the
+/// element side `element` of comparison slot `slot` read for every
+/// element, and counted. Nothing is charged (the reads' charges are kept
+/// with them); `None` when the reads cannot be counted.
+pub(super) fn count_reads<'a>(
+    l: &'a Loop,
+    scan: &'a Scan,
+    list: &List<'a>,
+    slot: usize,
+    element: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Option<()> {
+    let key = list_key(list)?;
+    let n = list.len();
+    let mut cache = match f.scans[scan.cell].take() {
+        Some(cache) if cache.list == key => cache,
+        _ => ScanCache {
+            list: key,
+            failed: false,
+            full: 0,
+            reads: vec![None; scan.slots * n],
+            indexes: Vec::new(),
+        },
+    };
+    let counted = !cache.failed && {
+        let mut run = ScanRun {
+            var: l.var,
+            n,
+            list,
+            reads: &mut cache.reads,
+            full: &mut cache.full,
+            indexes: &mut cache.indexes,
+            compares: scan.compares,
+            others: Vec::new(),
+        };
+        let before = f.cost;
+        let base = run.all_reads(slot, element, f);
+        f.cost = before;
+        base.and_then(|base| run.counted(slot, base)).is_some()
+    };
+    f.scans[scan.cell] = Some(cache);
+    counted.then_some(())
+}
+
+/// What identifies a JSON list for the evaluation: the addresses of its
+/// items and schema, and its length (the reads are laid out by it).
+fn list_key(list: &List<'_>) -> Option<(usize, usize, usize)> {
+    match list {
+        List::Json { items, schema } => Some((
+            items.as_ptr() as usize,
+            std::ptr::from_ref(*schema) as usize,
+            items.len(),
+        )),
+        _ => None,
+    }
+}
+
+impl<'a> ScanCache<'a> {
+    /// The counted reads of `slot` kept for `list`, once a run read every
+    /// element and counted them.
+    pub(super) fn counted(&self, list: &List<'_>, slot: usize) -> Option<&StrIndex<'a>> {
+        if self.failed || Some(self.list) != list_key(list) || self.full & slot_bit(slot) == 0 {
+            return None;
+        }
+        match self.indexes.get(slot)? {
+            Indexed::Built(index) => Some(index),
+            _ => None,
+        }
+    }
 }
 
 /// One run of a scanned loop.

@@ -251,6 +251,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.exists(p, !p.name.matches('^w') && p.alias == 'web')",
         "self.spec.ports.filter(p, !(size(p.alias) > 2)).map(p, p.port)",
         "size(self.spec.name) < 4 && self.spec.name.matches('^w') || size(self.spec.opt.a) == 1",
+        // Loops whose body is a counted equality loop, answered by lookups:
+        // every outer quantifier, the element on either side, `all` of
+        // `!=`, ints (not counted: walked each time).
+        "self.spec.ports.filter(p, self.spec.ports.exists_one(q, q.name == p.name)).size()",
+        "self.spec.ports.exists_one(p, self.spec.ports.all(q, q.name != p.alias))",
+        "self.spec.ports.exists(p, self.spec.ports.exists(q, p.name == q.alias))",
+        "self.spec.ports.all(p, self.spec.ports.exists(q, q.port == p.port))",
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
@@ -267,6 +274,12 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                 {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
         json!({"spec": {"ports": [{"name": "b", "port": 1, "alias": "web"}, 7, null,
             {"name": "ünï", "port": 3, "alias": "wébb"}]}}),
+        // Long names compared (their charges depend on both lengths), in
+        // bytes and characters: over ten bytes in six characters.
+        json!({"spec": {"tags": ["äöüäöü", "a-long-tag-name", "äöüäöü-äöüäöü"],
+            "ports": [{"name": "äöüäöü"}, {"name": "a-name-well-over-ten-bytes"},
+                {"name": "äöüäöü-äöüäöü"}, {"name": "short"}, {"name": "äöüäöü"},
+                {"name": "a-name-well-over-ten-bytes-and-more"}]}}),
     ];
     let opts = Environment::crd_rule(false);
     let mut planned_any = false;
@@ -274,6 +287,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut planned_scan = false;
     let mut fused = 0;
     let mut fused_loops = 0;
+    let mut counted_loops = 0;
     let programs: Vec<_> = exprs
         .iter()
         .map(|expr| {
@@ -288,7 +302,8 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut scratch = crate::Scratch::default();
     for (_, with, _) in &programs {
         fused += count_fused(&with.ir);
-        fused_loops += count_fused_loops(&with.ir);
+        fused_loops += count_loops(&with.ir, &|l| l.fused_body);
+        counted_loops += count_loops(&with.ir, &|l| l.counted_body);
         planned_any |= with.memos.by_binding > 0;
         planned_by_element |= with.memos.by_element > 0;
         planned_scan |= with.memos.by_scan > 0;
@@ -331,11 +346,15 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         fused_loops >= 8,
         "{fused_loops} loops run on JSON objects in place"
     );
+    assert!(
+        counted_loops >= 6,
+        "{counted_loops} loops answered from counted reads"
+    );
 }
 
-fn count_fused_loops(ir: &crate::ir::Ir) -> usize {
-    let mut n = usize::from(matches!(ir, crate::ir::Ir::Loop(l) if l.fused_body));
-    ir.each_child(&mut |child| n += count_fused_loops(child));
+fn count_loops(ir: &crate::ir::Ir, marked: &dyn Fn(&crate::ir::Loop) -> bool) -> usize {
+    let mut n = usize::from(matches!(ir, crate::ir::Ir::Loop(l) if marked(l)));
+    ir.each_child(&mut |child| n += count_loops(child, marked));
     n
 }
 
