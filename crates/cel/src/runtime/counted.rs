@@ -240,14 +240,22 @@ pub(super) fn counted_loop<'a>(
     };
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let start = f.cost;
-    let result = scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
-        if crate::interrupt::tick() {
+    // The inner range reads nothing the outer loop binds: the same list at
+    // the same charge for every element, evaluated once.
+    let range = match eval(&inner.range, f) {
+        Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
+        _ => {
+            f.cost = start;
             return None;
         }
-        let range = match eval(&inner.range, f) {
-            Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
-            _ => return None,
-        };
+    };
+    let range_cost = f.cost - start;
+    f.cost = start;
+    let result = scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
+        if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
+            return None;
+        }
+        f.cost += range_cost;
         let Json::Object(obj) = items.get(i)? else {
             return None;
         };
