@@ -15,7 +15,7 @@ use celhook_schema::Schema;
 
 use super::charge::{compare_cost_str, long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
-use super::scan::{count_reads, scan_loop, scan_steps};
+use super::scan::{count_reads, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
 use crate::value::{str_size, List, Map, Str, Value, ANY};
@@ -208,11 +208,10 @@ fn tally<'a>(
 /// with is read straight from the JSON and looked up in the inner loop's
 /// counted reads, charged what walking the body would charge (its range,
 /// then the inner loop's steps), with the outer steps charged as the plain
-/// loop charges them; the inner list is read and counted at the first
-/// element (as its first two runs would), and the inner loop runs walked,
-/// the element bound, where no counted reads answer. `None`, with the cost put
-/// back, wherever that does not answer (the deadline, an error, a spent
-/// budget, another kind of list): the plain loop then runs.
+/// loop charges them; the inner list is read and counted first (as its
+/// first two runs would). `None`, with the cost put back, wherever that
+/// does not answer (the deadline, an error, a spent budget, another kind of
+/// list, a read or a field not a string): the plain loop then runs.
 pub(super) fn counted_loop<'a>(
     l: &'a Loop,
     items: &'a [Json],
@@ -251,48 +250,40 @@ pub(super) fn counted_loop<'a>(
     };
     let range_cost = f.cost - start;
     f.cost = start;
-    let result = scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
-        if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
-            return None;
-        }
-        f.cost += range_cost;
-        let Json::Object(obj) = items.get(i)? else {
-            return None;
-        };
-        let (other_cost, x) = fused::chain_read(other, &mut |var| {
-            (var == l.var).then_some(Map::Json {
-                obj,
-                schema: item_schema,
-            })
-        })?;
-        let counted = |f: &Frame<'a>| {
-            f.scans[scan.cell]
-                .as_ref()
-                .and_then(|cache| cache.counted(&range, *slot))
-                .and_then(|index| tally(index, inner.kind, &range, other_cost, &x))
-        };
-        // The first time, the inner list is read and counted first.
-        let tallied = counted(f).or_else(|| {
-            count_reads(inner, scan, &range, *slot, element, f)?;
-            counted(f)
-        });
-        match tallied {
-            Some((total, Value::Bool(found))) => {
-                if f.cost.saturating_add(total) > f.limit {
-                    return None;
-                }
-                f.cost += total;
-                Some(found)
+    // The inner list read and counted (as its first runs would), and the
+    // counts held apart from the frame while the elements are looked up.
+    count_reads(inner, scan, &range, *slot, element, f)?;
+    let cache = f.scans[scan.cell].take();
+    let index = cache
+        .as_ref()
+        .and_then(|cache| cache.counted(&range, *slot));
+    let result = index.and_then(|index| {
+        scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
+            if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
+                return None;
             }
-            _ => {
-                f.bind(l.var, list.get(i)?);
-                match scan_loop(inner, scan, &range, f)? {
-                    Value::Bool(found) => Some(found),
-                    _ => None,
-                }
+            f.cost += range_cost;
+            let Json::Object(obj) = items.get(i)? else {
+                return None;
+            };
+            let (other_cost, x) = fused::chain_read(other, &mut |var| {
+                (var == l.var).then_some(Map::Json {
+                    obj,
+                    schema: item_schema,
+                })
+            })?;
+            let (total, Value::Bool(found)) = tally(index, inner.kind, &range, other_cost, &x)?
+            else {
+                return None;
+            };
+            if f.cost.saturating_add(total) > f.limit {
+                return None;
             }
-        }
+            f.cost += total;
+            Some(found)
+        })
     });
+    f.scans[scan.cell] = cache;
     if result.is_none() {
         f.cost = start;
     }

@@ -36,6 +36,19 @@ fn fast<'a>(c: &FieldCmp, f: &Frame<'a>) -> Option<(bool, u64)> {
 /// only the walk of the fallback answers.
 #[inline(always)]
 fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
+    judge(c, read_on(c, m)?)
+}
+
+/// A field value a fused test compares: the int or the string read.
+#[derive(Clone, Copy)]
+enum Read<'a> {
+    Int(i64),
+    Str(&'a str),
+}
+
+/// The field a fused test reads, from the JSON object `m`.
+#[inline(always)]
+fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
     let mut value = m.get_field(&c.field, c.position)?;
     for (field, position) in &*c.then {
         value = match value {
@@ -43,27 +56,40 @@ fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
             _ => return None,
         };
     }
-    let reads = 2 + c.then.len() as u64;
     // Taken apart by value: the arms that answer leave nothing to drop.
-    Some(match (&c.test, value) {
-        (FieldTest::Int(op, k), Value::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
-        (FieldTest::Str(eq, t), Value::Str(Str::Borrowed(s))) => {
+    match value {
+        Value::Int(i) => Some(Read::Int(i)),
+        Value::Str(Str::Borrowed(s)) => Some(Read::Str(s)),
+        _ => None,
+    }
+}
+
+/// The test on the field read, and its charge.
+#[inline(always)]
+fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
+    let reads = 2 + c.then.len() as u64;
+    Some(match (&c.test, read) {
+        (FieldTest::Int(op, k), Read::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
+        (FieldTest::Str(eq, t), Read::Str(s)) => {
             ((s == &**t) == *eq, reads + charge::compare_cost_str(s, t))
         }
-        (FieldTest::OneOf(items), Value::Str(Str::Borrowed(s))) => {
-            (items.iter().any(|t| &**t == s), reads)
-        }
+        (FieldTest::OneOf(items), Read::Str(s)) => (items.iter().any(|t| &**t == s), reads),
         // `size` is a call of one unit, its comparison another.
-        (FieldTest::Size(op, k), Value::Str(Str::Borrowed(s))) => {
+        (FieldTest::Size(op, k), Read::Str(s)) => {
             let n = i64::try_from(crate::value::str_size(s)).ok()?;
             (int_compare(*op, n, *k)?, reads + 2)
         }
-        (FieldTest::Matches(re, pattern_len), Value::Str(Str::Borrowed(s))) => {
+        (FieldTest::Matches(re, pattern_len), Read::Str(s)) => {
             let cost = crate::library::core::matches_cost_str(s, *pattern_len as usize);
             (re.is_match(s), reads + cost)
         }
         _ => return None,
     })
+}
+
+/// True when two fused tests read the same field of the same variable.
+fn same_field(a: &FieldCmp, b: &FieldCmp) -> bool {
+    a.slot == b.slot && a.position == b.position && a.field == b.field && a.then == b.then
 }
 
 /// A loop marked `fused_body` over a JSON list: each element's object is
@@ -88,6 +114,7 @@ pub(super) fn fused_loop<'a>(
                 obj,
                 schema: item_schema,
             },
+            &mut None,
             f,
         ),
         _ => None,
@@ -99,18 +126,34 @@ pub(super) fn fused_loop<'a>(
 }
 
 /// A fused body on one element object, charged as [`eval`] charges it
-/// (`&&` and `||` nothing of their own, `!` one unit).
-fn test<'a>(ir: &'a Ir, m: &Map<'a>, f: &mut Frame<'a>) -> Option<bool> {
+/// (`&&` and `||` nothing of their own, `!` one unit). `last` keeps the
+/// last field read, for the next test of the same field (`p.port > 0 &&
+/// p.port < 65536`): each test is still charged its read, as the walk
+/// charges a kept read.
+fn test<'a>(
+    ir: &'a Ir,
+    m: &Map<'a>,
+    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
+    f: &mut Frame<'a>,
+) -> Option<bool> {
     match ir {
-        Ir::And(a, b) => Some(test(a, m, f)? && test(b, m, f)?),
-        Ir::Or(a, b) => Some(test(a, m, f)? || test(b, m, f)?),
+        Ir::And(a, b) => Some(test(a, m, last, f)? && test(b, m, last, f)?),
+        Ir::Or(a, b) => Some(test(a, m, last, f)? || test(b, m, last, f)?),
         Ir::Not(a) => {
-            let r = test(a, m, f)?;
+            let r = test(a, m, last, f)?;
             f.charge(1).ok()?;
             Some(!r)
         }
         Ir::FieldCmp(c) => {
-            let (r, cost) = fast_on(c, m)?;
+            let read = match *last {
+                Some((before, read)) if same_field(before, c) => read,
+                _ => {
+                    let read = read_on(c, m)?;
+                    *last = Some((c, read));
+                    read
+                }
+            };
+            let (r, cost) = judge(c, read)?;
             f.charge(cost).ok()?;
             Some(r)
         }
