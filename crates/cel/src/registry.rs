@@ -445,10 +445,20 @@ pub fn unit_cost(_: &[Value<'_>], _: &Value<'_>) -> u64 {
     1
 }
 
-/// `ceil(n * factor)`, as cel-go scales sizes into costs.
+/// `ceil(n * factor)` of the floating-point product, as cel-go scales
+/// sizes into costs. Without `f64::ceil`, a library call on targets
+/// without SSE4.1's rounding: the product truncated, and one more when
+/// that dropped a fraction (`n` and `factor` are never negative; a product
+/// past `u64::MAX` saturates, as the cast of the ceiling does).
 #[inline]
 pub fn scaled(n: u64, factor: f64) -> u64 {
-    (n as f64 * factor).ceil() as u64
+    let x = n as f64 * factor;
+    let t = x as u64;
+    if (t as f64) < x {
+        t.saturating_add(1)
+    } else {
+        t
+    }
 }
 
 /// The charge of reading the first argument (the target) once: a tenth
@@ -529,4 +539,25 @@ pub fn is_list(t: &Ty<'_>) -> bool {
 
 pub fn is_bool(t: &Ty<'_>) -> bool {
     matches!(t, Ty::Bool)
+}
+
+#[cfg(test)]
+mod scaled_tests {
+    use super::scaled;
+
+    /// The same as the ceiling of the floating-point product, rounding
+    /// error included, for sizes small and huge.
+    #[test]
+    fn scaled_is_the_ceiling_of_the_float_product() {
+        let sizes = (0..2_000u64).chain([1 << 52, (1 << 53) + 1, 1 << 60, u64::MAX / 3, u64::MAX]);
+        for n in sizes {
+            for factor in [0.1, 0.25, 0.5, 1.0, 2.0, 0.01] {
+                let want = (n as f64 * factor).ceil() as u64;
+                assert_eq!(scaled(n, factor), want, "{n} * {factor}");
+            }
+        }
+        assert_eq!(scaled(30, 0.1), 3);
+        assert_eq!(scaled(31, 0.1), 4);
+        assert_eq!(scaled(0, 0.1), 0);
+    }
 }

@@ -121,11 +121,18 @@ impl<'a> Frame<'a> {
     fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
         self.vars.resize(slots, Value::Null);
         self.bound.resize(slots, 0);
-        self.memos.resize(cells.by_binding, None);
-        self.elem_memos.resize_with(cells.by_element, || {
-            ElemMemo::with_hasher(foldhash::fast::FixedState::default())
-        });
-        self.scans.resize_with(cells.by_scan, || None);
+        // Most programs keep nothing: no calls for cells they lack.
+        if cells.by_binding > 0 {
+            self.memos.resize(cells.by_binding, None);
+        }
+        if self.elem_memos.len() != cells.by_element {
+            self.elem_memos.resize_with(cells.by_element, || {
+                ElemMemo::with_hasher(foldhash::fast::FixedState::default())
+            });
+        }
+        if cells.by_scan > 0 {
+            self.scans.resize_with(cells.by_scan, || None);
+        }
         self.cost = 0;
         self.limit = limit;
     }
