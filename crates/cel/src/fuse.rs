@@ -97,25 +97,7 @@ fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
         },
         _ => return None,
     };
-    let mut path = Vec::new();
-    let mut at = chain;
-    let slot = loop {
-        match at {
-            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
-            Ir::Select {
-                operand,
-                field,
-                test: false,
-                position,
-            } => {
-                path.push((field.clone(), *position));
-                at = operand;
-            }
-            Ir::Var(slot) if !path.is_empty() => break *slot,
-            _ => return None,
-        }
-    };
-    path.reverse();
+    let (slot, path) = field_chain(chain)?;
     let mut path = path.into_iter();
     let (field, position) = path.next()?;
     let then = path.collect();
@@ -148,4 +130,32 @@ fn constant_test(op: BinOp, b: &Ir) -> Option<FieldTest> {
         }
         _ => return None,
     })
+}
+
+/// Fields selected, each with its schema position as in `Ir::Select`.
+type Path = Vec<(Box<str>, Option<u32>)>;
+
+/// The variable a chain of one or more field selections starts from (kept
+/// reads looked through), and the fields it selects, in order.
+pub(crate) fn field_chain(ir: &Ir) -> Option<(usize, Path)> {
+    let mut path = Vec::new();
+    let mut at = ir;
+    let slot = loop {
+        match at {
+            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
+            Ir::Select {
+                operand,
+                field,
+                test: false,
+                position,
+            } => {
+                path.push((field.clone(), *position));
+                at = operand;
+            }
+            Ir::Var(slot) if !path.is_empty() => break *slot,
+            _ => return None,
+        }
+    };
+    path.reverse();
+    Some((slot, path))
 }

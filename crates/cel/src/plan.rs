@@ -154,7 +154,7 @@ fn counted_body(l: &crate::ir::Loop) -> bool {
         )
         && crate::runtime::counted::answers(inner.kind, *op)
         && !reads_var(&inner.range, l.var)
-        && chain_root(other) == Some(l.var)
+        && crate::fuse::field_chain(other).is_some_and(|(var, _)| var == l.var)
 }
 
 /// True when `ir` reads variable `var`.
@@ -165,28 +165,6 @@ fn reads_var(ir: &Ir, var: usize) -> bool {
     let mut found = false;
     ir.each_child(&mut |child| found = found || reads_var(child, var));
     found
-}
-
-/// The variable a chain of one or more field selections starts from (kept
-/// reads looked through).
-fn chain_root(ir: &Ir) -> Option<usize> {
-    let mut at = ir;
-    let mut selects = 0;
-    loop {
-        match at {
-            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
-            Ir::Select {
-                operand,
-                test: false,
-                ..
-            } => {
-                selects += 1;
-                at = operand;
-            }
-            Ir::Var(v) if selects > 0 => return Some(*v),
-            _ => return None,
-        }
-    }
 }
 
 /// Strips the memo wrappers of the chains a scan reads per element: the

@@ -3,7 +3,10 @@
 //! q.name == p.name))`, `all(o, exists(n, n.name == o.name))`), its
 //! element reads are strings kept from the first run: counting them once
 //! turns each later run into one lookup, and the run is charged in one sum
-//! what its steps would have charged one by one.
+//! what its steps would have charged one by one. The outer loop of such a
+//! pair, when it compares a field of its own element, does not walk its
+//! body at all ([`counted_loop`]): each element's field is read from the
+//! JSON and looked up.
 
 use std::borrow::Borrow;
 use std::collections::hash_map::Entry;

@@ -23,30 +23,12 @@ pub(super) fn scan_loop<'a>(
         return None;
     }
     let key = list_key(list);
-    let mut cache = match (key, f.scans[scan.cell].take()) {
-        (Some(key), Some(cache)) if cache.list == key => cache,
-        _ => ScanCache {
-            list: key.unwrap_or_default(),
-            failed: false,
-            full: 0,
-            reads: vec![None; scan.slots * n],
-            indexes: Vec::new(),
-        },
-    };
+    let mut cache = kept(scan, key.unwrap_or_default(), n, f);
     let result = if cache.failed {
         None
     } else {
         let start = f.cost;
-        let mut run = ScanRun {
-            var: l.var,
-            n,
-            list,
-            reads: &mut cache.reads,
-            full: &mut cache.full,
-            indexes: &mut cache.indexes,
-            compares: scan.compares,
-            others: Vec::new(),
-        };
+        let mut run = ScanRun::new(l, scan, list, &mut cache);
         let result = match (&scan.body, &l.body) {
             // One comparison, most scanned bodies: over the kept reads
             // directly, with no walk of the body per element.
@@ -83,8 +65,22 @@ pub(super) fn count_reads<'a>(
     f: &mut Frame<'a>,
 ) -> Option<()> {
     let key = list_key(list)?;
-    let n = list.len();
-    let mut cache = match f.scans[scan.cell].take() {
+    let mut cache = kept(scan, key, list.len(), f);
+    let counted = !cache.failed && {
+        let mut run = ScanRun::new(l, scan, list, &mut cache);
+        let before = f.cost;
+        let base = run.all_reads(slot, element, f);
+        f.cost = before;
+        base.and_then(|base| run.counted(slot, base)).is_some()
+    };
+    f.scans[scan.cell] = Some(cache);
+    counted.then_some(())
+}
+
+/// The reads `scan` kept of the list `key` (of `n` elements), taken out of
+/// the frame, or empty ones for it.
+fn kept<'a>(scan: &Scan, key: (usize, usize, usize), n: usize, f: &mut Frame<'a>) -> ScanCache<'a> {
+    match f.scans[scan.cell].take() {
         Some(cache) if cache.list == key => cache,
         _ => ScanCache {
             list: key,
@@ -93,25 +89,7 @@ pub(super) fn count_reads<'a>(
             reads: vec![None; scan.slots * n],
             indexes: Vec::new(),
         },
-    };
-    let counted = !cache.failed && {
-        let mut run = ScanRun {
-            var: l.var,
-            n,
-            list,
-            reads: &mut cache.reads,
-            full: &mut cache.full,
-            indexes: &mut cache.indexes,
-            compares: scan.compares,
-            others: Vec::new(),
-        };
-        let before = f.cost;
-        let base = run.all_reads(slot, element, f);
-        f.cost = before;
-        base.and_then(|base| run.counted(slot, base)).is_some()
-    };
-    f.scans[scan.cell] = Some(cache);
-    counted.then_some(())
+    }
 }
 
 /// What identifies a JSON list for the evaluation: the addresses of its
@@ -155,7 +133,21 @@ pub(super) struct ScanRun<'a, 'r> {
     others: Vec<Option<(u64, Value<'a>)>>,
 }
 
-impl<'a> ScanRun<'a, '_> {
+impl<'a, 'r> ScanRun<'a, 'r> {
+    /// A run of the scanned loop `l` over `list`, on the reads of `cache`.
+    fn new(l: &Loop, scan: &Scan, list: &'r List<'a>, cache: &'r mut ScanCache<'a>) -> Self {
+        ScanRun {
+            var: l.var,
+            n: list.len(),
+            list,
+            reads: &mut cache.reads,
+            full: &mut cache.full,
+            indexes: &mut cache.indexes,
+            compares: scan.compares,
+            others: Vec::new(),
+        }
+    }
+
     /// The body on element `i`, walking `ir` along with `e`; charged
     /// as [`eval`] charges it.
     fn expr(&mut self, e: &ScanExpr, ir: &'a Ir, i: usize, f: &mut Frame<'a>) -> Option<bool> {
