@@ -36,15 +36,24 @@ pub(crate) struct StrIndex<'a> {
     /// Per string: how many elements read it, the first and the last.
     counts: HashMap<Key<'a>, (u64, usize, usize), foldhash::fast::FixedState>,
     /// Per element, the next element that read the same string (`None`
-    /// for the last): `filter` takes the equal elements in order.
+    /// for the last): `filter` takes the equal elements in order. Empty
+    /// for the other loops, which need only the counts.
     next: Vec<Option<u32>>,
-    /// Over the first `i` elements (`i` from 0 to n): what their reads
-    /// charged, and how many read a non-empty string.
-    read_cost: Vec<u64>,
-    nonempty: Vec<u64>,
-    /// Per element, its string's bytes and characters: what comparing it
-    /// with a long string costs depends on both lengths.
-    lengths: Vec<(usize, u64)>,
+    /// Per element `i` from 0 to n, over the elements before it: what
+    /// their reads charged and how many read a non-empty string; and, for
+    /// `i` < n, its own string's bytes and characters (what comparing it
+    /// with a long string costs depends on both lengths). One vector, one
+    /// allocation.
+    prefix: Vec<Prefix>,
+}
+
+/// One entry of [`StrIndex::prefix`].
+#[derive(Clone, Copy)]
+struct Prefix {
+    read_cost: u64,
+    nonempty: u64,
+    bytes: usize,
+    chars: u64,
 }
 
 /// A read as a map key, looked up by `&str`.
@@ -71,31 +80,39 @@ impl Borrow<str> for Key<'_> {
 }
 
 impl<'a> StrIndex<'a> {
-    pub(super) fn build(reads: &[Option<(u64, Value<'a>)>]) -> Indexed<'a> {
+    pub(super) fn build(reads: &[Option<(u64, Value<'a>)>], kind: LoopKind) -> Indexed<'a> {
+        let chained = kind == LoopKind::Filter;
         let mut index = StrIndex {
             counts: HashMap::with_capacity_and_hasher(reads.len(), Default::default()),
-            next: vec![None; reads.len()],
-            read_cost: Vec::with_capacity(reads.len() + 1),
-            nonempty: Vec::with_capacity(reads.len() + 1),
-            lengths: Vec::with_capacity(reads.len()),
+            next: if chained {
+                vec![None; reads.len()]
+            } else {
+                Vec::new()
+            },
+            prefix: Vec::with_capacity(reads.len() + 1),
         };
         let (mut cost, mut nonempty) = (0u64, 0u64);
         for (i, read) in reads.iter().enumerate() {
             let Some((read_cost, Value::Str(s))) = read else {
                 return Indexed::Unusable;
             };
-            index.read_cost.push(cost);
-            index.nonempty.push(nonempty);
+            index.prefix.push(Prefix {
+                read_cost: cost,
+                nonempty,
+                bytes: s.len(),
+                chars: str_size(s),
+            });
             cost = cost.saturating_add(*read_cost);
             nonempty += u64::from(!s.is_empty());
-            index.lengths.push((s.len(), str_size(s)));
             let Ok(at) = u32::try_from(i) else {
                 return Indexed::Unusable;
             };
             match index.counts.entry(Key(s.clone())) {
                 Entry::Occupied(mut e) => {
                     let (count, _, last) = e.get_mut();
-                    index.next[*last] = Some(at);
+                    if chained {
+                        index.next[*last] = Some(at);
+                    }
                     *count += 1;
                     *last = i;
                 }
@@ -104,8 +121,12 @@ impl<'a> StrIndex<'a> {
                 }
             }
         }
-        index.read_cost.push(cost);
-        index.nonempty.push(nonempty);
+        index.prefix.push(Prefix {
+            read_cost: cost,
+            nonempty,
+            bytes: 0,
+            chars: 0,
+        });
         Indexed::Built(index)
     }
 }
@@ -168,14 +189,15 @@ fn tally<'a>(
     };
     let compares = |steps: usize| {
         if x.len() <= SHORT_STRING_BYTES {
-            return per_compare * index.nonempty[steps];
+            return per_compare * index.prefix[steps].nonempty;
         }
-        index.lengths[..steps]
+        index.prefix[..steps]
             .iter()
-            .map(|&(bytes, chars)| long_compare_cost(x.len(), x_chars, bytes, chars))
+            .map(|p| long_compare_cost(x.len(), x_chars, p.bytes, p.chars))
             .sum::<u64>()
     };
-    let reads = |steps: usize| index.read_cost[steps] + steps as u64 * other_cost + compares(steps);
+    let reads =
+        |steps: usize| index.prefix[steps].read_cost + steps as u64 * other_cost + compares(steps);
     let found = index.counts.get(x).copied();
     let matches = found.map_or(0, |(count, ..)| count);
     let (total, result) = if kind == LoopKind::ExistsOne {

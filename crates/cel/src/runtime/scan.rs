@@ -71,7 +71,8 @@ pub(super) fn count_reads<'a>(
         let before = f.cost;
         let base = run.all_reads(slot, element, f);
         f.cost = before;
-        base.and_then(|base| run.counted(slot, base)).is_some()
+        base.and_then(|base| run.counted(slot, base, l.kind))
+            .is_some()
     };
     f.scans[scan.cell] = Some(cache);
     counted.then_some(())
@@ -213,7 +214,7 @@ impl<'a, 'r> ScanRun<'a, 'r> {
         let (other_cost, x) = run_other(other, f)?;
         if again && counted::answers(kind, op) {
             let list = self.list;
-            if let Some(index) = self.counted(slot, base) {
+            if let Some(index) = self.counted(slot, base, kind) {
                 if let Some(found) = counted::answer(index, kind, list, other_cost, &x, f) {
                     return Some(found);
                 }
@@ -277,14 +278,14 @@ impl<'a, 'r> ScanRun<'a, 'r> {
         Some(slot * self.n)
     }
 
-    /// The slot's reads counted (counted once, at the first run that asks);
-    /// `None` when a read is not a string.
-    fn counted(&mut self, slot: usize, base: usize) -> Option<&StrIndex<'a>> {
+    /// The slot's reads counted for this loop of `kind` (counted once, at
+    /// the first run that asks); `None` when a read is not a string.
+    fn counted(&mut self, slot: usize, base: usize, kind: LoopKind) -> Option<&StrIndex<'a>> {
         if self.indexes.len() <= slot {
             self.indexes.resize_with(slot + 1, || Indexed::NotYet);
         }
         if let Indexed::NotYet = self.indexes[slot] {
-            self.indexes[slot] = StrIndex::build(&self.reads[base..base + self.n]);
+            self.indexes[slot] = StrIndex::build(&self.reads[base..base + self.n], kind);
         }
         match &self.indexes[slot] {
             Indexed::Built(index) => Some(index),
