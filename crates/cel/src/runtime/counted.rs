@@ -5,23 +5,18 @@
 //! turns each later run into one lookup, and the run is charged in one sum
 //! what its steps would have charged one by one. The outer loop of such a
 //! pair, when it compares a field of its own element, does not walk its
-//! body at all ([`counted_loop`]): each element's field is read from the
-//! JSON and looked up.
+//! body at all (`lookup`).
 
 use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use celhook_json::Value as Json;
-use celhook_schema::Schema;
-
 use super::charge::{compare_cost_str, long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
-use super::scan::{count_reads, scan_steps};
-use super::{eval, fused, Frame};
-use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
-use crate::value::{str_size, List, Map, Str, Value, ANY};
+use super::Frame;
+use crate::ir::{BinOp, LoopKind};
+use crate::value::{str_size, List, Str, Value};
 
 /// A slot's counted reads, or why there are none.
 pub(crate) enum Indexed<'a> {
@@ -168,7 +163,7 @@ pub(super) fn answer<'a>(
 }
 
 /// [`answer`]'s result and what it charges, not charged.
-fn tally<'a>(
+pub(super) fn tally<'a>(
     index: &StrIndex<'a>,
     kind: LoopKind,
     list: &List<'a>,
@@ -226,91 +221,4 @@ fn tally<'a>(
         )
     };
     Some((total, result))
-}
-
-/// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
-/// JSON list `items`: for each element, its field the inner loop compares
-/// with is read straight from the JSON and looked up in the inner loop's
-/// counted reads, charged what walking the body would charge (its range,
-/// then the inner loop's steps), with the outer steps charged as the plain
-/// loop charges them; the inner list is read and counted first (as its
-/// first two runs would). `None`, with the cost put back, wherever that
-/// does not answer (the deadline, an error, a spent budget, another kind of
-/// list, a read or a field not a string): the plain loop then runs.
-pub(super) fn counted_loop<'a>(
-    l: &'a Loop,
-    items: &'a [Json],
-    schema: &'a Schema,
-    list: &List<'a>,
-    f: &mut Frame<'a>,
-) -> Option<Value<'a>> {
-    let Ir::Loop(inner) = &l.body else {
-        return None;
-    };
-    let scan = inner.scan.as_ref()?;
-    let (
-        ScanExpr::Compare {
-            slot, element_left, ..
-        },
-        Ir::Bin(_, a, b),
-    ) = (&scan.body, &inner.body)
-    else {
-        return None;
-    };
-    let (element, other) = if *element_left {
-        (&**a, &**b)
-    } else {
-        (&**b, &**a)
-    };
-    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
-    let start = f.cost;
-    // The inner range reads nothing the outer loop binds: the same list at
-    // the same charge for every element, evaluated once.
-    let range = match eval(&inner.range, f) {
-        Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
-        _ => {
-            f.cost = start;
-            return None;
-        }
-    };
-    let range_cost = f.cost - start;
-    f.cost = start;
-    // The inner list read and counted (as its first runs would), and the
-    // counts held apart from the frame while the elements are looked up.
-    count_reads(inner, scan, &range, *slot, element, f)?;
-    let cache = f.scans[scan.cell].take();
-    let index = cache
-        .as_ref()
-        .and_then(|cache| cache.counted(&range, *slot));
-    let result = index.and_then(|index| {
-        scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
-            if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
-                return None;
-            }
-            f.cost += range_cost;
-            let Json::Object(obj) = items.get(i)? else {
-                return None;
-            };
-            let (other_cost, x) = fused::chain_read(other, &mut |var| {
-                (var == l.var).then_some(Map::Json {
-                    obj,
-                    schema: item_schema,
-                })
-            })?;
-            let (total, Value::Bool(found)) = tally(index, inner.kind, &range, other_cost, &x)?
-            else {
-                return None;
-            };
-            if f.cost.saturating_add(total) > f.limit {
-                return None;
-            }
-            f.cost += total;
-            Some(found)
-        })
-    });
-    f.scans[scan.cell] = cache;
-    if result.is_none() {
-        f.cost = start;
-    }
-    result
 }

@@ -6,7 +6,6 @@ use super::*;
 use crate::ir::{FieldCmp, FieldTest};
 use crate::value::{Str, ANY};
 use celhook_json::Value as Json;
-use celhook_schema::Schema;
 
 /// The comparison read from the JSON objects, charged as the walk of
 /// `fallback` charges it: a unit for the variable, one per selection, and
@@ -98,13 +97,10 @@ fn same_field(a: &FieldCmp, b: &FieldCmp) -> bool {
 /// put back, on anything the fused comparisons do not answer (an element
 /// not an object, a field missing or of another type, a budget spent): the
 /// plain loop then runs and answers, or fails, as it would have.
-pub(super) fn fused_loop<'a>(
-    l: &'a Loop,
-    items: &'a [Json],
-    schema: &'a Schema,
-    list: &List<'a>,
-    f: &mut Frame<'a>,
-) -> Option<Value<'a>> {
+pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Option<Value<'a>> {
+    let List::Json { items, schema } = *list else {
+        return None;
+    };
     let start = f.cost;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let result = scan_steps(l.kind, items.iter(), list, f, |item, f| match item {

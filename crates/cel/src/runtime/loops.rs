@@ -122,15 +122,15 @@ pub(super) fn one_var_list<'a>(
             return Ok(v);
         }
     }
-    if let (true, List::Json { items, schema }) = (l.fused_body || l.counted_body, &list) {
-        let found = if l.fused_body {
-            fused::fused_loop(l, items, schema, &list, f)
-        } else {
-            counted::counted_loop(l, items, schema, &list, f)
-        };
-        if let Some(v) = found {
-            return Ok(v);
-        }
+    let found = if l.fused_body {
+        fused::fused_loop(l, &list, f)
+    } else if l.counted_body {
+        lookup::counted_loop(l, &list, f)
+    } else {
+        None
+    };
+    if let Some(v) = found {
+        return Ok(v);
     }
     // The quantifiers are most rules' loops: a plain indexed loop with no
     // step pairs, no element copy and no result list.

@@ -9,6 +9,7 @@ mod attrs;
 mod charge;
 pub(crate) mod counted;
 mod fused;
+mod lookup;
 mod loops;
 mod ops;
 mod scan;

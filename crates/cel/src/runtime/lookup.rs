@@ -1,0 +1,101 @@
+//! Loops answered by lookups: an outer loop whose body is a counted
+//! equality loop (see `counted`) over a list it does not change, comparing
+//! a field of the outer element (`all(p, L.exists_one(q, q.name ==
+//! p.name))`, `all(o, L.exists(n, n.name == o.name))`), marked by the
+//! planner (`plan::mark_counted_bodies`).
+
+use celhook_json::Value as Json;
+
+use super::counted::tally;
+use super::scan::{count_reads, scan_steps};
+use super::{eval, fused, Frame};
+use crate::ir::{Ir, Loop, ScanExpr};
+use crate::value::{List, Map, Value, ANY};
+
+/// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
+/// JSON list: for each element, its field the inner loop compares
+/// with is read straight from the JSON and looked up in the inner loop's
+/// counted reads, charged what walking the body would charge (its range,
+/// then the inner loop's steps), with the outer steps charged as the plain
+/// loop charges them; the inner list is read and counted first (as its
+/// first two runs would). `None`, with the cost put back, wherever that
+/// does not answer (the deadline, an error, a spent budget, another kind of
+/// list, a read or a field not a string): the plain loop then runs.
+pub(super) fn counted_loop<'a>(
+    l: &'a Loop,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let List::Json { items, schema } = *list else {
+        return None;
+    };
+    let Ir::Loop(inner) = &l.body else {
+        return None;
+    };
+    let scan = inner.scan.as_ref()?;
+    let (
+        ScanExpr::Compare {
+            slot, element_left, ..
+        },
+        Ir::Bin(_, a, b),
+    ) = (&scan.body, &inner.body)
+    else {
+        return None;
+    };
+    let (element, other) = if *element_left {
+        (&**a, &**b)
+    } else {
+        (&**b, &**a)
+    };
+    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+    let start = f.cost;
+    // The inner range reads nothing the outer loop binds: the same list at
+    // the same charge for every element, evaluated once.
+    let range = match eval(&inner.range, f) {
+        Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
+        _ => {
+            f.cost = start;
+            return None;
+        }
+    };
+    let range_cost = f.cost - start;
+    f.cost = start;
+    // The inner list read and counted (as its first runs would), and the
+    // counts held apart from the frame while the elements are looked up.
+    count_reads(inner, scan, &range, *slot, element, f)?;
+    let cache = f.scans[scan.cell].take();
+    let index = cache
+        .as_ref()
+        .and_then(|cache| cache.counted(&range, *slot));
+    let result = index.and_then(|index| {
+        scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
+            if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
+                return None;
+            }
+            f.cost += range_cost;
+            let Json::Object(obj) = items.get(i)? else {
+                return None;
+            };
+            let (other_cost, x) = fused::chain_read(other, &mut |var| {
+                (var == l.var).then_some(Map::Json {
+                    obj,
+                    schema: item_schema,
+                })
+            })?;
+            let (total, Value::Bool(found)) = tally(index, inner.kind, &range, other_cost, &x)?
+            else {
+                return None;
+            };
+            if f.cost.saturating_add(total) > f.limit {
+                return None;
+            }
+            f.cost += total;
+            Some(found)
+        })
+    });
+    f.scans[scan.cell] = cache;
+    if result.is_none() {
+        f.cost = start;
+    }
+    result
+}
