@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, FieldCmp, FieldTest, Ir, LoopKind};
+use crate::ir::{BinOp, ChainLink, FieldCmp, FieldTest, Ir, LoopKind};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -141,19 +141,13 @@ pub(crate) fn field_chain(ir: &Ir) -> Option<(usize, Path)> {
     let mut path = Vec::new();
     let mut at = ir;
     let slot = loop {
-        match at {
-            Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => at = inner,
-            Ir::Select {
-                operand,
-                field,
-                test: false,
-                position,
-            } => {
-                path.push((field.clone(), *position));
+        match at.chain_link()? {
+            ChainLink::Field(operand, field, position) => {
+                path.push((field.into(), position));
                 at = operand;
             }
-            Ir::Var(slot) if !path.is_empty() => break *slot,
-            _ => return None,
+            ChainLink::Var(slot) if !path.is_empty() => break slot,
+            ChainLink::Var(_) => return None,
         }
     };
     path.reverse();

@@ -167,6 +167,13 @@ macro_rules! each_child {
     };
 }
 
+/// See [`Ir::chain_link`].
+pub(crate) enum ChainLink<'a> {
+    /// The operand, the field and its schema position.
+    Field(&'a Ir, &'a str, Option<u32>),
+    Var(usize),
+}
+
 /// A call folded when checked: its value, and the call as written.
 #[derive(Debug)]
 pub(crate) struct FoldedCall {
@@ -182,6 +189,29 @@ impl Ir {
             Ir::Const(c) => Some(c),
             Ir::Folded(f) => Some(&f.value),
             _ => None,
+        }
+    }
+
+    /// One link of a field chain (`v.a.b`), kept reads looked through: a
+    /// field selected (not a presence test) from an operand, or the
+    /// variable the chain starts from. `None` for anything else.
+    pub(crate) fn chain_link(&self) -> Option<ChainLink<'_>> {
+        let mut at = self;
+        loop {
+            return match at {
+                Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => {
+                    at = inner;
+                    continue;
+                }
+                Ir::Select {
+                    operand,
+                    field,
+                    test: false,
+                    position,
+                } => Some(ChainLink::Field(operand, field, *position)),
+                Ir::Var(slot) => Some(ChainLink::Var(*slot)),
+                _ => None,
+            };
         }
     }
 

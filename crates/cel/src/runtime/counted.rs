@@ -14,7 +14,6 @@ use std::hash::{Hash, Hasher};
 
 use super::charge::{compare_cost_str, long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
-use super::Frame;
 use crate::ir::{BinOp, LoopKind};
 use crate::value::{str_size, List, Str, Value};
 
@@ -126,7 +125,7 @@ impl<'a> StrIndex<'a> {
     }
 }
 
-/// Whether [`answer`] knows loops of `kind` over a comparison `op`: those
+/// Whether [`tally`] knows loops of `kind` over a comparison `op`: those
 /// decided by the equal elements alone.
 pub(crate) fn answers(kind: LoopKind, op: BinOp) -> bool {
     matches!(
@@ -138,31 +137,14 @@ pub(crate) fn answers(kind: LoopKind, op: BinOp) -> bool {
     )
 }
 
-/// The loop (one [`answers`] knows) over the `n` elements of `index`
-/// comparing each read with `x` (charged `other_cost` for its side each time), charged as the steps
-/// of `scan_steps` would charge: each step's own charge, a read and a
+/// What the loop (one [`answers`] knows) over the `n` elements of `index`,
+/// comparing each read with `x` (`other_cost` for its side each time),
+/// charges as the steps of `scan_steps` would: each step's own charge, a read and a
 /// comparison each, and what ends the loop (for `exists_one`, 2 per match
 /// and 2 at the end; for `filter`, 13 per match, which it keeps in order,
 /// and 1 at the end; for `exists` and `all`, the first equal element
-/// decides). `None` when that sum is not known (`x` not a string) or
-/// would pass the limit: the steps then run and stop where cel-go stops.
-pub(super) fn answer<'a>(
-    index: &StrIndex<'a>,
-    kind: LoopKind,
-    list: &List<'a>,
-    other_cost: u64,
-    x: &Value<'a>,
-    f: &mut Frame<'a>,
-) -> Option<Value<'a>> {
-    let (total, result) = tally(index, kind, list, other_cost, x)?;
-    if f.cost.saturating_add(total) > f.limit {
-        return None;
-    }
-    f.cost += total;
-    Some(result)
-}
-
-/// [`answer`]'s result and what it charges, not charged.
+/// decides), and its result; nothing is charged here. `None` when that
+/// sum is not known (`x` not a string).
 pub(super) fn tally<'a>(
     index: &StrIndex<'a>,
     kind: LoopKind,

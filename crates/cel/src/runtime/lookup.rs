@@ -69,10 +69,10 @@ pub(super) fn counted_loop<'a>(
         .and_then(|cache| cache.counted(&range, *slot));
     let result = index.and_then(|index| {
         scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
-            if crate::interrupt::tick() || f.cost.saturating_add(range_cost) > f.limit {
+            if crate::interrupt::tick() {
                 return None;
             }
-            f.cost += range_cost;
+            f.charge_within(range_cost)?;
             let Json::Object(obj) = items.get(i)? else {
                 return None;
             };
@@ -86,10 +86,7 @@ pub(super) fn counted_loop<'a>(
             else {
                 return None;
             };
-            if f.cost.saturating_add(total) > f.limit {
-                return None;
-            }
-            f.cost += total;
+            f.charge_within(total)?;
             Some(found)
         })
     });

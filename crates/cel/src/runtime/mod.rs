@@ -172,6 +172,18 @@ fn exceeds(f: &Frame<'_>, cost: u64) -> bool {
 }
 
 impl Frame<'_> {
+    /// Charges `units` if they stay within the limit; otherwise charges
+    /// nothing and gives `None`, so that a shortcut hands over to the steps,
+    /// which stop where cel-go stops.
+    #[inline]
+    fn charge_within(&mut self, units: u64) -> Option<()> {
+        if exceeds(self, units) {
+            return None;
+        }
+        self.cost += units;
+        Some(())
+    }
+
     #[inline]
     fn charge(&mut self, units: u64) -> Result<(), EvalError> {
         self.cost = self.cost.saturating_add(units);

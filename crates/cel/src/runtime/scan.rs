@@ -215,8 +215,10 @@ impl<'a, 'r> ScanRun<'a, 'r> {
         if again && counted::answers(kind, op) {
             let list = self.list;
             if let Some(index) = self.counted(slot, base, kind) {
-                if let Some(found) = counted::answer(index, kind, list, other_cost, &x, f) {
-                    return Some(found);
+                if let Some((total, found)) = counted::tally(index, kind, list, other_cost, &x) {
+                    if f.charge_within(total).is_some() {
+                        return Some(found);
+                    }
                 }
             }
         }
