@@ -67,8 +67,36 @@ pub(crate) fn mark_fused_bodies(ir: &mut Ir) {
             && l.filter.is_none()
             && l.scan.is_none()
             && of_fused(&l.body, l.var);
+        if l.fused_body {
+            number_reads(&mut l.body, &mut Vec::new());
+        }
     }
     ir.each_child_mut(&mut mark_fused_bodies);
+}
+
+/// What a fused test reads: the variable, the first field and its
+/// position, the fields after it.
+type ReadKey<'a> = (usize, &'a str, Option<u32>, &'a [(Box<str>, Option<u32>)]);
+
+/// Numbers the fused tests of a body by the field they read, so that the
+/// evaluator tells a test of the field it read last by one comparison.
+fn number_reads<'a>(ir: &'a mut Ir, seen: &mut Vec<ReadKey<'a>>) {
+    match ir {
+        Ir::And(a, b) | Ir::Or(a, b) => {
+            number_reads(a, seen);
+            number_reads(b, seen);
+        }
+        Ir::Not(a) => number_reads(a, seen),
+        Ir::FieldCmp(c) => {
+            let key = (c.slot, &*c.field, c.position, &*c.then);
+            let at = seen.iter().position(|k| *k == key).unwrap_or_else(|| {
+                seen.push(key);
+                seen.len() - 1
+            });
+            c.read = u32::try_from(at).unwrap_or(u32::MAX);
+        }
+        _ => {}
+    }
 }
 
 /// True when `ir` is `&&`, `||` and `!` of fused comparisons of `var`'s
@@ -107,6 +135,7 @@ fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
         position,
         then,
         test,
+        read: 0,
         fallback,
     })
 }

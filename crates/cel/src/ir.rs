@@ -62,7 +62,7 @@ pub(crate) enum Ir {
     /// `matches` with a constant pattern, compiled at load.
     /// The pattern's length in characters as written prices the call (the
     /// compiled regex is RE2's syntax translated).
-    Matches(Box<Ir>, Arc<regex::Regex>, u32),
+    Matches(Box<Ir>, Arc<crate::matcher::Matcher>, u32),
     /// Another call with a constant regex argument (`find`, `findAll`),
     /// compiled at load; see `registry::RegexArg`.
     RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
@@ -100,6 +100,9 @@ pub(crate) struct FieldCmp {
     /// The fields selected after it, in order (most often none).
     pub then: Box<[(Box<str>, Option<u32>)]>,
     pub test: FieldTest,
+    /// In a fused loop body, equal for the tests that read the same field
+    /// (numbered by `fuse::mark_fused_bodies`); 0 elsewhere.
+    pub read: u32,
     pub fallback: Ir,
 }
 
@@ -113,7 +116,7 @@ pub(crate) enum FieldTest {
     /// `in` a literal list of strings.
     OneOf(Box<[Arc<str>]>),
     /// `matches` a pattern compiled at load (of that many characters).
-    Matches(Arc<regex::Regex>, u32),
+    Matches(Arc<crate::matcher::Matcher>, u32),
     /// `size(field)` compared with an int.
     Size(BinOp, i64),
 }

@@ -8,6 +8,7 @@
 //
 // Leaves: Go's text forms, RE2 patterns, the request deadline.
 pub mod interrupt;
+mod matcher;
 mod re2;
 pub mod text;
 // Runtime values, their errors, order, arithmetic and library types.

@@ -273,7 +273,11 @@ impl<'s> Compiler<'_, 's> {
                 let mut it = args.into_iter();
                 let target = it.next().unwrap_or(Ir::Const(Const::Null));
                 return Ok((
-                    Ir::Matches(Box::new(target), Arc::new(re), pattern_len),
+                    Ir::Matches(
+                        Box::new(target),
+                        Arc::new(crate::matcher::Matcher::new(re)),
+                        pattern_len,
+                    ),
                     Ty::Bool,
                 ));
             }

@@ -6,6 +6,7 @@ use super::*;
 use crate::ir::{FieldCmp, FieldTest};
 use crate::value::{Str, ANY};
 use celhook_json::Value as Json;
+use celhook_schema::Type;
 
 /// The comparison read from the JSON objects, charged as the walk of
 /// `fallback` charges it: a unit for the variable, one per selection, and
@@ -48,15 +49,42 @@ enum Read<'a> {
 /// The field a fused test reads, from the JSON object `m`.
 #[inline(always)]
 fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
-    let mut value = m.get_field(&c.field, c.position)?;
-    for (field, position) in &*c.then {
-        value = match value {
+    if c.then.is_empty() {
+        return field_read(m, &c.field, c.position);
+    }
+    let mut at = m.get_field(&c.field, c.position)?;
+    let (last, between) = c.then.split_last()?;
+    for (field, position) in between {
+        at = match at {
             Value::Map(next @ Map::Json { .. }) => next.get_field(field, *position)?,
             _ => return None,
         };
     }
+    match at {
+        Value::Map(next @ Map::Json { .. }) => field_read(&next, &last.0, last.1),
+        _ => None,
+    }
+}
+
+/// An int or a plain string field of `m`, as `Map::get_field` and
+/// `Value::from_json` would give it, read from the JSON without making a
+/// value where the schema position finds it; `None` for anything else
+/// (a double, a string the schema's format converts, a missing field).
+#[inline(always)]
+fn field_read<'a>(m: &Map<'a>, field: &str, position: Option<u32>) -> Option<Read<'a>> {
+    if let (Map::Json { obj, schema }, Some(p)) = (m, position) {
+        if schema.additional_properties.is_none() {
+            if let Some(child) = schema.properties.get_at(p as usize, field) {
+                return match obj.get_hinted(field, p as usize)? {
+                    Json::Number(n) if child.ty != Type::Number => n.as_i64().map(Read::Int),
+                    Json::String(s) if !crate::value::converts_strings(child) => Some(Read::Str(s)),
+                    _ => None,
+                };
+            }
+        }
+    }
     // Taken apart by value: the arms that answer leave nothing to drop.
-    match value {
+    match m.get_field(field, position)? {
         Value::Int(i) => Some(Read::Int(i)),
         Value::Str(Str::Borrowed(s)) => Some(Read::Str(s)),
         _ => None,
@@ -84,11 +112,6 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
         }
         _ => return None,
     })
-}
-
-/// True when two fused tests read the same field of the same variable.
-fn same_field(a: &FieldCmp, b: &FieldCmp) -> bool {
-    a.slot == b.slot && a.position == b.position && a.field == b.field && a.then == b.then
 }
 
 /// A loop marked `fused_body` over a JSON list: each element's object is
@@ -125,36 +148,69 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
 /// (`&&` and `||` nothing of their own, `!` one unit). `last` keeps the
 /// last field read, for the next test of the same field (`p.port > 0 &&
 /// p.port < 65536`): each test is still charged its read, as the walk
-/// charges a kept read.
+/// charges a kept read. The usual bodies, one test or two joined, run
+/// inline here; deeper ones in [`nested`].
+#[inline(always)]
 fn test<'a>(
     ir: &'a Ir,
     m: &Map<'a>,
     last: &mut Option<(&'a FieldCmp, Read<'a>)>,
     f: &mut Frame<'a>,
 ) -> Option<bool> {
+    let part = |ir: &'a Ir, last: &mut Option<(&'a FieldCmp, Read<'a>)>, f: &mut Frame<'a>| match ir
+    {
+        Ir::FieldCmp(c) => leaf(c, m, last, f),
+        _ => nested(ir, m, last, f),
+    };
     match ir {
-        Ir::And(a, b) => Some(test(a, m, last, f)? && test(b, m, last, f)?),
-        Ir::Or(a, b) => Some(test(a, m, last, f)? || test(b, m, last, f)?),
+        Ir::FieldCmp(c) => leaf(c, m, last, f),
+        Ir::And(a, b) => Some(part(a, last, f)? && part(b, last, f)?),
+        Ir::Or(a, b) => Some(part(a, last, f)? || part(b, last, f)?),
+        _ => nested(ir, m, last, f),
+    }
+}
+
+/// [`test`] of any body, out of line.
+#[inline(never)]
+fn nested<'a>(
+    ir: &'a Ir,
+    m: &Map<'a>,
+    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
+    f: &mut Frame<'a>,
+) -> Option<bool> {
+    match ir {
+        Ir::And(a, b) => Some(nested(a, m, last, f)? && nested(b, m, last, f)?),
+        Ir::Or(a, b) => Some(nested(a, m, last, f)? || nested(b, m, last, f)?),
         Ir::Not(a) => {
-            let r = test(a, m, last, f)?;
+            let r = nested(a, m, last, f)?;
             f.charge(1).ok()?;
             Some(!r)
         }
-        Ir::FieldCmp(c) => {
-            let read = match *last {
-                Some((before, read)) if same_field(before, c) => read,
-                _ => {
-                    let read = read_on(c, m)?;
-                    *last = Some((c, read));
-                    read
-                }
-            };
-            let (r, cost) = judge(c, read)?;
-            f.charge(cost).ok()?;
-            Some(r)
-        }
+        Ir::FieldCmp(c) => leaf(c, m, last, f),
         _ => None,
     }
+}
+
+/// One fused test, its field read taken from `last` when the test before
+/// read the same one.
+#[inline(always)]
+fn leaf<'a>(
+    c: &'a FieldCmp,
+    m: &Map<'a>,
+    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
+    f: &mut Frame<'a>,
+) -> Option<bool> {
+    let read = match *last {
+        Some((before, read)) if before.read == c.read => read,
+        _ => {
+            let read = read_on(c, m)?;
+            *last = Some((c, read));
+            read
+        }
+    };
+    let (r, cost) = judge(c, read)?;
+    f.charge(cost).ok()?;
+    Some(r)
 }
 
 /// A chain of field selections ending at a variable (`p.name`,

@@ -197,6 +197,8 @@ impl<'a> Value<'a> {
 
     /// Types a JSON value by its schema node. JSON null is CEL null (object
     /// fields holding null are treated as absent before this is reached).
+    /// A string whose format [`converts_strings`] is the value it spells,
+    /// where it parses.
     pub fn from_json(v: &'a Json, schema: &'a Schema) -> Self {
         match v {
             Json::Null => Value::Null,
@@ -212,7 +214,7 @@ impl<'a> Value<'a> {
                 },
             },
             Json::String(s) => {
-                if schema.ty == Type::String {
+                if converts_strings(schema) {
                     match &schema.format {
                         Format::Byte => {
                             if let Some(b) = decode_base64(s) {
@@ -576,6 +578,17 @@ pub fn size(v: &Value<'_>) -> u64 {
         Value::Optional(Some(v)) => size(v),
         _ => 1,
     }
+}
+
+/// Whether strings at `schema` may become another CEL type in
+/// [`Value::from_json`] (bytes, timestamps, durations by their format).
+#[inline]
+pub(crate) fn converts_strings(schema: &Schema) -> bool {
+    schema.ty == Type::String
+        && matches!(
+            schema.format,
+            Format::Byte | Format::Date | Format::DateTime | Format::Duration
+        )
 }
 
 /// A string's CEL size: its characters.
