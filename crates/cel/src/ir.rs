@@ -288,6 +288,11 @@ pub(crate) struct Loop {
     /// counted reads, run again for each element (see
     /// `plan::mark_counted_bodies`).
     pub counted_body: bool,
+    /// With `counted_body`: the outer element's field the inner loop
+    /// compares with is the one the inner loop reads of its own elements
+    /// (the same chain of fields), as in a uniqueness check
+    /// (`L.all(p, L.exists_one(q, q.name == p.name))`).
+    pub counted_same: bool,
 }
 
 /// The memo cells a program needs, of each kind.

@@ -120,12 +120,14 @@ fn mark_scans(ir: &mut Ir, cells: &mut Cells, nested: bool) {
 /// inner loop once per element.
 fn mark_counted_bodies(ir: &mut Ir) {
     if let Ir::Loop(l) = ir {
-        l.counted_body = counted_body(l);
+        (l.counted_body, l.counted_same) = counted_body(l);
     }
     ir.each_child_mut(&mut mark_counted_bodies);
 }
 
-fn counted_body(l: &crate::ir::Loop) -> bool {
+/// Whether `l` is a counted body's outer loop, and whether its compared
+/// field is the inner element's own (`Loop::counted_same`).
+fn counted_body(l: &crate::ir::Loop) -> (bool, bool) {
     let outer = matches!(
         l.kind,
         LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne | LoopKind::Filter
@@ -134,7 +136,7 @@ fn counted_body(l: &crate::ir::Loop) -> bool {
         && l.scan.is_none()
         && !l.fused_body;
     let Ir::Loop(inner) = &l.body else {
-        return false;
+        return (false, false);
     };
     let (
         Some(Scan {
@@ -144,17 +146,23 @@ fn counted_body(l: &crate::ir::Loop) -> bool {
         Ir::Bin(op, a, b),
     ) = (&inner.scan, &inner.body)
     else {
-        return false;
+        return (false, false);
     };
-    let other = if *element_left { b } else { a };
-    outer
+    let (element, other) = if *element_left { (a, b) } else { (b, a) };
+    let other = crate::fuse::field_chain(other).filter(|(var, _)| *var == l.var);
+    let counted = outer
         && matches!(
             inner.kind,
             LoopKind::All | LoopKind::Exists | LoopKind::ExistsOne
         )
         && crate::runtime::counted::answers(inner.kind, *op)
         && !reads_var(&inner.range, l.var)
-        && crate::fuse::field_chain(other).is_some_and(|(var, _)| var == l.var)
+        && other.is_some();
+    let same = counted
+        && crate::fuse::field_chain(element)
+            .zip(other)
+            .is_some_and(|((var, mine), (_, theirs))| var == inner.var && mine == theirs);
+    (counted, same)
 }
 
 /// True when `ir` reads variable `var`.

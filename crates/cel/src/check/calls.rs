@@ -336,6 +336,7 @@ impl<'s> Compiler<'_, 's> {
                     scan: None,
                     fused_body: false,
                     counted_body: false,
+                    counted_same: false,
                 })),
                 bty,
             ));
@@ -441,6 +442,7 @@ impl<'s> Compiler<'_, 's> {
                 scan: None,
                 fused_body: false,
                 counted_body: false,
+                counted_same: false,
             })),
             ty,
         ))

@@ -7,7 +7,7 @@
 use celhook_json::Value as Json;
 
 use super::counted::tally;
-use super::scan::{count_reads, scan_steps};
+use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, ScanExpr};
 use crate::value::{List, Map, Value, ANY};
@@ -67,21 +67,35 @@ pub(super) fn counted_loop<'a>(
     let index = cache
         .as_ref()
         .and_then(|cache| cache.counted(&range, *slot));
+    // Over the very list the inner loop read, the outer element's field
+    // is the inner loop's kept read of the same element.
+    let kept = cache
+        .as_ref()
+        .filter(|_| l.counted_same && same_list(list, &range))
+        .map(|cache| cache.slot_reads(*slot, items.len()));
     let result = index.and_then(|index| {
         scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
             if crate::interrupt::tick() {
                 return None;
             }
             f.charge_within(range_cost)?;
-            let Json::Object(obj) = items.get(i)? else {
-                return None;
+            let (other_cost, x) = match kept {
+                Some(reads) => {
+                    let (cost, read) = reads.get(i)?.as_ref()?;
+                    (*cost, read.copy())
+                }
+                None => {
+                    let Json::Object(obj) = items.get(i)? else {
+                        return None;
+                    };
+                    fused::chain_read(other, &mut |var| {
+                        (var == l.var).then_some(Map::Json {
+                            obj,
+                            schema: item_schema,
+                        })
+                    })?
+                }
             };
-            let (other_cost, x) = fused::chain_read(other, &mut |var| {
-                (var == l.var).then_some(Map::Json {
-                    obj,
-                    schema: item_schema,
-                })
-            })?;
             let (total, Value::Bool(found)) = tally(index, inner.kind, &range, other_cost, &x)?
             else {
                 return None;

@@ -120,11 +120,13 @@ impl<'a> Frame<'a> {
     /// Grows the frame to `slots` variables (null past those it holds) and
     /// the memo cells of `cells`, none of them bound or filled yet.
     fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
-        self.vars.resize(slots, Value::Null);
+        // Filled by `resize_with`: `resize` clones its value through the
+        // generic clone of a `Value`, a call per slot.
+        self.vars.resize_with(slots, || Value::Null);
         self.bound.resize(slots, 0);
         // Most programs keep nothing: no calls for cells they lack.
         if cells.by_binding > 0 {
-            self.memos.resize(cells.by_binding, None);
+            self.memos.resize_with(cells.by_binding, || None);
         }
         if self.elem_memos.len() != cells.by_element {
             self.elem_memos.resize_with(cells.by_element, || {

@@ -106,7 +106,17 @@ fn list_key(list: &List<'_>) -> Option<(usize, usize, usize)> {
     }
 }
 
+/// True when `a` and `b` are the same JSON list of the request.
+pub(super) fn same_list(a: &List<'_>, b: &List<'_>) -> bool {
+    list_key(a).is_some_and(|key| list_key(b) == Some(key))
+}
+
 impl<'a> ScanCache<'a> {
+    /// The kept reads of `slot`, one per element of the `n` the list has.
+    pub(super) fn slot_reads(&self, slot: usize, n: usize) -> &[Option<(u64, Value<'a>)>] {
+        self.reads.get(slot * n..(slot + 1) * n).unwrap_or(&[])
+    }
+
     /// The counted reads of `slot` kept for `list`, once a run read every
     /// element and counted them.
     pub(super) fn counted(&self, list: &List<'_>, slot: usize) -> Option<&StrIndex<'a>> {

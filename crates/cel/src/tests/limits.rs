@@ -178,6 +178,10 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                     "name": {"type": "string"}, "port": {"type": "integer"},
                     "alias": {"type": "string"}
                 }}},
+                "spare": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"},
+                    "alias": {"type": "string"}
+                }}},
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                 "tags": {"type": "array", "items": {"type": "string"}}
             }}
@@ -258,13 +262,22 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.exists_one(p, self.spec.ports.all(q, q.name != p.alias))",
         "self.spec.ports.exists(p, self.spec.ports.exists(q, p.name == q.alias))",
         "self.spec.ports.all(p, self.spec.ports.exists(q, q.port == p.port))",
+        // The outer element's field is the inner one's own (a uniqueness
+        // check): the inner loop's kept reads serve the outer elements.
+        "self.spec.ports.all(p, self.spec.ports.exists(q, p.name == q.name))",
+        "self.spec.ports.exists_one(p, self.spec.ports.exists_one(q, q.alias == p.alias))",
+        // The same field of another list of the same schema: read from the
+        // outer element, not taken from the inner list's reads.
+        "self.spec.ports.all(p, self.spec.spare.exists_one(q, q.name == p.name))",
     ];
     let objects = [
         json!({"spec": {"name": "web", "min": 1, "max": 90, "opt": {"a": "z"},
             "labels": {"a": "b", "c": "web"}, "tags": ["web", "m", "web"],
-            "ports": [{"name": "web", "port": 80, "alias": "web"}, {"name": "m", "port": 9}]}}),
+            "ports": [{"name": "web", "port": 80, "alias": "web"}, {"name": "m", "port": 9}],
+            "spare": [{"name": "m"}, {"name": "web"}]}}),
         json!({"spec": {"name": "a", "min": 5, "max": 1, "tags": ["b"],
-            "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 3}]}}),
+            "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 3}],
+            "spare": [{"name": "b"}, {"name": "c"}, {"name": "c"}]}}),
         json!({"spec": {"ports": [{"port": 1}, {"name": "x"}]}}),
         json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "tags": [1, "a"],
             "ports": [{"name": 1, "port": "x"}]}}),
@@ -288,6 +301,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut fused = 0;
     let mut fused_loops = 0;
     let mut counted_loops = 0;
+    let mut counted_same = 0;
     let programs: Vec<_> = exprs
         .iter()
         .map(|expr| {
@@ -304,6 +318,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         fused += count_fused(&with.ir);
         fused_loops += count_loops(&with.ir, &|l| l.fused_body);
         counted_loops += count_loops(&with.ir, &|l| l.counted_body);
+        counted_same += count_loops(&with.ir, &|l| l.counted_same);
         planned_any |= with.memos.by_binding > 0;
         planned_by_element |= with.memos.by_element > 0;
         planned_scan |= with.memos.by_scan > 0;
@@ -349,6 +364,10 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     assert!(
         counted_loops >= 6,
         "{counted_loops} loops answered from counted reads"
+    );
+    assert!(
+        counted_same >= 4,
+        "{counted_same} counted loops comparing the inner element's own field"
     );
 }
 
