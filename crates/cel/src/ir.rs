@@ -115,8 +115,8 @@ pub(crate) enum FieldTest {
     Str(bool, Arc<str>),
     /// `in` a literal list of strings.
     OneOf(Box<[Arc<str>]>),
-    /// `matches` a pattern compiled at load (of that many characters).
-    Matches(Arc<crate::matcher::Matcher>, u32),
+    /// `matches` a pattern compiled at load.
+    Matches(Arc<crate::matcher::Matcher>),
     /// `size(field)` compared with an int.
     Size(BinOp, i64),
 }

@@ -12,6 +12,9 @@ use regex::Regex;
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::Input;
 
+use crate::registry::scaled;
+use crate::value::str_size;
+
 /// Past this size a pattern runs on the `regex` crate alone: a large DFA
 /// (Unicode classes, long alternations) costs memory for every rule;
 /// ordinary ones take under a KiB (`^[a-z]([-a-z0-9]*[a-z0-9])?$`: 320 bytes).
@@ -22,10 +25,13 @@ const DFA_LIMIT: usize = 16 << 10;
 pub(crate) struct Matcher {
     regex: Regex,
     dfa: Option<dense::DFA<Vec<u32>>>,
+    /// The pattern's factor of what `matches` charges (see [`Matcher::cost`]).
+    pattern_factor: u64,
 }
 
 impl Matcher {
-    pub(crate) fn new(regex: Regex) -> Matcher {
+    /// `regex` compiled from a pattern of `pattern_len` characters.
+    pub(crate) fn new(regex: Regex, pattern_len: u32) -> Matcher {
         // The same syntax defaults `Regex::new` parses the pattern with.
         let dfa = dense::Builder::new()
             .configure(
@@ -36,7 +42,18 @@ impl Matcher {
             )
             .build(regex.as_str())
             .ok();
-        Matcher { regex, dfa }
+        Matcher {
+            regex,
+            dfa,
+            pattern_factor: scaled(u64::from(pattern_len), 0.25),
+        }
+    }
+
+    /// What `matches` charges on `s` (cel-go's tenth of the string's size
+    /// times a quarter of the pattern's, both rounded up).
+    #[inline]
+    pub(crate) fn cost(&self, s: &str) -> u64 {
+        scaled(1 + str_size(s), 0.1) * self.pattern_factor
     }
 
     /// Whether the pattern matches anywhere in `s`, as `Regex::is_match`.
@@ -124,7 +141,7 @@ mod tests {
         ];
         let mut direct = 0;
         for p in patterns {
-            let m = Matcher::new(Regex::new(p).expect("pattern"));
+            let m = Matcher::new(Regex::new(p).expect("pattern"), 0);
             for s in inputs {
                 assert_eq!(m.is_match(s), m.regex.is_match(s), "{p:?} on {s:?}");
                 if m.dfa.as_ref().and_then(|d| run(d, s)).is_some() {
@@ -136,9 +153,30 @@ mod tests {
         assert!(direct > patterns.len() * inputs.len() * 3 / 4, "{direct}");
     }
 
+    /// The pattern's factor kept at load gives what the library's
+    /// `matches` cost gives, at sizes whose float products round up.
+    #[test]
+    fn charges_as_the_library_does() {
+        let regex = Regex::new("a").expect("pattern");
+        for pattern_len in [0, 1, 4, 5, 29, 40, 1000] {
+            let m = Matcher::new(regex.clone(), pattern_len);
+            for n in [0, 1, 9, 10, 29, 30, 99, 1000] {
+                for s in ["x".repeat(n), "é".repeat(n)] {
+                    let v = crate::value::Value::Str(crate::value::Str::Borrowed(&s));
+                    let library = crate::library::core::matches_cost(&v, pattern_len as usize);
+                    assert_eq!(
+                        m.cost(&s),
+                        library,
+                        "{n} characters, pattern of {pattern_len}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_large_automaton_stays_with_the_regex() {
-        let m = Matcher::new(Regex::new("\\w{50}").expect("pattern"));
+        let m = Matcher::new(Regex::new("\\w{50}").expect("pattern"), 5);
         assert!(m.dfa.is_none());
         assert!(m.is_match(&"é".repeat(50)));
     }

@@ -119,7 +119,7 @@ impl Map {
     /// where a key usually is (the position of a field among its schema's
     /// properties, which an object holding every property shares, both
     /// sorted) finds it with one comparison.
-    #[inline]
+    #[inline(always)]
     pub fn get_hinted(&self, key: &str, hint: usize) -> Option<&Value> {
         match self.entries.get(hint) {
             Some((k, v)) if same_key(k, key) => Some(v),

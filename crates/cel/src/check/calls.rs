@@ -275,7 +275,7 @@ impl<'s> Compiler<'_, 's> {
                 return Ok((
                     Ir::Matches(
                         Box::new(target),
-                        Arc::new(crate::matcher::Matcher::new(re)),
+                        Arc::new(crate::matcher::Matcher::new(re, pattern_len)),
                         pattern_len,
                     ),
                     Ty::Bool,

@@ -115,11 +115,6 @@ pub fn matches_cost(s: &Value<'_>, pattern_len: usize) -> u64 {
     scaled(1 + crate::value::size(s), 0.1) * scaled(pattern_len as u64, 0.25)
 }
 
-/// [`matches_cost`] of a string.
-pub(crate) fn matches_cost_str(s: &str, pattern_len: usize) -> u64 {
-    scaled(1 + crate::value::str_size(s), 0.1) * scaled(pattern_len as u64, 0.25)
-}
-
 fn matches_with<'a>(a: &[Value<'a>], re: &Regex) -> Result<Value<'a>, EvalError> {
     Ok(Value::Bool(re.is_match(str_arg(first(a)?)?)))
 }

@@ -106,10 +106,7 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
             let n = i64::try_from(crate::value::str_size(s)).ok()?;
             (int_compare(*op, n, *k)?, reads + 2)
         }
-        (FieldTest::Matches(re, pattern_len), Read::Str(s)) => {
-            let cost = crate::library::core::matches_cost_str(s, *pattern_len as usize);
-            (re.is_match(s), reads + cost)
-        }
+        (FieldTest::Matches(re), Read::Str(s)) => (re.is_match(s), reads + re.cost(s)),
         _ => return None,
     })
 }
@@ -144,6 +141,10 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     result
 }
 
+/// The last field a fused body read of the element, and the test that
+/// read it.
+type Last<'a> = Option<(&'a FieldCmp, Read<'a>)>;
+
 /// A fused body on one element object, charged as [`eval`] charges it
 /// (`&&` and `||` nothing of their own, `!` one unit). `last` keeps the
 /// last field read, for the next test of the same field (`p.port > 0 &&
@@ -151,14 +152,8 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
 /// charges a kept read. The usual bodies, one test or two joined, run
 /// inline here; deeper ones in [`nested`].
 #[inline(always)]
-fn test<'a>(
-    ir: &'a Ir,
-    m: &Map<'a>,
-    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
-    f: &mut Frame<'a>,
-) -> Option<bool> {
-    let part = |ir: &'a Ir, last: &mut Option<(&'a FieldCmp, Read<'a>)>, f: &mut Frame<'a>| match ir
-    {
+fn test<'a>(ir: &'a Ir, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> Option<bool> {
+    let part = |ir: &'a Ir, last: &mut Last<'a>, f: &mut Frame<'a>| match ir {
         Ir::FieldCmp(c) => leaf(c, m, last, f),
         _ => nested(ir, m, last, f),
     };
@@ -172,12 +167,7 @@ fn test<'a>(
 
 /// [`test`] of any body, out of line.
 #[inline(never)]
-fn nested<'a>(
-    ir: &'a Ir,
-    m: &Map<'a>,
-    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
-    f: &mut Frame<'a>,
-) -> Option<bool> {
+fn nested<'a>(ir: &'a Ir, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> Option<bool> {
     match ir {
         Ir::And(a, b) => Some(nested(a, m, last, f)? && nested(b, m, last, f)?),
         Ir::Or(a, b) => Some(nested(a, m, last, f)? || nested(b, m, last, f)?),
@@ -194,12 +184,7 @@ fn nested<'a>(
 /// One fused test, its field read taken from `last` when the test before
 /// read the same one.
 #[inline(always)]
-fn leaf<'a>(
-    c: &'a FieldCmp,
-    m: &Map<'a>,
-    last: &mut Option<(&'a FieldCmp, Read<'a>)>,
-    f: &mut Frame<'a>,
-) -> Option<bool> {
+fn leaf<'a>(c: &'a FieldCmp, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> Option<bool> {
     let read = match *last {
         Some((before, read)) if before.read == c.read => read,
         _ => {

@@ -128,7 +128,9 @@ impl<'a> Frame<'a> {
         if cells.by_binding > 0 {
             self.memos.resize_with(cells.by_binding, || None);
         }
-        if self.elem_memos.len() != cells.by_element {
+        // Grown only: a map a program lacks stays (empty) for a later
+        // program's cell, which spares freeing and allocating it again.
+        if self.elem_memos.len() < cells.by_element {
             self.elem_memos.resize_with(cells.by_element, || {
                 ElemMemo::with_hasher(foldhash::fast::FixedState::default())
             });
@@ -298,14 +300,11 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             bin_values(*op, x, y, b, f)
         }
         Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
-        Ir::Matches(target, re, pattern_len) => {
+        Ir::Matches(target, re, _) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {
-                    f.charge(crate::library::core::matches_cost(
-                        &v,
-                        *pattern_len as usize,
-                    ))?;
+                    f.charge(re.cost(s))?;
                     Ok(Value::Bool(re.is_match(s)))
                 }
                 _ => Err(EvalError::no_overload()),
