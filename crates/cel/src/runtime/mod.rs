@@ -8,11 +8,15 @@ use std::rc::Rc;
 mod attrs;
 mod charge;
 pub(crate) mod counted;
+mod frame;
 mod fused;
 mod lookup;
 mod loops;
 mod ops;
 mod scan;
+
+use frame::{exceeds, MemoCell, ScanCache};
+pub(crate) use frame::{Frame, Lazy, Vars};
 
 use attrs::{charges_attribute_step, index_key, is_constant_key_chain, opt_or, plans_as_attribute};
 use fused::field_cmp;
@@ -25,207 +29,6 @@ use crate::library::lists::sort_values;
 use crate::value::arith::{add, overflow, sub, uoverflow};
 use crate::value::error::{ErrorKind, EvalError};
 use crate::value::{compare, constant, equals, Const, List, Map, Value};
-
-/// Variable slots: `self`, `oldSelf` and the loop variables. A plain Vec:
-/// indexing a SmallVec was an out-of-line call on every variable read
-/// (4% of a review's instructions), more than its allocation saves.
-pub(crate) type Vars<'a> = Vec<Value<'a>>;
-
-/// The state of one evaluation.
-#[derive(Default)]
-pub(crate) struct Frame<'a> {
-    vars: Vars<'a>,
-    /// How many times each variable slot was bound: a memo is good while
-    /// its variable's count is the one it was filled under.
-    bound: Vec<u64>,
-    memos: Vec<Option<MemoCell<'a>>>,
-    /// Field reads kept per JSON object (see `memo`), by the addresses of
-    /// the object and its schema node.
-    elem_memos: Vec<ElemMemo<'a>>,
-    /// Element reads of scanned loops (see `memo::Scan`), one list each.
-    scans: Vec<Option<ScanCache<'a>>>,
-    /// Cost spent so far by this expression.
-    pub cost: u64,
-    /// Cost at which evaluation stops.
-    pub limit: u64,
-    /// Where `variables.<name>` comes from (policy expressions).
-    pub lazy: Option<&'a dyn Lazy<'a>>,
-}
-
-/// The source of a composition's variables: each evaluated on first use
-/// with its own cost limit, its cost not charged to the expression that
-/// reads it (the API server counts it against the policy's budget).
-pub(crate) trait Lazy<'a> {
-    fn variable(&'a self, index: usize) -> Result<Value<'a>, EvalError>;
-}
-
-/// A kept field read (see `memo`): its value, the cost its evaluation was
-/// charged, and the binding of its variable it was read under.
-#[derive(Clone)]
-pub(crate) struct MemoCell<'a> {
-    bound: u64,
-    cost: u64,
-    value: Value<'a>,
-}
-
-/// The element reads of a scanned loop over one list: per slot and
-/// element, the charge and value, read when first needed. Kept for the
-/// evaluation when the list is the request's JSON (by the addresses of its
-/// items and schema, and its length); `failed` once a run had to fall back.
-pub(crate) struct ScanCache<'a> {
-    list: (usize, usize, usize),
-    failed: bool,
-    /// Slots (of the first 64) read for every element.
-    full: u64,
-    reads: Vec<Option<(u64, Value<'a>)>>,
-    /// Per slot, the string reads counted (see `counted`); empty until a
-    /// loop asks for them.
-    indexes: Vec<counted::Indexed<'a>>,
-}
-
-/// One per-element memo cell: (object, schema) addresses to the charge
-/// and value of the read.
-type ElemMemo<'a> =
-    std::collections::HashMap<(usize, usize), (u64, Value<'a>), foldhash::fast::FixedState>;
-
-impl<'a> Frame<'a> {
-    pub(crate) fn new(vars: Vars<'a>, cells: crate::ir::Cells, limit: u64) -> Self {
-        let slots = vars.len();
-        let mut frame = Frame {
-            vars,
-            ..Frame::default()
-        };
-        frame.size(slots, cells, limit);
-        frame
-    }
-
-    /// Readies a kept frame (empty, see [`Frame::release`]) for a program
-    /// of `slots` variables and `cells` memos, in the allocations it has.
-    pub(crate) fn reset(
-        &mut self,
-        this: Value<'a>,
-        old_self: Option<Value<'a>>,
-        slots: usize,
-        cells: crate::ir::Cells,
-        limit: u64,
-    ) {
-        // `self` and `oldSelf` are the first two slots (asserted where the
-        // checker's slot numbers and this meet, in `Program`).
-        debug_assert!(self.vars.is_empty());
-        self.vars.push(this);
-        self.vars.push(old_self.unwrap_or(Value::Null));
-        self.size(slots, cells, limit);
-    }
-
-    /// Grows the frame to `slots` variables (null past those it holds) and
-    /// the memo cells of `cells`, none of them bound or filled yet.
-    fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
-        // Filled by `resize_with`: `resize` clones its value through the
-        // generic clone of a `Value`, a call per slot.
-        self.vars.resize_with(slots, || Value::Null);
-        self.bound.resize(slots, 0);
-        // Most programs keep nothing: no calls for cells they lack.
-        if cells.by_binding > 0 {
-            self.memos.resize_with(cells.by_binding, || None);
-        }
-        // Grown only: a map a program lacks stays (empty) for a later
-        // program's cell, which spares freeing and allocating it again.
-        if self.elem_memos.len() < cells.by_element {
-            self.elem_memos.resize_with(cells.by_element, || {
-                ElemMemo::with_hasher(foldhash::fast::FixedState::default())
-            });
-        }
-        if cells.by_scan > 0 {
-            self.scans.resize_with(cells.by_scan, || None);
-        }
-        self.cost = 0;
-        self.limit = limit;
-    }
-
-    /// Drops what the evaluation held, keeping the allocations.
-    pub(crate) fn release(&mut self) {
-        self.vars.clear();
-        self.bound.clear();
-        self.memos.clear();
-        // A memo map keeps its table for the next frame's same cell.
-        self.elem_memos.iter_mut().for_each(ElemMemo::clear);
-        self.scans.clear();
-    }
-
-    /// True when the frame holds nothing of an evaluation (what
-    /// [`Frame::release`] leaves): a memo map may keep its empty table.
-    pub(crate) fn is_released(&self) -> bool {
-        self.vars.is_empty()
-            && self.bound.is_empty()
-            && self.memos.is_empty()
-            && self.elem_memos.iter().all(ElemMemo::is_empty)
-            && self.scans.is_empty()
-    }
-
-    /// Binds a variable; memos of the previous value are stale from now on.
-    #[inline]
-    fn bind(&mut self, slot: usize, v: Value<'a>) {
-        self.vars[slot] = v;
-        self.bound[slot] += 1;
-    }
-}
-
-/// True when charging `cost` would pass the frame's limit.
-fn exceeds(f: &Frame<'_>, cost: u64) -> bool {
-    f.cost.saturating_add(cost) > f.limit
-}
-
-impl Frame<'_> {
-    /// Charges `units` if they stay within the limit; otherwise charges
-    /// nothing and gives `None`, so that a shortcut hands over to the steps,
-    /// which stop where cel-go stops.
-    #[inline]
-    fn charge_within(&mut self, units: u64) -> Option<()> {
-        if exceeds(self, units) {
-            return None;
-        }
-        self.cost += units;
-        Some(())
-    }
-
-    #[inline]
-    fn charge(&mut self, units: u64) -> Result<(), EvalError> {
-        self.cost = self.cost.saturating_add(units);
-        if self.cost > self.limit {
-            return Err(cost_limit_error());
-        }
-        Ok(())
-    }
-}
-
-impl Frame<'_> {
-    /// `units` charges of 1, as a kept field read charges what its chain
-    /// of unit steps did: the first step past the limit stops the count
-    /// (at limit + 1, or one more when the limit was already passed).
-    #[inline]
-    fn charge_units(&mut self, units: u64) -> Result<(), EvalError> {
-        if units == 0 {
-            return Ok(());
-        }
-        if self.cost.saturating_add(units) > self.limit {
-            self.cost = self
-                .cost
-                .saturating_add(1)
-                .max(self.limit.saturating_add(1));
-            return Err(cost_limit_error());
-        }
-        self.cost += units;
-        Ok(())
-    }
-}
-
-#[cold]
-fn cost_limit_error() -> EvalError {
-    EvalError::of(
-        ErrorKind::CostLimit,
-        "operation cancelled: actual cost limit exceeded",
-    )
-}
 
 /// Lifts a cost-limit error out of a result that an operator could
 /// otherwise absorb (`false && error` is `false`; `cost limit && ...` is not).
