@@ -23,6 +23,9 @@ pub(crate) struct Frame<'a> {
     /// Field reads kept per JSON object (see `memo`), by the addresses of
     /// the object and its schema node.
     pub(super) elem_memos: Vec<ElemMemo<'a>>,
+    /// How many of `elem_memos` the running program uses (the others are
+    /// empty, kept for a later program).
+    elem_cells: usize,
     /// Element reads of scanned loops (see `memo::Scan`), one list each.
     pub(super) scans: Vec<Option<ScanCache<'a>>>,
     /// Cost spent so far by this expression.
@@ -82,6 +85,7 @@ impl<'a> Frame<'a> {
 
     /// Readies a kept frame (empty, see [`Frame::release`]) for a program
     /// of `slots` variables and `cells` memos, in the allocations it has.
+    #[inline]
     pub(crate) fn reset(
         &mut self,
         this: Value<'a>,
@@ -111,6 +115,7 @@ impl<'a> Frame<'a> {
         }
         // Grown only: a map a program lacks stays (empty) for a later
         // program's cell, which spares freeing and allocating it again.
+        self.elem_cells = cells.by_element;
         if self.elem_memos.len() < cells.by_element {
             self.elem_memos.resize_with(cells.by_element, || {
                 ElemMemo::with_hasher(foldhash::fast::FixedState::default())
@@ -124,12 +129,16 @@ impl<'a> Frame<'a> {
     }
 
     /// Drops what the evaluation held, keeping the allocations.
+    #[inline]
     pub(crate) fn release(&mut self) {
         self.vars.clear();
         self.bound.clear();
         self.memos.clear();
         // A memo map keeps its table for the next frame's same cell.
-        self.elem_memos.iter_mut().for_each(ElemMemo::clear);
+        self.elem_memos
+            .iter_mut()
+            .take(self.elem_cells)
+            .for_each(ElemMemo::clear);
         self.scans.clear();
     }
 
