@@ -72,19 +72,17 @@ fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
 /// (a double, a string the schema's format converts, a missing field).
 #[inline(always)]
 fn field_read<'a>(m: &Map<'a>, field: &str, position: Option<u32>) -> Option<Read<'a>> {
-    if let (Map::Json { obj, schema }, Some(p)) = (m, position) {
-        if schema.additional_properties.is_none() {
-            if let Some(child) = schema.properties.get_at(p as usize, field) {
-                return match obj.get_hinted(field, p as usize)? {
-                    Json::Number(n) if child.ty != Type::Number => n.as_i64().map(Read::Int),
-                    Json::String(s) if !crate::value::converts_strings(child) => Some(Read::Str(s)),
-                    _ => None,
-                };
+    if let Some(found) = m.at_position(field, position) {
+        return match found? {
+            (Json::Number(n), child) if child.ty != Type::Number => n.as_i64().map(Read::Int),
+            (Json::String(s), child) if !crate::value::converts_strings(child) => {
+                Some(Read::Str(s))
             }
-        }
+            _ => None,
+        };
     }
     // Taken apart by value: the arms that answer leave nothing to drop.
-    match m.get_field(field, position)? {
+    match m.get_str(field)? {
         Value::Int(i) => Some(Read::Int(i)),
         Value::Str(Str::Borrowed(s)) => Some(Read::Str(s)),
         _ => None,
@@ -141,9 +139,9 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     result
 }
 
-/// The last field a fused body read of the element, and the test that
-/// read it.
-type Last<'a> = Option<(&'a FieldCmp, Read<'a>)>;
+/// The last field a fused body read of the element: its number
+/// (`FieldCmp::read`) and what it read.
+type Last<'a> = Option<(u32, Read<'a>)>;
 
 /// A fused body on one element object, charged as [`eval`] charges it
 /// (`&&` and `||` nothing of their own, `!` one unit). `last` keeps the
@@ -186,10 +184,10 @@ fn nested<'a>(ir: &'a Ir, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -
 #[inline(always)]
 fn leaf<'a>(c: &'a FieldCmp, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> Option<bool> {
     let read = match *last {
-        Some((before, read)) if before.read == c.read => read,
+        Some((before, read)) if before == c.read => read,
         _ => {
             let read = read_on(c, m)?;
-            *last = Some((c, read));
+            *last = Some((c.read, read));
             read
         }
     };

@@ -396,17 +396,34 @@ impl<'a> Map<'a> {
     /// is there.
     #[inline]
     pub fn get_field(&self, key: &str, position: Option<u32>) -> Option<Value<'a>> {
-        if let (Map::Json { obj, schema }, Some(p)) = (self, position) {
-            if schema.additional_properties.is_none() {
-                if let Some(child) = schema.properties.get_at(p as usize, key) {
-                    return match obj.get_hinted(key, p as usize)? {
-                        Json::Null => None,
-                        v => Some(Value::from_json(v, child)),
-                    };
-                }
-            }
+        match self.at_position(key, position) {
+            Some(found) => match found? {
+                (Json::Null, _) => None,
+                (v, child) => Some(Value::from_json(v, child)),
+            },
+            None => self.get_str(key),
         }
-        self.get_str(key)
+    }
+
+    /// A JSON object's property `key` looked up at the schema position
+    /// the checker found it at: `Some` with its JSON and schema node, or
+    /// `Some(None)` when the object lacks it; `None` where the position
+    /// does not apply (no position, another schema node, a map), and
+    /// [`Map::get_str`] answers.
+    #[inline(always)]
+    pub(crate) fn at_position(
+        &self,
+        key: &str,
+        position: Option<u32>,
+    ) -> Option<Option<(&'a Json, &'a Schema)>> {
+        let (Map::Json { obj, schema }, Some(p)) = (self, position) else {
+            return None;
+        };
+        if schema.additional_properties.is_some() {
+            return None;
+        }
+        let child = schema.properties.get_at(p as usize, key)?;
+        Some(obj.get_hinted(key, p as usize).map(|v| (v, child)))
     }
 
     pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
