@@ -10,10 +10,10 @@ use std::io::IsTerminal;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::filter::EnvFilter;
 use tracing::span::Record;
+use tracing::{Event, Subscriber};
 use tracing_subscriber::field::RecordFields;
+use tracing_subscriber::filter::EnvFilter;
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};

@@ -97,8 +97,8 @@ pub(super) fn object_value<P: Fields>(
 
 /// An object of which the fields are kept as `plan` says.
 fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
-    let mut entries = Vec::new();
     p.begin_object("a map")?;
+    let base = p.entries_base();
     let mut first = true;
     while let Some(key) = p.next_key(&mut first)? {
         let value = match plan.keep(&key) {
@@ -114,8 +114,8 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
                 continue;
             }
         };
-        entries.push((Str::from(&*key), value));
+        p.push_entry(Str::from(&*key), value);
     }
     // A repeated key keeps its last value, as when the object is whole.
-    Ok(Value::Object(Map::from_entries(entries)))
+    Ok(Value::Object(Map::from_entries(p.take_entries(base))))
 }
