@@ -74,6 +74,25 @@ fn scan_long(b: &[u8], i: usize) -> usize {
 /// end in it), the rest in [`scan_more`].
 #[inline(always)]
 pub(crate) fn special(b: &[u8], i: usize) -> usize {
+    // Two words at once: most keys and values end within sixteen bytes,
+    // and a second load costs less than the call to `scan_more`.
+    if let Some(chunk) = b.get(i..i + 16) {
+        let mut lo = [0u8; 8];
+        let mut hi = [0u8; 8];
+        lo.copy_from_slice(&chunk[..8]);
+        hi.copy_from_slice(&chunk[8..]);
+        let (lo, hi) = (
+            specials(u64::from_le_bytes(lo)),
+            specials(u64::from_le_bytes(hi)),
+        );
+        if lo != 0 {
+            return i + (lo.trailing_zeros() / 8) as usize;
+        }
+        if hi != 0 {
+            return i + 8 + (hi.trailing_zeros() / 8) as usize;
+        }
+        return scan_more(b, i + 16);
+    }
     match word_marks(b, i) {
         Some(0) => scan_more(b, i + 8),
         Some(marks) => i + (marks.trailing_zeros() / 8) as usize,

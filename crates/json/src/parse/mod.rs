@@ -594,8 +594,35 @@ impl<'a> Parser<'a> {
     }
 
     /// A number checked as [`Parser::number`] checks it, not built: only
-    /// an exponent or hundreds of digits can take it out of range.
+    /// an exponent or hundreds of digits can take it out of range. An
+    /// integer of up to 300 digits, the usual number, is passed over by
+    /// its grammar alone; anything else (a fraction, an exponent, an
+    /// error to report) takes the scan [`Parser::number`] makes.
+    #[inline]
     fn skip_number(&mut self) -> Result<(), Error> {
+        let b = self.bytes;
+        let start = self.pos;
+        let mut i = start + usize::from(b.get(start) == Some(&b'-'));
+        match b.get(i) {
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while let Some(b'0'..=b'9') = b.get(i) {
+                    i += 1;
+                }
+            }
+            Some(b'0') => i += 1,
+            _ => return self.skip_number_scanned(),
+        }
+        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) || i - start > 300 {
+            return self.skip_number_scanned();
+        }
+        self.pos = i;
+        Ok(())
+    }
+
+    /// [`Parser::skip_number`] through the scan that builds numbers.
+    #[cold]
+    fn skip_number_scanned(&mut self) -> Result<(), Error> {
         let n = self.scan_number()?;
         if n.exponent || self.pos - n.start > 300 {
             self.float(n.start)?;

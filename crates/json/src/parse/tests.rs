@@ -325,3 +325,36 @@ fn long_strings_are_judged_alike_wherever_the_special_byte_is() {
         }
     }
 }
+
+#[test]
+fn skipped_numbers_and_strings_fail_where_built_ones_fail() {
+    let long = format!("[{}]", "9".repeat(400));
+    let long_ok = format!("[{}]", "9".repeat(300));
+    for text in [
+        "[-]",
+        "[01]",
+        "[-01]",
+        "[1.]",
+        "[1e]",
+        "[1e+]",
+        "[-a]",
+        "[0x1]",
+        "[1.5e400]",
+        "[1e400]",
+        "[-",
+        "[12",
+        "[\"ab",
+        "[\"a\\q\"]",
+        "[\"a\u{1}\"]",
+        "[\"0123456789abcdef\u{1}\"]",
+        "[\"0123456789abcdef0123\\u00\"]",
+        &long,
+        &long_ok,
+        "[0,-0,12345678901234567890,-9]",
+    ] {
+        let built = from_str(text).map(drop).map_err(|e| e.to_string());
+        let mut p = Parser::new(text);
+        let skipped = p.skip().and_then(|()| p.end()).map_err(|e| e.to_string());
+        assert_eq!(skipped, built, "{text:?}");
+    }
+}
