@@ -576,8 +576,40 @@ impl<'a> Parser<'a> {
         Ok(Value::Array(self.items.split_off(base)))
     }
 
-    /// A number, as serde_json reads it (see the module comment).
+    /// A number, as serde_json reads it (see the module comment). A
+    /// non-negative integer of up to 18 digits, the usual number, is read
+    /// without the overflow checks it cannot need; anything else takes
+    /// [`Parser::number_scanned`].
+    #[inline]
     fn number(&mut self) -> Result<Number, Error> {
+        let b = self.bytes;
+        let start = self.pos;
+        let mut i = start;
+        let mut int = 0u64;
+        match b.get(i) {
+            Some(&d @ b'1'..=b'9') => {
+                int = u64::from(d - b'0');
+                i += 1;
+                while let Some(&d @ b'0'..=b'9') = b.get(i) {
+                    int = int * 10 + u64::from(d - b'0');
+                    i += 1;
+                    if i - start > 18 {
+                        return self.number_scanned();
+                    }
+                }
+            }
+            Some(b'0') => i += 1,
+            _ => return self.number_scanned(),
+        }
+        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) {
+            return self.number_scanned();
+        }
+        self.pos = i;
+        Ok(Number::from(int))
+    }
+
+    /// [`Parser::number`] by the full scan.
+    fn number_scanned(&mut self) -> Result<Number, Error> {
         let n = self.scan_number()?;
         if !n.float && !n.overflow {
             if !n.negative {

@@ -358,3 +358,34 @@ fn skipped_numbers_and_strings_fail_where_built_ones_fail() {
         assert_eq!(skipped, built, "{text:?}");
     }
 }
+
+#[test]
+fn integers_read_fast_are_the_integers_serde_json_reads() {
+    let nines = "9".repeat(18);
+    let more = "9".repeat(19);
+    let big = "1".repeat(21);
+    for text in [
+        "0",
+        "7",
+        "10",
+        "123456789012345678",
+        &nines,
+        &more,
+        "18446744073709551615",
+        "18446744073709551616",
+        &big,
+        "-1",
+        "-0",
+        "01",
+        "1.0",
+        "12e1",
+        "[3,45,678]",
+    ] {
+        agree(text);
+        let ours = from_str(text).map_err(|e| e.to_string());
+        let theirs = serde_json::from_str::<serde_json::Value>(text).map(|v| v.to_string());
+        if let (Ok(a), Ok(b)) = (&ours, &theirs) {
+            assert_eq!(a.to_string(), *b, "{text:?}");
+        }
+    }
+}
