@@ -12,7 +12,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::charge::{compare_cost_str, long_compare_cost, SHORT_STRING_BYTES};
+use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
 use crate::ir::{BinOp, LoopKind};
 use crate::value::{str_size, List, Str, Value};
@@ -39,6 +39,10 @@ pub(crate) struct StrIndex<'a> {
     /// with a long string costs depends on both lengths). One vector, one
     /// allocation.
     prefix: Vec<Prefix>,
+    /// Per element: the first element that read the same string, and how
+    /// many did; what the lookup by string gives, without hashing the
+    /// string again when the element itself is the one looked up.
+    same: Vec<(u32, u32)>,
 }
 
 /// One entry of [`StrIndex::prefix`].
@@ -84,6 +88,7 @@ impl<'a> StrIndex<'a> {
                 Vec::new()
             },
             prefix: Vec::with_capacity(reads.len() + 1),
+            same: Vec::with_capacity(reads.len()),
         };
         let (mut cost, mut nonempty) = (0u64, 0u64);
         for (i, read) in reads.iter().enumerate() {
@@ -101,19 +106,28 @@ impl<'a> StrIndex<'a> {
             let Ok(at) = u32::try_from(i) else {
                 return Indexed::Unusable;
             };
-            match index.counts.entry(Key(s.clone())) {
+            let first = match index.counts.entry(Key(s.clone())) {
                 Entry::Occupied(mut e) => {
-                    let (count, _, last) = e.get_mut();
+                    let (count, first, last) = e.get_mut();
                     if chained {
                         index.next[*last] = Some(at);
                     }
                     *count += 1;
                     *last = i;
+                    *first
                 }
                 Entry::Vacant(e) => {
                     e.insert((1, i, i));
+                    i
                 }
-            }
+            };
+            // The first element's entry counts the string's reads.
+            index.same.push((first as u32, 0));
+            index.same[first].1 += 1;
+        }
+        for i in 0..index.same.len() {
+            let first = index.same[i].0 as usize;
+            index.same[i].1 = index.same[first].1;
         }
         index.prefix.push(Prefix {
             read_cost: cost,
@@ -152,36 +166,72 @@ pub(super) fn tally<'a>(
     other_cost: u64,
     x: &Value<'a>,
 ) -> Option<(u64, Value<'a>)> {
-    let n = list.len();
     let Value::Str(x) = x else { return None };
     let x: &str = x;
-    // A short `x` costs the same to compare with any non-empty read (what
-    // it costs against itself), and nothing with an empty one; a long one
-    // as much as the shorter of the two, read by read.
-    let per_compare = compare_cost_str(x, x);
     let x_chars = if x.len() > SHORT_STRING_BYTES {
         str_size(x)
     } else {
         0
     };
+    let found = index.counts.get(x).map(|&(count, first, _)| (count, first));
+    tally_found(index, kind, list, other_cost, (x.len(), x_chars), found)
+}
+
+/// [`tally`] of element `i`'s own read of the index's list (the outer
+/// loop over the very list the inner loop counted): its string's count
+/// and first element are kept per element, so nothing is hashed.
+pub(super) fn tally_own<'a>(
+    index: &StrIndex<'a>,
+    kind: LoopKind,
+    list: &List<'a>,
+    other_cost: u64,
+    i: usize,
+) -> Option<(u64, Value<'a>)> {
+    let &(first, count) = index.same.get(i)?;
+    let p = index.prefix.get(i)?;
+    let x_chars = if p.bytes > SHORT_STRING_BYTES {
+        p.chars
+    } else {
+        0
+    };
+    let found = Some((u64::from(count), first as usize));
+    tally_found(index, kind, list, other_cost, (p.bytes, x_chars), found)
+}
+
+/// What [`tally`] charges and answers for a string `x` of `x_len` bytes
+/// and `x_chars` characters (counted only past the short strings), read
+/// by `count` elements from `first` on (`found`), or by none.
+fn tally_found<'a>(
+    index: &StrIndex<'a>,
+    kind: LoopKind,
+    list: &List<'a>,
+    other_cost: u64,
+    (x_len, x_chars): (usize, u64),
+    found: Option<(u64, usize)>,
+) -> Option<(u64, Value<'a>)> {
+    let n = list.len();
+    // A short `x` costs the same to compare with any non-empty read (what
+    // it costs against itself: a unit, or none when it is empty), and
+    // nothing with an empty one; a long one as much as the shorter of the
+    // two, read by read.
+    let per_compare = u64::from(x_len > 0);
     let compares = |steps: usize| {
-        if x.len() <= SHORT_STRING_BYTES {
+        if x_len <= SHORT_STRING_BYTES {
             return per_compare * index.prefix[steps].nonempty;
         }
         index.prefix[..steps]
             .iter()
-            .map(|p| long_compare_cost(x.len(), x_chars, p.bytes, p.chars))
+            .map(|p| long_compare_cost(x_len, x_chars, p.bytes, p.chars))
             .sum::<u64>()
     };
     let reads =
         |steps: usize| index.prefix[steps].read_cost + steps as u64 * other_cost + compares(steps);
-    let found = index.counts.get(x).copied();
-    let matches = found.map_or(0, |(count, ..)| count);
+    let matches = found.map_or(0, |(count, _)| count);
     let (total, result) = if kind == LoopKind::ExistsOne {
         (reads(n) + 2 * matches + 2, Value::Bool(matches == 1))
     } else if kind == LoopKind::Filter {
         let mut out = Vec::with_capacity(matches as usize);
-        let mut at = found.map(|(_, first, _)| first);
+        let mut at = found.map(|(_, first)| first);
         while let Some(i) = at {
             out.push(list.get(i)?);
             at = index.next[i].map(|i| i as usize);
@@ -190,7 +240,7 @@ pub(super) fn tally<'a>(
     } else {
         let (decide, step, condition) = quantifier(kind);
         let (steps, end, result) = match found {
-            Some((_, first, _)) => {
+            Some((_, first)) => {
                 let steps = first + 1;
                 let more = if steps < n { condition } else { 0 };
                 (steps, more + 1, decide)

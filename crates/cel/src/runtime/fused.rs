@@ -98,10 +98,9 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
         (FieldTest::Str(eq, t), Read::Str(s)) => {
             ((s == &**t) == *eq, reads + charge::compare_cost_str(s, t))
         }
-        (FieldTest::OneOf(items), Read::Str(s)) => (
-            items.iter().any(|t| celhook_json::same_key(t, s)),
-            reads,
-        ),
+        (FieldTest::OneOf(items), Read::Str(s)) => {
+            (items.iter().any(|t| celhook_json::same_key(t, s)), reads)
+        }
         // `size` is a call of one unit, its comparison another.
         (FieldTest::Size(op, k), Read::Str(s)) => {
             let n = i64::try_from(crate::value::str_size(s)).ok()?;

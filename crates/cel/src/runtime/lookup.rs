@@ -6,7 +6,7 @@
 
 use celhook_json::Value as Json;
 
-use super::counted::tally;
+use super::counted::{tally, tally_own};
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, ScanExpr};
@@ -79,25 +79,26 @@ pub(super) fn counted_loop<'a>(
                 return None;
             }
             f.charge_within(range_cost)?;
-            let (other_cost, x) = match kept {
+            let counted = match kept {
+                // The element's own read, counted with the others.
                 Some(reads) => {
-                    let (cost, read) = reads.get(i)?.as_ref()?;
-                    (*cost, read.copy())
+                    let (cost, _) = reads.get(i)?.as_ref()?;
+                    tally_own(index, inner.kind, &range, *cost, i)?
                 }
                 None => {
                     let Json::Object(obj) = items.get(i)? else {
                         return None;
                     };
-                    fused::chain_read(other, &mut |var| {
+                    let (other_cost, x) = fused::chain_read(other, &mut |var| {
                         (var == l.var).then_some(Map::Json {
                             obj,
                             schema: item_schema,
                         })
-                    })?
+                    })?;
+                    tally(index, inner.kind, &range, other_cost, &x)?
                 }
             };
-            let (total, Value::Bool(found)) = tally(index, inner.kind, &range, other_cost, &x)?
-            else {
+            let (total, Value::Bool(found)) = counted else {
                 return None;
             };
             f.charge_within(total)?;
