@@ -15,13 +15,14 @@
 //! integer beyond 64 bits becomes a float; `-0` is the float -0.0.
 
 mod error;
+mod numbers;
 mod strings;
 
 use std::borrow::Cow;
 
 pub use error::{Category, Error};
 
-use crate::{Map, Number, Str, Value};
+use crate::{Map, Str, Value};
 
 /// How deep values may nest (serde_json's limit: the 128th opening is
 /// refused).
@@ -36,17 +37,6 @@ fn before(a: &Str, b: &Str) -> bool {
         (Some(x), Some(y)) if x != y => x < y,
         _ => a < b,
     }
-}
-
-/// A number's text as [`Parser::scan_number`] found it.
-struct Scanned {
-    start: usize,
-    negative: bool,
-    /// The integer part, when it fits 64 bits (`overflow` otherwise).
-    int: u64,
-    overflow: bool,
-    float: bool,
-    exponent: bool,
 }
 
 /// The containers a skip is inside (true for an object): a bit each in a
@@ -574,177 +564,6 @@ impl<'a> Parser<'a> {
             self.items.push(item);
         }
         Ok(Value::Array(self.items.split_off(base)))
-    }
-
-    /// A number, as serde_json reads it (see the module comment). A
-    /// non-negative integer of up to 18 digits, the usual number, is read
-    /// without the overflow checks it cannot need; anything else takes
-    /// [`Parser::number_scanned`].
-    #[inline]
-    fn number(&mut self) -> Result<Number, Error> {
-        let b = self.bytes;
-        let start = self.pos;
-        let mut i = start;
-        let mut int = 0u64;
-        match b.get(i) {
-            Some(&d @ b'1'..=b'9') => {
-                int = u64::from(d - b'0');
-                i += 1;
-                while let Some(&d @ b'0'..=b'9') = b.get(i) {
-                    int = int * 10 + u64::from(d - b'0');
-                    i += 1;
-                    if i - start > 18 {
-                        return self.number_scanned();
-                    }
-                }
-            }
-            Some(b'0') => i += 1,
-            _ => return self.number_scanned(),
-        }
-        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) {
-            return self.number_scanned();
-        }
-        self.pos = i;
-        Ok(Number::from(int))
-    }
-
-    /// [`Parser::number`] by the full scan.
-    fn number_scanned(&mut self) -> Result<Number, Error> {
-        let n = self.scan_number()?;
-        if !n.float && !n.overflow {
-            if !n.negative {
-                return Ok(Number::from(n.int));
-            }
-            if n.int == 0 {
-                return Ok(Number::from_f64(-0.0).unwrap_or_else(|| Number::from(0)));
-            }
-            if let Ok(i) = i64::try_from(-i128::from(n.int)) {
-                return Ok(Number::from(i));
-            }
-        }
-        self.float(n.start)
-    }
-
-    /// A number checked as [`Parser::number`] checks it, not built: only
-    /// an exponent or hundreds of digits can take it out of range. An
-    /// integer of up to 300 digits, the usual number, is passed over by
-    /// its grammar alone; anything else (a fraction, an exponent, an
-    /// error to report) takes the scan [`Parser::number`] makes.
-    #[inline]
-    fn skip_number(&mut self) -> Result<(), Error> {
-        let b = self.bytes;
-        let start = self.pos;
-        let mut i = start + usize::from(b.get(start) == Some(&b'-'));
-        match b.get(i) {
-            Some(b'1'..=b'9') => {
-                i += 1;
-                while let Some(b'0'..=b'9') = b.get(i) {
-                    i += 1;
-                }
-            }
-            Some(b'0') => i += 1,
-            _ => return self.skip_number_scanned(),
-        }
-        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) || i - start > 300 {
-            return self.skip_number_scanned();
-        }
-        self.pos = i;
-        Ok(())
-    }
-
-    /// [`Parser::skip_number`] through the scan that builds numbers.
-    #[cold]
-    fn skip_number_scanned(&mut self) -> Result<(), Error> {
-        let n = self.scan_number()?;
-        if n.exponent || self.pos - n.start > 300 {
-            self.float(n.start)?;
-        }
-        Ok(())
-    }
-
-    /// The text from `start` as a float, refused out of f64's range.
-    fn float(&self, start: usize) -> Result<Number, Error> {
-        // Rust's parser rounds correctly, as serde_json's float_roundtrip.
-        let f: f64 = self.text[start..self.pos]
-            .parse()
-            .map_err(|_| self.syntax("invalid number"))?;
-        match Number::from_f64(f) {
-            Some(n) => Ok(n),
-            None => Err(Error::at(
-                self.bytes,
-                self.pos,
-                "number out of range",
-                Category::Syntax,
-            )),
-        }
-    }
-
-    /// A number's grammar, its integer part accumulated on the way.
-    #[inline]
-    fn scan_number(&mut self) -> Result<Scanned, Error> {
-        let b = self.bytes;
-        let mut n = Scanned {
-            start: self.pos,
-            negative: b[self.pos] == b'-',
-            int: 0,
-            overflow: false,
-            float: false,
-            exponent: false,
-        };
-        if n.negative {
-            self.pos += 1;
-        }
-        match b.get(self.pos) {
-            Some(b'0') => {
-                self.pos += 1;
-                if let Some(b'0'..=b'9') = b.get(self.pos) {
-                    return Err(self.syntax("invalid number"));
-                }
-            }
-            Some(b'1'..=b'9') => {
-                while let Some(&d @ b'0'..=b'9') = b.get(self.pos) {
-                    match n
-                        .int
-                        .checked_mul(10)
-                        .and_then(|x| x.checked_add(u64::from(d - b'0')))
-                    {
-                        Some(x) => n.int = x,
-                        None => n.overflow = true,
-                    }
-                    self.pos += 1;
-                }
-            }
-            None => return Err(self.eof("EOF while parsing a value")),
-            Some(_) => return Err(self.syntax("invalid number")),
-        }
-        if b.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            self.digits()?;
-            n.float = true;
-        }
-        if let Some(b'e' | b'E') = b.get(self.pos) {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = b.get(self.pos) {
-                self.pos += 1;
-            }
-            self.digits()?;
-            n.float = true;
-            n.exponent = true;
-        }
-        Ok(n)
-    }
-
-    /// One or more digits (of a fraction or an exponent).
-    fn digits(&mut self) -> Result<(), Error> {
-        match self.bytes.get(self.pos) {
-            Some(b'0'..=b'9') => {}
-            None => return Err(self.eof("EOF while parsing a value")),
-            Some(_) => return Err(self.syntax("invalid number")),
-        }
-        while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
-            self.pos += 1;
-        }
-        Ok(())
     }
 }
 
