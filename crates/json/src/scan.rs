@@ -70,12 +70,12 @@ fn scan_long(b: &[u8], i: usize) -> usize {
 }
 
 /// The index of the first `"`, `\` or control byte of `b` at or after
-/// `i` (`b.len()` if none): the first word inline (most keys and values
-/// end in it), the rest in [`scan_more`].
+/// `i` (`b.len()` if none): the first two words inline (most keys and
+/// values end in them), the rest in [`scan_more`]; near the text's end,
+/// one word, then byte by byte.
 #[inline(always)]
 pub(crate) fn special(b: &[u8], i: usize) -> usize {
-    // Two words at once: most keys and values end within sixteen bytes,
-    // and a second load costs less than the call to `scan_more`.
+    // A second load costs less than the call to `scan_more`.
     if let Some(chunk) = b.get(i..i + 16) {
         let mut lo = [0u8; 8];
         let mut hi = [0u8; 8];
