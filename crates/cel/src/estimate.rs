@@ -238,9 +238,9 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
             }
             (c, Shape::sized(entries.len() as f64))
         }
-        Ir::Matches(target, _, pattern_len) => {
+        Ir::Matches(target, re) => {
             let (c, s) = walk(target, cx);
-            let own = ceil((1.0 + s.size) * 0.1) * ceil(f64::from(*pattern_len) * 0.25);
+            let own = ceil((1.0 + s.size) * 0.1) * ceil(f64::from(re.pattern_len()) * 0.25);
             (c + own, Shape::sized(1.0))
         }
         Ir::Size(arg) => {

@@ -114,7 +114,7 @@ fn of_fused(ir: &Ir, var: usize) -> bool {
 /// fallback.
 fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
     let (chain, test) = match ir {
-        Ir::Matches(target, re, _) => (&**target, FieldTest::Matches(re.clone())),
+        Ir::Matches(target, re) => (&**target, FieldTest::Matches(re.clone())),
         Ir::Bin(op, a, b) => match (&**a, &**b) {
             (Ir::Size(arg), Ir::Const(Const::Int(k))) if op.compares() => {
                 (&**arg, FieldTest::Size(*op, *k))

@@ -59,10 +59,9 @@ pub(crate) enum Ir {
     /// or map answered here, anything else through the `size` row (for its
     /// error).
     Size(Box<Ir>),
-    /// `matches` with a constant pattern, compiled at load.
-    /// The pattern's length in characters as written prices the call (the
-    /// compiled regex is RE2's syntax translated).
-    Matches(Box<Ir>, Arc<crate::matcher::Matcher>, u32),
+    /// `matches` with a constant pattern, compiled at load (with the
+    /// pattern's length, which prices the call).
+    Matches(Box<Ir>, Arc<crate::matcher::Matcher>),
     /// Another call with a constant regex argument (`find`, `findAll`),
     /// compiled at load; see `registry::RegexArg`.
     RegexCall(Func, Vec<Ir>, Arc<regex::Regex>),
@@ -131,7 +130,7 @@ macro_rules! each_child {
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
             Ir::FieldCmp(c) => $f(&$($m)? c.fallback),
-            Ir::Not(a) | Ir::Matches(a, ..) | Ir::Size(a) => $f(a),
+            Ir::Not(a) | Ir::Matches(a, _) | Ir::Size(a) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)
             | Ir::And(a, b)

@@ -30,7 +30,10 @@ pub(crate) struct Matcher {
     /// the text's first byte, unanchored, so the state is found once here
     /// rather than on each call (a third of a short name's match).
     dfa: Option<(dense::DFA<Vec<u32>>, StateID)>,
-    /// The pattern's factor of what `matches` charges (see [`Matcher::cost`]).
+    /// The pattern's length in characters as written (the compiled regex
+    /// is RE2's syntax translated), which prices the call.
+    pattern_len: u32,
+    /// Its factor of what `matches` charges (see [`Matcher::cost`]).
     pattern_factor: u64,
 }
 
@@ -57,8 +60,14 @@ impl Matcher {
         Matcher {
             regex,
             dfa,
+            pattern_len,
             pattern_factor: scaled(u64::from(pattern_len), 0.25),
         }
+    }
+
+    /// The pattern's length in characters as written.
+    pub(crate) fn pattern_len(&self) -> u32 {
+        self.pattern_len
     }
 
     /// What `matches` charges on `s` (cel-go's tenth of the string's size

@@ -276,7 +276,6 @@ impl<'s> Compiler<'_, 's> {
                     Ir::Matches(
                         Box::new(target),
                         Arc::new(crate::matcher::Matcher::new(re, pattern_len)),
-                        pattern_len,
                     ),
                     Ty::Bool,
                 ));

@@ -39,9 +39,10 @@ pub(crate) struct StrIndex<'a> {
     /// with a long string costs depends on both lengths). One vector, one
     /// allocation.
     prefix: Vec<Prefix>,
-    /// Per element: the first element that read the same string, and how
-    /// many did; what the lookup by string gives, without hashing the
-    /// string again when the element itself is the one looked up.
+    /// Per element: the first element that read the same string, and (at
+    /// that first element) how many did; what the lookup by string gives,
+    /// without hashing the string again when the element itself is the
+    /// one looked up.
     same: Vec<(u32, u32)>,
 }
 
@@ -125,10 +126,6 @@ impl<'a> StrIndex<'a> {
             index.same.push((first as u32, 0));
             index.same[first].1 += 1;
         }
-        for i in 0..index.same.len() {
-            let first = index.same[i].0 as usize;
-            index.same[i].1 = index.same[first].1;
-        }
         index.prefix.push(Prefix {
             read_cost: cost,
             nonempty,
@@ -187,7 +184,8 @@ pub(super) fn tally_own<'a>(
     other_cost: u64,
     i: usize,
 ) -> Option<(u64, Value<'a>)> {
-    let &(first, count) = index.same.get(i)?;
+    let first = index.same.get(i)?.0;
+    let count = index.same.get(first as usize)?.1;
     let p = index.prefix.get(i)?;
     let x_chars = if p.bytes > SHORT_STRING_BYTES {
         p.chars

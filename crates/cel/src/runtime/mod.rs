@@ -103,7 +103,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
             bin_values(*op, x, y, b, f)
         }
         Ir::ConstList(items) => Ok(Value::List(List::Const(items))),
-        Ir::Matches(target, re, _) => {
+        Ir::Matches(target, re) => {
             let v = eval(target, f)?;
             match &v {
                 Value::Str(s) => {

@@ -16,6 +16,27 @@ struct Scanned {
     exponent: bool,
 }
 
+/// The end of the integer `0` or `[1-9][0-9]*` at `i`, with its value
+/// (exact up to 18 digits, wrapped past them), where nothing of a number
+/// follows it: `None` for a sign, a fraction, an exponent, a digit after a
+/// leading zero or no digit, which the full scan reads or reports.
+#[inline(always)]
+fn plain_integer(b: &[u8], i: usize) -> Option<(usize, u64)> {
+    let mut end = i;
+    let mut int = 0u64;
+    match b.get(i) {
+        Some(b'0') => end += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(&d @ b'0'..=b'9') = b.get(end) {
+                int = int.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+                end += 1;
+            }
+        }
+        _ => return None,
+    }
+    (!matches!(b.get(end), Some(b'0'..=b'9' | b'.' | b'e' | b'E'))).then_some((end, int))
+}
+
 impl Parser<'_> {
     /// A number, as serde_json reads it (see the module comment). A
     /// non-negative integer of up to 18 digits, the usual number, is read
@@ -23,30 +44,14 @@ impl Parser<'_> {
     /// [`Parser::number_scanned`].
     #[inline]
     pub(super) fn number(&mut self) -> Result<Number, Error> {
-        let b = self.bytes;
         let start = self.pos;
-        let mut i = start;
-        let mut int = 0u64;
-        match b.get(i) {
-            Some(&d @ b'1'..=b'9') => {
-                int = u64::from(d - b'0');
-                i += 1;
-                while let Some(&d @ b'0'..=b'9') = b.get(i) {
-                    int = int * 10 + u64::from(d - b'0');
-                    i += 1;
-                    if i - start > 18 {
-                        return self.number_scanned();
-                    }
-                }
+        match plain_integer(self.bytes, start) {
+            Some((end, int)) if end - start <= 18 => {
+                self.pos = end;
+                Ok(Number::from(int))
             }
-            Some(b'0') => i += 1,
-            _ => return self.number_scanned(),
+            _ => self.number_scanned(),
         }
-        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) {
-            return self.number_scanned();
-        }
-        self.pos = i;
-        Ok(Number::from(int))
     }
 
     /// [`Parser::number`] by the full scan.
@@ -73,24 +78,15 @@ impl Parser<'_> {
     /// error to report) takes the scan [`Parser::number`] makes.
     #[inline]
     pub(super) fn skip_number(&mut self) -> Result<(), Error> {
-        let b = self.bytes;
         let start = self.pos;
-        let mut i = start + usize::from(b.get(start) == Some(&b'-'));
-        match b.get(i) {
-            Some(b'1'..=b'9') => {
-                i += 1;
-                while let Some(b'0'..=b'9') = b.get(i) {
-                    i += 1;
-                }
+        let digits = start + usize::from(self.bytes.get(start) == Some(&b'-'));
+        match plain_integer(self.bytes, digits) {
+            Some((end, _)) if end - start <= 300 => {
+                self.pos = end;
+                Ok(())
             }
-            Some(b'0') => i += 1,
-            _ => return self.skip_number_scanned(),
+            _ => self.skip_number_scanned(),
         }
-        if matches!(b.get(i), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) || i - start > 300 {
-            return self.skip_number_scanned();
-        }
-        self.pos = i;
-        Ok(())
     }
 
     /// [`Parser::skip_number`] through the scan that builds numbers.
