@@ -247,11 +247,17 @@ pub static SUBSTRING: Function = STRING_TO_STRING
     .accepts(|a| sig(a, &[is_string, is_int]) || sig(a, &[is_string, is_int, is_int]))
     .calls(|a| {
         let s = str_arg(first(a)?)?;
-        let chars: Vec<char> = s.chars().collect();
+        // Counted in characters: in an ASCII string, its bytes.
+        let chars: Vec<char> = if s.is_ascii() {
+            Vec::new()
+        } else {
+            s.chars().collect()
+        };
+        let len = if s.is_ascii() { s.len() } else { chars.len() } as i64;
         let start = int_arg(arg(a, 1)?)?;
         let end = match a.get(2) {
             Some(v) => int_arg(v)?,
-            None => chars.len() as i64,
+            None => len,
         };
         // cel-go checks the range order first only in the two-argument form.
         if a.len() == 3 && start > end {
@@ -259,17 +265,18 @@ pub static SUBSTRING: Function = STRING_TO_STRING
                 "invalid substring range. start: {start}, end: {end}"
             )));
         }
-        if start < 0 || start > chars.len() as i64 {
+        if start < 0 || start > len {
             return Err(EvalError::new(format!("index out of range: {start}")));
         }
-        if end < 0 || end > chars.len() as i64 {
+        if end < 0 || end > len {
             return Err(EvalError::new(format!("index out of range: {end}")));
         }
-        Ok(Value::string(
-            chars[start as usize..end as usize]
-                .iter()
-                .collect::<String>(),
-        ))
+        let (start, end) = (start as usize, end as usize);
+        Ok(Value::string(if s.is_ascii() {
+            s.get(start..end).unwrap_or_default().to_owned()
+        } else {
+            chars.get(start..end).unwrap_or_default().iter().collect()
+        }))
     });
 
 pub static JOIN: Function = Function::BASE
@@ -333,34 +340,70 @@ pub static REVERSE: Function = LIST_BUILDER
 /// error, an offset at or past the end finds nothing.
 fn string_index_of<'a>(s: &str, args: &[Value<'a>], last: bool) -> Result<Value<'a>, EvalError> {
     let sub = str_arg(arg(args, 1)?)?;
-    let chars: Vec<char> = s.chars().collect();
-    let subc: Vec<char> = sub.chars().collect();
-    let len = chars.len() as i64;
     let offset = match args.get(2) {
         Some(v) => Some(int_arg(v)?),
         None => None,
     };
-    if subc.is_empty() {
-        return Ok(Value::Int(offset.unwrap_or(if last { len } else { 0 })));
-    }
+    let found = if s.is_ascii() && sub.is_ascii() {
+        ascii_index_of(s, sub, offset, last)
+    } else {
+        char_index_of(s, sub, offset, last)
+    };
+    Ok(Value::Int(found?))
+}
+
+/// [`string_index_of`] of ASCII strings, whose characters are their
+/// bytes: the standard library's search, no copy.
+fn ascii_index_of(s: &str, sub: &str, offset: Option<i64>, last: bool) -> Result<i64, EvalError> {
+    index_search(s.len(), sub.is_empty(), offset, last, |start| {
+        if last {
+            let max = s.len().checked_sub(sub.len())?;
+            s.get(..start.min(max) + sub.len())?.rfind(sub)
+        } else {
+            Some(s.get(start..)?.find(sub)? + start)
+        }
+    })
+}
+
+/// [`string_index_of`] of any strings, character by character.
+fn char_index_of(s: &str, sub: &str, offset: Option<i64>, last: bool) -> Result<i64, EvalError> {
+    let chars: Vec<char> = s.chars().collect();
+    let subc: Vec<char> = sub.chars().collect();
     let n = subc.len();
     let at = |i: usize| i + n <= chars.len() && chars[i..i + n] == subc[..];
+    index_search(chars.len(), n == 0, offset, last, |start| {
+        if last {
+            let max = chars.len().checked_sub(n)?;
+            (0..=start.min(max)).rev().find(|&i| at(i))
+        } else {
+            (start..chars.len()).find(|&i| at(i))
+        }
+    })
+}
+
+/// `indexOf`/`lastIndexOf` of a string of `len` characters, the search
+/// itself left to `found` (from the start it is given): an empty needle
+/// is found at the offset or the end, an offset past the end finds
+/// nothing, a negative one is an error.
+fn index_search(
+    len: usize,
+    empty: bool,
+    offset: Option<i64>,
+    last: bool,
+    found: impl FnOnce(usize) -> Option<usize>,
+) -> Result<i64, EvalError> {
+    let len_i = len as i64;
+    if empty {
+        return Ok(offset.unwrap_or(if last { len_i } else { 0 }));
+    }
     let start = match offset {
         Some(o) if o < 0 => return Err(EvalError::new(format!("index out of range: {o}"))),
-        Some(o) if o >= len => return Ok(Value::Int(-1)),
+        Some(o) if o >= len_i => return Ok(-1),
         Some(o) => o as usize,
-        None if last => chars.len(),
+        None if last => len,
         None => 0,
     };
-    let found = if last {
-        match chars.len().checked_sub(n) {
-            Some(max) => (0..=start.min(max)).rev().find(|&i| at(i)),
-            None => None,
-        }
-    } else {
-        (start..chars.len()).find(|&i| at(i))
-    };
-    Ok(Value::Int(found.map_or(-1, |i| i as i64)))
+    Ok(found(start).map_or(-1, |i| i as i64))
 }
 
 fn split_all<'s>(s: &'s str, sep: &'s str) -> Box<dyn Iterator<Item = String> + 's> {
@@ -387,4 +430,72 @@ fn splitn(s: &str, sep: &str, n: usize) -> impl Iterator<Item = String> {
         s.splitn(n, sep).map(str::to_owned).collect()
     };
     parts.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every string of up to `max` characters over `alphabet`.
+    fn words(alphabet: &[char], max: usize) -> Vec<String> {
+        let mut all = vec![String::new()];
+        let mut last = all.clone();
+        for _ in 0..max {
+            last = last
+                .iter()
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    #[test]
+    fn ascii_searches_find_what_the_character_search_finds() {
+        let haystacks = words(&['a', 'b'], 5);
+        let needles = words(&['a', 'b'], 3);
+        let mut found = 0;
+        for s in &haystacks {
+            let offsets = std::iter::once(None).chain((-1..=s.len() as i64 + 1).map(Some));
+            for offset in offsets {
+                for sub in &needles {
+                    for last in [false, true] {
+                        let fast = ascii_index_of(s, sub, offset, last);
+                        let slow = char_index_of(s, sub, offset, last);
+                        assert_eq!(fast, slow, "{s:?} {sub:?} {offset:?} last: {last}");
+                        found += usize::from(matches!(fast, Ok(i) if i > 0));
+                    }
+                }
+            }
+        }
+        // Many find their needle past the start, not only at 0 or -1.
+        assert!(found > 2_000, "{found}");
+    }
+
+    #[test]
+    fn ascii_substrings_are_the_character_substrings() {
+        for (s, start, end) in [
+            ("hello", 1, 3),
+            ("hello", 0, 5),
+            ("hello", 5, 5),
+            ("hé!o", 1, 3),
+        ] {
+            let args = [
+                Value::string(s.to_owned()),
+                Value::Int(start),
+                Value::Int(end),
+            ];
+            let want: String = s
+                .chars()
+                .skip(start as usize)
+                .take((end - start) as usize)
+                .collect();
+            match (SUBSTRING.call)(&args) {
+                Ok(Value::Str(got)) => assert_eq!(&*got, want, "{s}"),
+                other => panic!("{s}: {other:?}"),
+            }
+        }
+        let args = [Value::string("hello".to_owned()), Value::Int(6)];
+        assert!((SUBSTRING.call)(&args).is_err());
+    }
 }
