@@ -313,7 +313,7 @@ fn long_strings_are_judged_alike_wherever_the_special_byte_is() {
     // long enough for each stage of the scan (first word, more words, the
     // vector search and its 64-byte control check).
     for len in [
-        0, 1, 7, 8, 9, 15, 16, 17, 40, 47, 48, 49, 63, 64, 65, 130, 300,
+        0, 1, 7, 8, 9, 15, 16, 17, 40, 47, 48, 49, 63, 64, 65, 130, 300, 500, 1001,
     ] {
         for at in (0..len).step_by(1 + len / 40) {
             for special in ["\\\"", "\\\\", "\\n", "\u{1}", "\u{1f}", "é"] {
