@@ -206,7 +206,7 @@ pub fn compile(
             ));
         }
     }
-    let mut plans = HashMap::new();
+    let mut plans = HashMap::with_hasher(foldhash::fast::FixedState::default());
     let mut docs = spec.versions;
     for (name, schema) in versions {
         let vdoc = docs.remove(name).unwrap_or_default();

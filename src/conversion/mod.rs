@@ -48,7 +48,9 @@ pub struct Conversion {
     pub hub: String,
     /// Every version of the CRD, in the CRD's order.
     versions: Vec<String>,
-    plans: HashMap<String, VersionPlan>,
+    /// Looked up for every object (its version and the desired one): keys
+    /// from the config, so a fixed fast hash, as the catalog's.
+    plans: HashMap<String, VersionPlan, foldhash::fast::FixedState>,
     /// `spec.lossy`: per version, the fields acknowledged to reach other
     /// versions only through the stash.
     lossy: std::collections::BTreeMap<String, Vec<String>>,
