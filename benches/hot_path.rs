@@ -30,14 +30,16 @@
 
 #[path = "common/conversion_review.rs"]
 mod conversion_review;
+#[path = "common/review.rs"]
+mod review;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use celhook::config::{self, Catalog, ConfigSource};
 use celhook::review::{decode_admission, encode_admission};
+use review::{body_of, catalog_dir, fixtures, hot_path, read_json, serde_json_roundtrip};
 
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
@@ -51,17 +53,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const GROUP: &str = "platform.example.com";
 const VERSION: &str = "v1alpha1";
 const KIND: &str = "AppDeployment";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf")
-}
-
-fn read_json(name: &str) -> Value {
-    let path = fixtures().join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
-}
 
 /// The CRD of a fixture directory as JSON (the files are YAML documents).
 fn read_crd(dir: &str) -> Value {
@@ -87,32 +78,6 @@ fn catalog_of(docs: Vec<Value>) -> Catalog {
         loaded.report
     );
     loaded.catalog
-}
-
-fn catalog_dir(dir: &str) -> Catalog {
-    let loaded = config::load(&ConfigSource::Dir(fixtures().join(dir)));
-    assert!(!loaded.report.has_errors(), "{dir}: {:?}", loaded.report);
-    loaded.catalog
-}
-
-/// The compact body the API server would send (Go's encoder writes no
-/// spaces, and a review's fields in its struct's order).
-fn body_of(review: &Value) -> Vec<u8> {
-    celhook_loadtest::workload::in_api_server_order(review)
-        .expect("JSON")
-        .into_bytes()
-}
-
-/// What `routes::validate` does between the body and the answer bytes,
-/// including the lock-free catalog load; tracing is off as in production
-/// at the default level.
-fn hot_path(catalog: &ArcSwap<Catalog>, body: &[u8]) -> Vec<u8> {
-    let catalog = catalog.load();
-    let policy = celhook::admission::Policy::default();
-    let (version, req) =
-        celhook::admission::decode(&catalog, &policy, body).expect("the bench body decodes");
-    let res = celhook::admission::answer(&catalog, &req);
-    encode_admission(version, &res).expect("encodes")
 }
 
 /// Checks once, outside the timing, that the path really allows or denies:
@@ -378,12 +343,6 @@ fn catalog(c: &mut Criterion) {
 }
 
 // === conversion ===
-
-/// The floor of target 4: parse into a `Value`, serialize it again.
-fn serde_json_roundtrip(body: &[u8]) -> Vec<u8> {
-    let v: Value = serde_json::from_slice(body).expect("JSON");
-    serde_json::to_vec(&v).expect("serializes")
-}
 
 /// Target 4: the 10,000-object ConversionReview of 4 KiB Pizzas through the
 /// /convert path, against serde_json parsing the same bytes into a `Value`

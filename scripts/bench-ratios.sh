@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the peer CEL engines (a writable copy of ../shared/peer-bench), celhook's
-# criterion benchmark (then the conversion's peak-memory count,
-# examples/convert_peak_memory.rs) and the server load tests back to back,
+# criterion benchmark (then issue 17's ratios timed in turns, benches/paired.rs,
+# and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
+# the server load tests back to back,
 # then prints the five targets of issue 6 with measured values and ratios. The
 # machine is shared and noisy: only the ratios within one run mean anything,
 # and the load average is printed next to each phase.
@@ -60,6 +61,10 @@ if [[ -z ${SKIP_BENCH:-} ]]; then
   load "bench start"
   (cd "$ROOT" && cargo bench --bench hot_path -- --noplot > "$WORK/criterion.txt" 2>&1)
   load "bench end"
+  # Issue 17's ratios with both sides timed in turns (benches/paired.rs):
+  # the machine's drift between criterion's groups falls on both alike.
+  (cd "$ROOT" && cargo bench --bench paired --quiet > "$WORK/paired.jsonl")
+  load "paired end"
   # Target 4's peak memory: counted bytes (dhat), not a timing.
   (cd "$ROOT" && cargo run --release --quiet --example convert_peak_memory > "$WORK/convert-memory.json")
   load "conversion memory end"
@@ -252,6 +257,18 @@ parse_update = est("target1", "serde_json_parse_update_body")
 print(f"- UPDATE, 19 rules (2 transition rules): {us(ours_update)} vs serde_json parse of its body {us(parse_update)}: "
       f"**{ratio(ours_update, parse_update)}** (issue 17: <= 0.7x)")
 
+print("\n### Issue 17's ratios timed in turns (benches/paired.rs: batches of both sides alternate; median of the rounds' ratios)\n")
+try:
+    paired = [json.loads(l) for l in open(os.path.join(work, "paired.jsonl")) if l.startswith("{")]
+except (OSError, ValueError):
+    paired = []
+for p in paired:
+    low, high = p["ratio_quartiles"]
+    t = (lambda x: f"{x/1000:.1f} ms") if p["floor_us"] > 10_000 else (lambda x: f"{x:.2f} us")
+    print(f"- {p['pair']}: {t(p['ours_us'])} vs {t(p['floor_us'])}: **{p['ratio']:.3f}x** "
+          f"(quartiles {low:.3f}-{high:.3f}, {p['rounds']} rounds of {p['batch']})")
+if not paired:
+    print("- n/a (no paired.jsonl)")
 print("\n### Per rule (ns; celhook: Validator::validate with that rule only, object parsed; cel-js: eval with bound context)\n")
 print("| rule | celhook | cel-js | ratio |\n|---|---|---|---|")
 rule_dir = os.path.join(target, "criterion", "rule")
