@@ -247,8 +247,11 @@ impl<'a, 'r> ScanRun<'a, 'r> {
         if self.reads[at].is_none() {
             // A field chain of a JSON element, read in place: no element
             // bound (each walked read below binds its own).
-            let direct = match self.list {
-                List::Json { items, schema } => {
+            let direct = match (self.list, ir) {
+                // The element itself (`x == t`): what reading the bound
+                // variable gives and charges (`read_var`), without binding.
+                (_, Ir::Var(var)) if *var == self.var => Some((1, self.list.get(i)?)),
+                (List::Json { items, schema }, _) => {
                     let var = self.var;
                     let item = items.get(i);
                     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
