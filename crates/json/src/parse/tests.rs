@@ -291,6 +291,21 @@ proptest! {
         prop_assert_eq!(serde_json::to_string(&ours).expect("JSON"), serde_json::to_string(&v).expect("JSON"));
     }
 
+    /// The vector UTF-8 check accepts what the standard library's accepts
+    /// and reports the same place otherwise: valid text of any length, one
+    /// byte of it replaced (often making it invalid) anywhere.
+    #[test]
+    fn the_utf8_check_is_the_standard_one(text in "\\PC{0,200}", at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut bytes = format!("\"{text}\"").into_bytes();
+        let i = at.index(bytes.len());
+        bytes[i] = byte;
+        let ours = Parser::from_slice(&bytes).map(|_| ()).map_err(|e| e.to_string());
+        let std = std::str::from_utf8(&bytes)
+            .map(drop)
+            .map_err(|e| Error::at(&bytes, e.valid_up_to() + 1, "invalid unicode code point", Category::Syntax).to_string());
+        prop_assert_eq!(ours, std);
+    }
+
     #[test]
     fn any_text_is_judged_alike(text in "[\\[\\]{}\",:0-9eE.+\\-a-z\\\\ \n]{0,24}") {
         agree(&text);
