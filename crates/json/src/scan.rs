@@ -62,15 +62,14 @@ fn scan_long(b: &[u8], i: usize) -> usize {
     let mut at = 0;
     for block in blocks.by_ref() {
         if has_control(block) {
-            return i + at + first_control(block);
+            return i + at + first_control(block).unwrap_or(0);
         }
         at += 64;
     }
-    let tail = blocks.remainder();
-    if tail.iter().any(|&c| c < 0x20) {
-        return i + at + first_control(tail);
+    match first_control(blocks.remainder()) {
+        Some(p) => i + at + p,
+        None => i + stop,
     }
-    i + stop
 }
 
 /// Whether a block of 64 bytes holds a control byte: the minimum of each
@@ -88,9 +87,9 @@ fn has_control(block: &[u8]) -> bool {
     low.iter().fold(u8::MAX, |m, &c| m.min(c)) < 0x20
 }
 
-/// The index of the first control byte of `block` (0 if none).
-fn first_control(block: &[u8]) -> usize {
-    block.iter().position(|&c| c < 0x20).unwrap_or(0)
+/// The index of the first control byte of `block`, if any.
+fn first_control(block: &[u8]) -> Option<usize> {
+    block.iter().position(|&c| c < 0x20)
 }
 
 /// The index of the first `"`, `\` or control byte of `b` at or after

@@ -248,12 +248,13 @@ pub static SUBSTRING: Function = STRING_TO_STRING
     .calls(|a| {
         let s = str_arg(first(a)?)?;
         // Counted in characters: in an ASCII string, its bytes.
-        let chars: Vec<char> = if s.is_ascii() {
+        let ascii = s.is_ascii();
+        let chars: Vec<char> = if ascii {
             Vec::new()
         } else {
             s.chars().collect()
         };
-        let len = if s.is_ascii() { s.len() } else { chars.len() } as i64;
+        let len = if ascii { s.len() } else { chars.len() } as i64;
         let start = int_arg(arg(a, 1)?)?;
         let end = match a.get(2) {
             Some(v) => int_arg(v)?,
@@ -272,7 +273,7 @@ pub static SUBSTRING: Function = STRING_TO_STRING
             return Err(EvalError::new(format!("index out of range: {end}")));
         }
         let (start, end) = (start as usize, end as usize);
-        Ok(Value::string(if s.is_ascii() {
+        Ok(Value::string(if ascii {
             s.get(start..end).unwrap_or_default().to_owned()
         } else {
             chars.get(start..end).unwrap_or_default().iter().collect()
