@@ -130,6 +130,7 @@ pub struct Metrics {
     connections_closed: IntCounterVec,
     tls_handshake_failures: IntCounterVec,
     config_reload_deferred: IntCounter,
+    inline_retries: IntCounter,
     document_failures: IntCounterVec,
     unknown_versions: IntCounterVec,
     policy_decisions: IntCounterVec,
@@ -342,6 +343,10 @@ impl Metrics {
                 "celhook_config_reload_deferred_total",
                 "Config changes seen but not loaded yet: still being written, or dropping rules and CRDs and not yet settled.",
             ),
+            inline_retries: counter(
+                "celhook_admission_inline_retries_total",
+                "Admission reviews whose first attempt, on the connection's thread, passed its 1 ms budget and ran again on the evaluation pool, so their work was done twice: costly rules, or a CPU throttled or shared.",
+            ),
             document_failures: counter_vec(
                 &registry,
                 "celhook_rules_document_failures_total",
@@ -410,6 +415,11 @@ impl Metrics {
     /// Counts a config change not loaded yet.
     pub fn observe_config_reload_deferred(&self) {
         self.config_reload_deferred.inc();
+    }
+
+    /// Counts a review whose inline attempt ran out of its budget.
+    pub fn observe_inline_retry(&self) {
+        self.inline_retries.inc();
     }
 
     /// The registry, for tests and extra collectors.

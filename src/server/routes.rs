@@ -258,7 +258,11 @@ fn try_inline(
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
     let answer =
         span.in_scope(|| guarded(Endpoint::Validate, || answer_admission(state, checks, body)));
-    (!scope.expired()).then_some(answer)
+    if scope.expired() {
+        state.metrics.observe_inline_retry();
+        return None;
+    }
+    Some(answer)
 }
 
 /// The span of one review, its fields recorded once it is decoded.

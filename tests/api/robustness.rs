@@ -484,6 +484,10 @@ async fn rules_past_the_cost_limits_get_the_api_servers_errors_and_free_the_work
     assert_eq!(answer.response()["allowed"], true);
     let text = metrics_text(&server);
     assert!(metric(&text, "celhook_rule_errors_total", &[]).unwrap_or(0.0) >= 1.0);
+    // Each costly review ran for milliseconds: its attempt on the
+    // connection's thread stopped at 1 ms and the pool answered it.
+    let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
+    assert!(retries.is_some_and(|n| n >= 2.0), "{retries:?}");
 }
 
 // === connections ===
