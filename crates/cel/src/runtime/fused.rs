@@ -123,7 +123,28 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     };
     let start = f.cost;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
-    let result = scan_steps(l.kind, items.iter(), list, f, |item, f| match item {
+    let result = match Shape::of(&l.body, l.var, item_schema) {
+        Some(shape) => scan_steps(l.kind, items.iter(), list, f, |item, f| match item {
+            Json::Object(obj) => shape.test(obj, f),
+            _ => None,
+        }),
+        None => general(l, items, list, item_schema, f),
+    };
+    if result.is_none() {
+        f.cost = start;
+    }
+    result
+}
+
+/// [`fused_loop`] for any fused body: its tests walked per element.
+fn general<'a>(
+    l: &'a Loop,
+    items: &'a [Json],
+    list: &List<'a>,
+    item_schema: &'a celhook_schema::Schema,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    scan_steps(l.kind, items.iter(), list, f, |item, f| match item {
         Json::Object(obj) => test(
             &l.body,
             &Map::Json {
@@ -134,11 +155,132 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
             f,
         ),
         _ => None,
-    });
-    if result.is_none() {
-        f.cost = start;
+    })
+}
+
+/// The usual fused bodies, one test or two joined by `&&` or `||`, each
+/// on a field of the element itself at the position the checker found:
+/// what the general walk decides per element (the body's form, the
+/// field's schema node) decided once per run, so that an element costs
+/// its field lookups and tests alone. Charged as [`test`] charges.
+enum Shape<'a> {
+    One(Direct<'a>),
+    And(Direct<'a>, Direct<'a>),
+    Or(Direct<'a>, Direct<'a>),
+}
+
+/// A test of a field of the element, and how to read that field.
+struct Direct<'a> {
+    c: &'a FieldCmp,
+    field: Field<'a>,
+}
+
+/// A field of list elements at its position among their schema's
+/// properties, with what that schema lets a read of it be (see
+/// [`field_read`]), resolved once for a whole loop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Field<'a> {
+    name: &'a str,
+    position: usize,
+    /// A number is read as an int (the field is not of type `number`).
+    ints: bool,
+    /// A string is read as it is (its format makes no other CEL type).
+    strings: bool,
+}
+
+impl<'a> Field<'a> {
+    /// Field `name` of objects of schema `items`, when the checker's
+    /// `position` holds it; `None` where only a lookup by name answers.
+    pub(super) fn at(
+        name: &'a str,
+        position: usize,
+        items: &'a celhook_schema::Schema,
+    ) -> Option<Self> {
+        if items.additional_properties.is_some() {
+            return None;
+        }
+        let child = items.properties.get_at(position, name)?;
+        Some(Field {
+            name,
+            position,
+            ints: child.ty != Type::Number,
+            strings: !crate::value::converts_strings(child),
+        })
     }
-    result
+
+    /// As [`field_read`] reads it where the position applies: `None` for
+    /// a missing field or one of another type.
+    #[inline(always)]
+    fn read(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
+        match obj.get_hinted(self.name, self.position)? {
+            Json::Number(n) if self.ints => n.as_i64().map(Read::Int),
+            Json::String(s) if self.strings => Some(Read::Str(s)),
+            _ => None,
+        }
+    }
+
+    /// The field of list element `item` when it is a string.
+    #[inline(always)]
+    pub(super) fn read_str(&self, item: &'a Json) -> Option<&'a str> {
+        match item {
+            Json::Object(obj) => match self.read(obj)? {
+                Read::Str(s) => Some(s),
+                Read::Int(_) => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Shape<'a> {
+    fn of(body: &'a Ir, var: usize, items: &'a celhook_schema::Schema) -> Option<Shape<'a>> {
+        let leaf = |ir: &'a Ir| match ir {
+            Ir::FieldCmp(c) if c.slot == var && c.then.is_empty() => Some(Direct {
+                c,
+                field: Field::at(&c.field, c.position? as usize, items)?,
+            }),
+            _ => None,
+        };
+        Some(match body {
+            Ir::And(a, b) => Shape::And(leaf(a)?, leaf(b)?),
+            Ir::Or(a, b) => Shape::Or(leaf(a)?, leaf(b)?),
+            one => Shape::One(leaf(one)?),
+        })
+    }
+
+    #[inline(always)]
+    fn test(&self, obj: &'a celhook_json::Map, f: &mut Frame<'a>) -> Option<bool> {
+        match self {
+            Shape::One(a) => a.judge(a.read(obj)?, f),
+            Shape::And(a, b) | Shape::Or(a, b) => {
+                let decide = matches!(self, Shape::Or(..));
+                let read = a.read(obj)?;
+                if a.judge(read, f)? == decide {
+                    return Some(decide);
+                }
+                let read = if b.c.read == a.c.read {
+                    read
+                } else {
+                    b.read(obj)?
+                };
+                b.judge(read, f)
+            }
+        }
+    }
+}
+
+impl<'a> Direct<'a> {
+    #[inline(always)]
+    fn read(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
+        self.field.read(obj)
+    }
+
+    #[inline(always)]
+    fn judge(&self, read: Read<'a>, f: &mut Frame<'a>) -> Option<bool> {
+        let (r, cost) = judge(self.c, read)?;
+        f.charge(cost).ok()?;
+        Some(r)
+    }
 }
 
 /// The last field a fused body read of the element: its number

@@ -254,6 +254,12 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.filter(p, size(p.name) >= 1 && p.port != 3).size() == 1",
         "self.spec.ports.exists(p, !p.name.matches('^w') && p.alias == 'web')",
         "self.spec.ports.filter(p, !(size(p.alias) > 2)).map(p, p.port)",
+        // Bodies of one test or two, on the same field or on two (decided
+        // once per loop, see `fused::Shape`).
+        "self.spec.ports.exists(p, p.name == 'web' && p.port == 80)",
+        "self.spec.ports.all(p, p.port < 3 || p.alias != 'web')",
+        "self.spec.ports.exists_one(p, p.alias in ['web', 'b'])",
+        "self.spec.ports.filter(p, p.port >= 2 || p.port == 0).size() == 2",
         "size(self.spec.name) < 4 && self.spec.name.matches('^w') || size(self.spec.opt.a) == 1",
         // Loops whose body is a counted equality loop, answered by lookups:
         // every outer quantifier, the element on either side, `all` of
