@@ -165,16 +165,24 @@ impl Fields for RootReads<'_> {
 /// rules below it, as its own node plans; nothing else.
 impl Fields for Node {
     fn keep(&self, field: &str) -> Keep<'_> {
-        match self.field_read(field) {
-            FieldRead::Whole => Keep::Whole,
-            FieldRead::Below(child) if child.reads_whole() => Keep::Whole,
-            FieldRead::Below(child) => Keep::Part(child),
-            FieldRead::Nothing => Keep::Skip,
-        }
+        keep_as(self.field_read(field))
+    }
+
+    fn keep_after(&self, field: &str, cursor: &mut usize) -> Keep<'_> {
+        keep_as(self.field_read_after(field, cursor))
     }
 
     fn holds_places(&self) -> bool {
         true
+    }
+}
+
+fn keep_as(read: FieldRead<'_>) -> Keep<'_> {
+    match read {
+        FieldRead::Whole => Keep::Whole,
+        FieldRead::Below(child) if child.reads_whole() => Keep::Whole,
+        FieldRead::Below(child) => Keep::Part(child),
+        FieldRead::Nothing => Keep::Skip,
     }
 }
 

@@ -392,3 +392,42 @@ fn escaped_names_read_their_keys_and_untyped_nodes_are_built_whole_on_create() {
     );
     assert!(!message.contains("escaped"), "{message}");
 }
+
+#[test]
+fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
+    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = &loaded.catalog;
+    let policy = Policy::default();
+    let review = widget_review("CREATE", json!({}), None);
+    let mut request = review["request"].clone();
+    let object = request["object"].take();
+    // `spec`'s keys as the API server writes them (sorted), out of order
+    // after a first run in order, and with `replicas` twice (the last
+    // one counts, as when decoding whole).
+    let specs = [
+        r#"{"label":"blue","maxReplicas":3,"notes":"n","replicas":5,"template":{"image":""}}"#,
+        r#"{"label":"blue","replicas":5,"maxReplicas":3,"template":{"command":"c","image":""},"notes":"n"}"#,
+        r#"{"replicas":1,"label":"blue","maxReplicas":3,"replicas":5,"template":{"image":""}}"#,
+    ];
+    let mut messages = Vec::new();
+    for spec in specs {
+        let text = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-3","kind":{},"resource":{},"operation":"CREATE","userInfo":{{"username":"alice"}},"object":{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{},"spec":{spec}}}}}}}"#,
+            request["kind"], request["resource"], object["metadata"],
+        );
+        let req = planned(catalog, &policy, text.as_bytes());
+        let spec = &req.object.as_ref().expect("object")["spec"];
+        assert_eq!(spec["replicas"], 5, "{text}");
+        assert_eq!(spec["label"], "blue");
+        assert_eq!(spec["template"]["image"], "");
+        assert!(spec["notes"].is_null(), "not read, so not built");
+        let (_, whole) = decode_admission(text.as_bytes()).expect("decodes");
+        let a = review_of(catalog, &policy, &whole);
+        let b = review_of(catalog, &policy, &req);
+        assert_eq!(a, b, "{text}");
+        assert!(!b.allowed);
+        messages.push(b.status.expect("denied").message);
+    }
+    assert!(messages.iter().all(|m| *m == messages[0]), "{messages:?}");
+}

@@ -24,6 +24,14 @@ pub enum Keep<'p> {
 pub trait Fields {
     fn keep(&self, field: &str) -> Keep<'_>;
 
+    /// [`Fields::keep`] of an object's keys in ascending order, `cursor`
+    /// starting at 0 for each object (a plan may find each key from where
+    /// the last one was found).
+    fn keep_after(&self, field: &str, cursor: &mut usize) -> Keep<'_> {
+        let _ = cursor;
+        self.keep(field)
+    }
+
     /// True when a skipped field keeps its key, with null for its value:
     /// the fields built then sit where they sit in the whole object, which
     /// is where compiled rules look first (`Map::get_hinted`, by schema
@@ -100,8 +108,24 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
     p.begin_object("a map")?;
     let base = p.entries_base();
     let mut first = true;
+    // While the keys come in order (as the API server writes them), the
+    // plan is asked from where it found the last one, and the object
+    // needs no sorting; the first key out of order ends both.
+    let mut last: Option<std::borrow::Cow<'_, str>> = None;
+    let mut sorted = true;
+    let mut cursor = 0;
     while let Some(key) = p.next_key(&mut first)? {
-        let value = match plan.keep(&key) {
+        if sorted {
+            sorted = last
+                .as_deref()
+                .is_none_or(|last| celhook_json::key_order(last, &key).is_lt());
+        }
+        let keep = if sorted {
+            plan.keep_after(&key, &mut cursor)
+        } else {
+            plan.keep(&key)
+        };
+        let value = match keep {
             Keep::Whole => p.value()?,
             Keep::Part(inner) if p.peek() == Some(b'{') => fields(p, inner)?,
             Keep::Part(_) => p.value()?,
@@ -111,11 +135,18 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
             }
             Keep::Skip => {
                 p.skip()?;
+                last = Some(key);
                 continue;
             }
         };
         p.push_entry(Str::from(&*key), value);
+        last = Some(key);
     }
+    let entries = p.take_entries(base);
     // A repeated key keeps its last value, as when the object is whole.
-    Ok(Value::Object(Map::from_entries(p.take_entries(base))))
+    Ok(Value::Object(if sorted {
+        Map::from_sorted_unique(entries)
+    } else {
+        Map::from_entries(entries)
+    }))
 }

@@ -77,6 +77,10 @@ pub struct Node {
     /// By field name, what is read of it ([`Node::field_read`]): its rules
     /// select it (`None`) or the property at this index has rules below.
     by_name: HashMap<String, Option<usize>, foldhash::fast::FixedState>,
+    /// The same, sorted by name: an object whose keys come sorted (as the
+    /// API server writes them) finds each by moving a cursor
+    /// ([`Node::field_read_after`]) rather than hashing it.
+    sorted_reads: Vec<(String, Option<usize>)>,
 }
 
 /// What a node's rules, and those below it, read of one field of its value.
@@ -152,9 +156,33 @@ impl Node {
         if self.needs_whole() {
             return FieldRead::Whole;
         }
-        match self.by_name.get(field) {
+        self.read_of(self.by_name.get(field).copied())
+    }
+
+    /// [`Node::field_read`] of the keys of one object in ascending order:
+    /// `cursor` (0 for the object's first key) is where the last key
+    /// found its name; a key before it is not looked up from here.
+    pub fn field_read_after(&self, field: &str, cursor: &mut usize) -> FieldRead<'_> {
+        if self.needs_whole() {
+            return FieldRead::Whole;
+        }
+        while let Some((name, read)) = self.sorted_reads.get(*cursor) {
+            match celhook_json::key_order(name, field) {
+                std::cmp::Ordering::Less => *cursor += 1,
+                std::cmp::Ordering::Equal => {
+                    *cursor += 1;
+                    return self.read_of(Some(*read));
+                }
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        FieldRead::Nothing
+    }
+
+    fn read_of(&self, read: Option<Option<usize>>) -> FieldRead<'_> {
+        match read {
             Some(None) => FieldRead::Whole,
-            Some(Some(i)) => FieldRead::Below(&self.properties[*i].1),
+            Some(Some(i)) => FieldRead::Below(&self.properties[i].1),
             None => FieldRead::Nothing,
         }
     }
@@ -170,6 +198,9 @@ impl Node {
                 by_name.insert(field.clone(), None);
             }
         }
+        let mut sorted: Vec<_> = by_name.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        self.sorted_reads = sorted;
         self.by_name = by_name;
     }
 

@@ -25,7 +25,7 @@ pub mod write;
 use std::fmt;
 
 pub use compact_str::CompactString as Str;
-pub use map::{same_key, Map};
+pub use map::{key_order, same_key, Map};
 pub use parse::{from_slice, from_str, Error, Parser};
 pub use serde_json::Number;
 pub use write::{to_vec, write};
