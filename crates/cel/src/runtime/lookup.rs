@@ -6,11 +6,13 @@
 
 use celhook_json::Value as Json;
 
-use super::counted::{tally, tally_own};
+use super::counted::{tally, tally_own, StrIndex};
+use super::fused::Field;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
-use crate::ir::{Ir, Loop, ScanExpr};
+use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
 use crate::value::{List, Map, Value, ANY};
+use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
 /// JSON list: for each element, its field the inner loop compares
@@ -32,6 +34,11 @@ pub(super) fn counted_loop<'a>(
     let Ir::Loop(inner) = &l.body else {
         return None;
     };
+    if l.counted_same {
+        if let Some(found) = same_field(l, inner, items, schema, f) {
+            return Some(found);
+        }
+    }
     let scan = inner.scan.as_ref()?;
     let (
         ScanExpr::Compare {
@@ -110,4 +117,89 @@ pub(super) fn counted_loop<'a>(
         f.cost = start;
     }
     result
+}
+
+/// [`counted_loop`] of the usual uniqueness check, `L.all(p,
+/// L.exists_one(q, q.f == p.f))` (or `exists`), where `f` is a plain
+/// string field of the elements at the position the checker found: each
+/// element's `f` read straight from its JSON object, the reads counted,
+/// and each outer element answered from its own count, charged as
+/// [`counted_loop`] charges it. `None`, with nothing charged, where a read
+/// is not such a string or the shape differs: [`counted_loop`] then runs.
+fn same_field<'a>(
+    l: &'a Loop,
+    inner: &'a Loop,
+    items: &'a [Json],
+    schema: &'a Schema,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    let scan = inner.scan.as_ref()?;
+    let (ScanExpr::Compare { element_left, .. }, Ir::Bin(BinOp::Eq, a, b)) =
+        (&scan.body, &inner.body)
+    else {
+        return None;
+    };
+    if !matches!(inner.kind, LoopKind::ExistsOne | LoopKind::Exists) || items.is_empty() {
+        return None;
+    }
+    let (element, other) = if *element_left { (a, b) } else { (b, a) };
+    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+    let field = direct_field(element, inner.var, item_schema)?;
+    if direct_field(other, l.var, item_schema)? != field {
+        return None;
+    }
+    let start = f.cost;
+    let range = match eval(&inner.range, f) {
+        Ok(Value::List(range)) => range,
+        _ => {
+            f.cost = start;
+            return None;
+        }
+    };
+    let range_cost = f.cost - start;
+    f.cost = start;
+    let list = List::Json { items, schema };
+    if !same_list(&list, &range) {
+        return None;
+    }
+    let reads = items
+        .iter()
+        .map(|item| field.read_str(item))
+        .collect::<Option<Vec<&str>>>()?;
+    // A direct field read is charged as the walk charges `q.f`: the
+    // variable, then the selection.
+    const READ: u64 = 2;
+    let index = StrIndex::of_strs(&reads, READ, inner.kind)?;
+    let result = scan_steps(l.kind, 0..items.len(), &list, f, |i, f| {
+        if crate::interrupt::tick() {
+            return None;
+        }
+        f.charge_within(range_cost)?;
+        let (total, Value::Bool(found)) = tally_own(&index, inner.kind, &range, READ, i)? else {
+            return None;
+        };
+        f.charge_within(total)?;
+        Some(found)
+    });
+    if result.is_none() {
+        f.cost = start;
+    }
+    result
+}
+
+/// The field `v.f` of loop variable `var` reads, when it is at its
+/// position among the properties of `items` (kept reads looked through).
+fn direct_field<'a>(ir: &'a Ir, var: usize, items: &'a Schema) -> Option<Field<'a>> {
+    match ir {
+        Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => direct_field(inner, var, items),
+        Ir::Select {
+            operand,
+            field,
+            test: false,
+            position: Some(position),
+        } if matches!(**operand, Ir::Var(v) if v == var) => {
+            Field::at(field, *position as usize, items)
+        }
+        _ => None,
+    }
 }
