@@ -36,8 +36,9 @@ pub(crate) struct StrIndex<'a> {
     /// Per element `i` from 0 to n, over the elements before it: what
     /// their reads charged and how many read a non-empty string; and, for
     /// `i` < n, its own string's bytes and characters (what comparing it
-    /// with a long string costs depends on both lengths). One vector, one
-    /// allocation.
+    /// with a long string costs depends on both lengths; counted only
+    /// past the short strings, whose comparisons never read them). One
+    /// vector, one allocation.
     prefix: Vec<Prefix>,
     /// Per element: the first element that read the same string, and (at
     /// that first element) how many did; what the lookup by string gives,
@@ -118,7 +119,12 @@ impl<'a> StrIndex<'a> {
                 read_cost: cost,
                 nonempty,
                 bytes: s.len(),
-                chars: str_size(&s),
+                // Only a long string's comparisons read its characters.
+                chars: if s.len() > SHORT_STRING_BYTES {
+                    str_size(&s)
+                } else {
+                    0
+                },
             });
             cost = cost.saturating_add(read_cost);
             nonempty += u64::from(!s.is_empty());
