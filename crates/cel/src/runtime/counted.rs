@@ -81,55 +81,39 @@ impl Borrow<str> for Key<'_> {
 
 impl<'a> StrIndex<'a> {
     pub(super) fn build(reads: &[Option<(u64, Value<'a>)>], kind: LoopKind) -> Indexed<'a> {
-        let strings = reads.iter().map(|read| match read {
-            Some((read_cost, Value::Str(s))) => Some((*read_cost, s.clone())),
-            _ => None,
-        });
-        match Self::of(strings, reads.len(), kind) {
-            Some(index) => Indexed::Built(index),
-            None => Indexed::Unusable,
-        }
-    }
-
-    /// The index of `n` strings read straight from the JSON, each read
-    /// charged `read_cost`.
-    pub(super) fn of_strs(reads: &[&'a str], read_cost: u64, kind: LoopKind) -> Option<Self> {
-        let strings = reads.iter().map(|s| Some((read_cost, Str::Borrowed(s))));
-        Self::of(strings, reads.len(), kind)
-    }
-
-    /// The index of `n` reads, each its charge and string (`None`: a read
-    /// that is not a string, and no index).
-    fn of(
-        reads: impl Iterator<Item = Option<(u64, Str<'a>)>>,
-        n: usize,
-        kind: LoopKind,
-    ) -> Option<Self> {
         let chained = kind == LoopKind::Filter;
         let mut index = StrIndex {
-            counts: HashMap::with_capacity_and_hasher(n, Default::default()),
-            next: if chained { vec![None; n] } else { Vec::new() },
-            prefix: Vec::with_capacity(n + 1),
-            same: Vec::with_capacity(n),
+            counts: HashMap::with_capacity_and_hasher(reads.len(), Default::default()),
+            next: if chained {
+                vec![None; reads.len()]
+            } else {
+                Vec::new()
+            },
+            prefix: Vec::with_capacity(reads.len() + 1),
+            same: Vec::with_capacity(reads.len()),
         };
         let (mut cost, mut nonempty) = (0u64, 0u64);
-        for (i, read) in reads.enumerate() {
-            let (read_cost, s) = read?;
+        for (i, read) in reads.iter().enumerate() {
+            let Some((read_cost, Value::Str(s))) = read else {
+                return Indexed::Unusable;
+            };
             index.prefix.push(Prefix {
                 read_cost: cost,
                 nonempty,
                 bytes: s.len(),
                 // Only a long string's comparisons read its characters.
                 chars: if s.len() > SHORT_STRING_BYTES {
-                    str_size(&s)
+                    str_size(s)
                 } else {
                     0
                 },
             });
-            cost = cost.saturating_add(read_cost);
+            cost = cost.saturating_add(*read_cost);
             nonempty += u64::from(!s.is_empty());
-            let at = u32::try_from(i).ok()?;
-            let first = match index.counts.entry(Key(s)) {
+            let Ok(at) = u32::try_from(i) else {
+                return Indexed::Unusable;
+            };
+            let first = match index.counts.entry(Key(s.clone())) {
                 Entry::Occupied(mut e) => {
                     let (count, first, last) = e.get_mut();
                     if chained {
@@ -154,7 +138,7 @@ impl<'a> StrIndex<'a> {
             bytes: 0,
             chars: 0,
         });
-        Some(index)
+        Indexed::Built(index)
     }
 }
 

@@ -6,12 +6,12 @@
 
 use celhook_json::Value as Json;
 
-use super::counted::{tally, tally_own, StrIndex};
+use super::counted::{tally, tally_own, Indexed, StrIndex};
 use super::fused::Field;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
-use crate::value::{List, Map, Value, ANY};
+use crate::value::{List, Map, Str, Value, ANY};
 use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
@@ -162,14 +162,16 @@ fn same_field<'a>(
     if !same_list(&list, &range) {
         return None;
     }
-    let reads = items
-        .iter()
-        .map(|item| field.read_str(item))
-        .collect::<Option<Vec<&str>>>()?;
     // A direct field read is charged as the walk charges `q.f`: the
     // variable, then the selection.
     const READ: u64 = 2;
-    let index = StrIndex::of_strs(&reads, READ, inner.kind)?;
+    let reads = items
+        .iter()
+        .map(|item| Some(Some((READ, Value::Str(Str::Borrowed(field.read_str(item)?))))))
+        .collect::<Option<Vec<_>>>()?;
+    let Indexed::Built(index) = StrIndex::build(&reads, inner.kind) else {
+        return None;
+    };
     let result = scan_steps(l.kind, 0..items.len(), &list, f, |i, f| {
         if crate::interrupt::tick() {
             return None;
