@@ -167,7 +167,12 @@ fn same_field<'a>(
     const READ: u64 = 2;
     let reads = items
         .iter()
-        .map(|item| Some(Some((READ, Value::Str(Str::Borrowed(field.read_str(item)?))))))
+        .map(|item| {
+            Some(Some((
+                READ,
+                Value::Str(Str::Borrowed(field.read_str(item)?)),
+            )))
+        })
         .collect::<Option<Vec<_>>>()?;
     let Indexed::Built(index) = StrIndex::build(&reads, inner.kind) else {
         return None;
