@@ -51,7 +51,9 @@ if [[ -z ${SKIP_PEERS:-} ]]; then
   cp -r "$PEER_BENCH/." "$WORK/peer-bench/"
   chmod -R u+w "$WORK/peer-bench"
   load "peers start"
-  (cd "$WORK/peer-bench" && REPS=$REPS ENGINES=$ENGINES ./run-all.sh > "$WORK/peer-table.md")
+  # Without this script's CARGO_TARGET_DIR: the harness runs its Rust
+  # peers (the JSON floor among them) from their own target directories.
+  (cd "$WORK/peer-bench" && env -u CARGO_TARGET_DIR REPS="$REPS" ENGINES="$ENGINES" ./run-all.sh > "$WORK/peer-table.md")
   load "peers end"
 fi
 
