@@ -6,7 +6,7 @@ mod compile;
 mod field_path;
 mod walk;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use celhook_json::Value as Json;
 
@@ -74,13 +74,12 @@ pub struct Node {
     /// A failed rule here shows the node's value in its error (from 1.35,
     /// a node with rules not typed `object`): the value is needed whole.
     pub shows_value: bool,
-    /// By field name, what is read of it ([`Node::field_read`]): its rules
-    /// select it (`None`) or the property at this index has rules below.
-    by_name: HashMap<String, Option<usize>, foldhash::fast::FixedState>,
-    /// The same, sorted by name: an object whose keys come sorted (as the
-    /// API server writes them) finds each by moving a cursor
-    /// ([`Node::field_read_after`]) rather than hashing it.
-    sorted_reads: Vec<(String, Option<usize>)>,
+    /// By field name, sorted, what is read of it ([`Node::field_read`]):
+    /// its rules select it (`None`) or the property at this index has
+    /// rules below. An object whose keys come sorted (as the API server
+    /// writes them) finds each by moving a cursor
+    /// ([`Node::field_read_after`]).
+    reads_by_name: Vec<(String, Option<usize>)>,
 }
 
 /// What a node's rules, and those below it, read of one field of its value.
@@ -156,7 +155,12 @@ impl Node {
         if self.needs_whole() {
             return FieldRead::Whole;
         }
-        self.read_of(self.by_name.get(field).copied())
+        let found = self
+            .reads_by_name
+            .binary_search_by(|(name, _)| celhook_json::key_order(name, field))
+            .ok()
+            .map(|i| self.reads_by_name[i].1);
+        self.read_of(found)
     }
 
     /// [`Node::field_read`] of the keys of one object in ascending order:
@@ -166,7 +170,7 @@ impl Node {
         if self.needs_whole() {
             return FieldRead::Whole;
         }
-        while let Some((name, read)) = self.sorted_reads.get(*cursor) {
+        while let Some((name, read)) = self.reads_by_name.get(*cursor) {
             match celhook_json::key_order(name, field) {
                 std::cmp::Ordering::Less => *cursor += 1,
                 std::cmp::Ordering::Equal => {
@@ -187,9 +191,10 @@ impl Node {
         }
     }
 
-    /// Indexes the fields read by name, once the node is complete.
+    /// Indexes the fields read by name, once the node is complete (a
+    /// field its rules select reads it whole, whatever is below it).
     fn index_reads(&mut self) {
-        let mut by_name = HashMap::default();
+        let mut by_name: BTreeMap<String, Option<usize>> = BTreeMap::new();
         for (i, (name, _)) in self.properties.iter().enumerate() {
             by_name.insert(name.clone(), Some(i));
         }
@@ -198,10 +203,8 @@ impl Node {
                 by_name.insert(field.clone(), None);
             }
         }
-        let mut sorted: Vec<_> = by_name.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        self.sorted_reads = sorted;
-        self.by_name = by_name;
+        // A BTreeMap of strings iterates bytewise, as `key_order` sorts.
+        self.reads_by_name = by_name.into_iter().collect();
     }
 
     /// Rules at this node and below it.

@@ -72,14 +72,10 @@ fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
 /// (a double, a string the schema's format converts, a missing field).
 #[inline(always)]
 fn field_read<'a>(m: &Map<'a>, field: &str, position: Option<u32>) -> Option<Read<'a>> {
-    if let Some(found) = m.at_position(field, position) {
-        return match found? {
-            (Json::Number(n), child) if child.ty != Type::Number => n.as_i64().map(Read::Int),
-            (Json::String(s), child) if !crate::value::converts_strings(child) => {
-                Some(Read::Str(s))
-            }
-            _ => None,
-        };
+    if let (Map::Json { obj, schema }, Some(p)) = (m, position) {
+        if let Some(at) = Field::at(field, p as usize, schema) {
+            return at.read(obj);
+        }
     }
     // Taken apart by value: the arms that answer leave nothing to drop.
     match m.get_str(field)? {
@@ -188,8 +184,8 @@ struct Direct<'a> {
 /// properties, with what that schema lets a read of it be (see
 /// [`field_read`]), resolved once for a whole loop.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) struct Field<'a> {
-    name: &'a str,
+pub(super) struct Field<'n> {
+    name: &'n str,
     position: usize,
     /// A number is read as an int (the field is not of type `number`).
     ints: bool,
@@ -197,13 +193,14 @@ pub(super) struct Field<'a> {
     strings: bool,
 }
 
-impl<'a> Field<'a> {
+impl<'n> Field<'n> {
     /// Field `name` of objects of schema `items`, when the checker's
     /// `position` holds it; `None` where only a lookup by name answers.
+    #[inline(always)]
     pub(super) fn at(
-        name: &'a str,
+        name: &'n str,
         position: usize,
-        items: &'a celhook_schema::Schema,
+        items: &celhook_schema::Schema,
     ) -> Option<Self> {
         if items.additional_properties.is_some() {
             return None;
@@ -220,7 +217,7 @@ impl<'a> Field<'a> {
     /// As [`field_read`] reads it where the position applies: `None` for
     /// a missing field or one of another type.
     #[inline(always)]
-    fn read(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
+    fn read<'a>(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
         match obj.get_hinted(self.name, self.position)? {
             Json::Number(n) if self.ints => n.as_i64().map(Read::Int),
             Json::String(s) if self.strings => Some(Read::Str(s)),
@@ -230,7 +227,7 @@ impl<'a> Field<'a> {
 
     /// The field of list element `item` when it is a string.
     #[inline(always)]
-    pub(super) fn read_str(&self, item: &'a Json) -> Option<&'a str> {
+    pub(super) fn read_str<'a>(&self, item: &'a Json) -> Option<&'a str> {
         match item {
             Json::Object(obj) => match self.read(obj)? {
                 Read::Str(s) => Some(s),
@@ -260,17 +257,17 @@ impl<'a> Shape<'a> {
     #[inline(always)]
     fn test(&self, obj: &'a celhook_json::Map, f: &mut Frame<'a>) -> Option<bool> {
         match self {
-            Shape::One(a) => a.judge(a.read(obj)?, f),
+            Shape::One(a) => a.judge(a.field.read(obj)?, f),
             Shape::And(a, b) | Shape::Or(a, b) => {
                 let decide = matches!(self, Shape::Or(..));
-                let read = a.read(obj)?;
+                let read = a.field.read(obj)?;
                 if a.judge(read, f)? == decide {
                     return Some(decide);
                 }
                 let read = if b.c.read == a.c.read {
                     read
                 } else {
-                    b.read(obj)?
+                    b.field.read(obj)?
                 };
                 b.judge(read, f)
             }
@@ -279,11 +276,6 @@ impl<'a> Shape<'a> {
 }
 
 impl<'a> Direct<'a> {
-    #[inline(always)]
-    fn read(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
-        self.field.read(obj)
-    }
-
     #[inline(always)]
     fn judge(&self, read: Read<'a>, f: &mut Frame<'a>) -> Option<bool> {
         let (r, cost) = judge(self.c, read)?;

@@ -10,7 +10,7 @@ use super::counted::{tally, tally_own, Indexed, StrIndex};
 use super::fused::Field;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
-use crate::ir::{BinOp, Ir, Loop, LoopKind, ScanExpr};
+use crate::ir::{Ir, Loop, ScanExpr};
 use crate::value::{List, Map, Str, Value, ANY};
 use celhook_schema::Schema;
 
@@ -34,11 +34,6 @@ pub(super) fn counted_loop<'a>(
     let Ir::Loop(inner) = &l.body else {
         return None;
     };
-    if l.counted_same {
-        if let Some(found) = same_field(l, inner, items, schema, f) {
-            return Some(found);
-        }
-    }
     let scan = inner.scan.as_ref()?;
     let (
         ScanExpr::Compare {
@@ -67,19 +62,39 @@ pub(super) fn counted_loop<'a>(
     };
     let range_cost = f.cost - start;
     f.cost = start;
-    // The inner list read and counted (as its first runs would), and the
-    // counts held apart from the frame while the elements are looked up.
-    count_reads(inner, scan, &range, *slot, element, f)?;
-    let cache = f.scans[scan.cell].take();
-    let index = cache
-        .as_ref()
-        .and_then(|cache| cache.counted(&range, *slot));
+    let same = l.counted_same && same_list(list, &range);
+    // A uniqueness check over a plain string field (`q.f == p.f`) counts
+    // the field read straight from each element's JSON object; any other
+    // inner loop reads and counts as its first runs would, in the scan
+    // cache, held apart from the frame while the elements are looked up.
+    let direct = same
+        .then(|| direct_reads(element, inner.var, items, item_schema))
+        .flatten()
+        .and_then(|reads| match StrIndex::build(&reads, inner.kind) {
+            Indexed::Built(index) => Some((reads, index)),
+            _ => None,
+        });
+    let cache = if direct.is_none() {
+        count_reads(inner, scan, &range, *slot, element, f)?;
+        f.scans[scan.cell].take()
+    } else {
+        None
+    };
+    let index = match &direct {
+        Some((_, index)) => Some(index),
+        None => cache
+            .as_ref()
+            .and_then(|cache| cache.counted(&range, *slot)),
+    };
     // Over the very list the inner loop read, the outer element's field
     // is the inner loop's kept read of the same element.
-    let kept = cache
-        .as_ref()
-        .filter(|_| l.counted_same && same_list(list, &range))
-        .map(|cache| cache.slot_reads(*slot, items.len()));
+    let kept = match &direct {
+        Some((reads, _)) => Some(&reads[..]),
+        None => cache
+            .as_ref()
+            .filter(|_| same)
+            .map(|cache| cache.slot_reads(*slot, items.len())),
+    };
     let result = index.and_then(|index| {
         scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
             if crate::interrupt::tick() {
@@ -112,91 +127,36 @@ pub(super) fn counted_loop<'a>(
             Some(found)
         })
     });
-    f.scans[scan.cell] = cache;
+    if direct.is_none() {
+        f.scans[scan.cell] = cache;
+    }
     if result.is_none() {
         f.cost = start;
     }
     result
 }
 
-/// [`counted_loop`] of the usual uniqueness check, `L.all(p,
-/// L.exists_one(q, q.f == p.f))` (or `exists`), where `f` is a plain
-/// string field of the elements at the position the checker found: each
-/// element's `f` read straight from its JSON object, the reads counted,
-/// and each outer element answered from its own count, charged as
-/// [`counted_loop`] charges it. `None`, with nothing charged, where a read
-/// is not such a string or the shape differs: [`counted_loop`] then runs.
-fn same_field<'a>(
-    l: &'a Loop,
-    inner: &'a Loop,
+/// Every element's field that `element` (`q.f`, of the inner loop's
+/// variable `var`) reads, when it is a plain string at its schema
+/// position in each: what the scan cache would keep, each read charged as
+/// the walk charges `q.f` (the variable, then the selection). `None` when
+/// any element's is not such a string.
+fn direct_reads<'a>(
+    element: &'a Ir,
+    var: usize,
     items: &'a [Json],
-    schema: &'a Schema,
-    f: &mut Frame<'a>,
-) -> Option<Value<'a>> {
-    let scan = inner.scan.as_ref()?;
-    let (ScanExpr::Compare { element_left, .. }, Ir::Bin(BinOp::Eq, a, b)) =
-        (&scan.body, &inner.body)
-    else {
-        return None;
-    };
-    if !matches!(inner.kind, LoopKind::ExistsOne | LoopKind::Exists) || items.is_empty() {
-        return None;
-    }
-    let (element, other) = if *element_left { (a, b) } else { (b, a) };
-    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
-    let field = direct_field(element, inner.var, item_schema)?;
-    if direct_field(other, l.var, item_schema)? != field {
-        return None;
-    }
-    let start = f.cost;
-    let range = match eval(&inner.range, f) {
-        Ok(Value::List(range)) => range,
-        _ => {
-            f.cost = start;
-            return None;
-        }
-    };
-    let range_cost = f.cost - start;
-    f.cost = start;
-    let list = List::Json { items, schema };
-    if !same_list(&list, &range) {
-        return None;
-    }
-    // A direct field read is charged as the walk charges `q.f`: the
-    // variable, then the selection.
-    const READ: u64 = 2;
-    let reads = items
+    item_schema: &'a Schema,
+) -> Option<Vec<Option<(u64, Value<'a>)>>> {
+    let field = direct_field(element, var, item_schema)?;
+    items
         .iter()
-        .map(|item| {
-            Some(Some((
-                READ,
-                Value::Str(Str::Borrowed(field.read_str(item)?)),
-            )))
-        })
-        .collect::<Option<Vec<_>>>()?;
-    let Indexed::Built(index) = StrIndex::build(&reads, inner.kind) else {
-        return None;
-    };
-    let result = scan_steps(l.kind, 0..items.len(), &list, f, |i, f| {
-        if crate::interrupt::tick() {
-            return None;
-        }
-        f.charge_within(range_cost)?;
-        let (total, Value::Bool(found)) = tally_own(&index, inner.kind, &range, READ, i)? else {
-            return None;
-        };
-        f.charge_within(total)?;
-        Some(found)
-    });
-    if result.is_none() {
-        f.cost = start;
-    }
-    result
+        .map(|item| Some(Some((2, Value::Str(Str::Borrowed(field.read_str(item)?))))))
+        .collect()
 }
 
 /// The field `v.f` of loop variable `var` reads, when it is at its
 /// position among the properties of `items` (kept reads looked through).
-fn direct_field<'a>(ir: &'a Ir, var: usize, items: &'a Schema) -> Option<Field<'a>> {
+fn direct_field<'a>(ir: &'a Ir, var: usize, items: &Schema) -> Option<Field<'a>> {
     match ir {
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => direct_field(inner, var, items),
         Ir::Select {

@@ -28,17 +28,6 @@ use crate::{Map, Str, Value};
 /// refused).
 const DEPTH: u8 = 128;
 
-/// True when key `a` sorts before `b`: their first bytes decide most
-/// pairs without a call of `memcmp`.
-#[inline(always)]
-fn before(a: &Str, b: &Str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    match (a.first(), b.first()) {
-        (Some(x), Some(y)) if x != y => x < y,
-        _ => a < b,
-    }
-}
-
 /// The containers a skip is inside (true for an object): a bit each in a
 /// word for the first 64 levels, a vector past them, so that skipping
 /// allocates nothing for what real objects nest.
@@ -503,7 +492,7 @@ impl<'a> Parser<'a> {
             self.colon()?;
             let value = self.value()?;
             if sorted && self.entries.len() > base {
-                sorted = before(&self.entries[self.entries.len() - 1].0, &key);
+                sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
             }
             self.entries.push((key, value));
         }
