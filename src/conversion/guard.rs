@@ -8,7 +8,7 @@
 //! instead lets the message name the object and the field.
 
 use crate::selector;
-use celhook_json::{Map, Value as Json};
+use celhook_json::{Map, Str, Value as Json};
 
 /// The API server's limit on the total size of an object's annotations
 /// (keys plus values), in bytes.
@@ -19,7 +19,18 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Original {
     kind: Option<Json>,
-    metadata: Option<Json>,
+    metadata: Metadata,
+}
+
+/// The input's metadata, or what the conversion says of it.
+#[derive(Debug, Clone, PartialEq)]
+enum Metadata {
+    Kept(Option<Json>),
+    /// Moved into the answer unchanged but, when `annotations_changed`,
+    /// for the stash annotation (see `conversion::Given::Carried`).
+    Carried {
+        annotations_changed: bool,
+    },
 }
 
 impl Original {
@@ -27,7 +38,7 @@ impl Original {
     pub fn of(object: &Json) -> Self {
         Original {
             kind: object.get("kind").cloned(),
-            metadata: object.get("metadata").cloned(),
+            metadata: Metadata::Kept(object.get("metadata").cloned()),
         }
     }
 
@@ -36,27 +47,77 @@ impl Original {
         let mut field = |key: &str| input.as_object_mut().and_then(|m| m.remove(key));
         Original {
             kind: field("kind"),
-            metadata: field("metadata"),
+            metadata: Metadata::Kept(field("metadata")),
         }
     }
 
-    /// `namespace/name`, or `name` for a cluster-scoped object, for messages.
+    /// An input whose metadata the conversion moved into its answer, of
+    /// which only the annotations may have changed: the checks of name,
+    /// namespace, uid, labels and the rest of metadata hold by
+    /// construction, and the annotations are validated when they changed.
+    pub fn carried(kind: Option<Json>, annotations_changed: bool) -> Self {
+        Original {
+            kind,
+            metadata: Metadata::Carried {
+                annotations_changed,
+            },
+        }
+    }
+
+    /// `namespace/name`, or `name` for a cluster-scoped object, for messages
+    /// (empty for a carried input: its name is its answer's).
     pub fn display_name(&self) -> String {
-        display_name(self.metadata.as_ref())
+        match &self.metadata {
+            Metadata::Kept(metadata) => display_name(metadata.as_ref()),
+            Metadata::Carried { .. } => String::new(),
+        }
+    }
+
+    fn name_beside(&self, converted: &Json) -> String {
+        match &self.metadata {
+            Metadata::Kept(metadata) => display_name(metadata.as_ref()),
+            Metadata::Carried { .. } => display_name(converted.get("metadata")),
+        }
     }
 }
 
 /// `namespace/name` (or `name`) of an object's metadata, for messages.
 pub fn display_name(metadata: Option<&Json>) -> String {
-    let get = |key: &str| {
-        metadata
-            .and_then(|m| m.get(key))
-            .and_then(Json::as_str)
-            .unwrap_or_default()
-    };
-    match (get("namespace"), get("name")) {
-        ("", name) => name.to_owned(),
-        (ns, name) => format!("{ns}/{name}"),
+    Name::of(metadata).to_string()
+}
+
+/// An object's namespace and name, kept to name it in a message written
+/// later (copies of short strings, no formatting until then).
+#[derive(Debug, Clone, Default)]
+pub struct Name {
+    namespace: Str,
+    name: Str,
+}
+
+impl Name {
+    /// The namespace and name of an object's metadata (empty when absent).
+    pub fn of(metadata: Option<&Json>) -> Name {
+        let get = |key: &str| {
+            metadata
+                .and_then(|m| m.get(key))
+                .and_then(Json::as_str)
+                .map(Str::from)
+                .unwrap_or_default()
+        };
+        Name {
+            namespace: get("namespace"),
+            name: get("name"),
+        }
+    }
+}
+
+impl std::fmt::Display for Name {
+    /// `namespace/name`, or `name` for a cluster-scoped object.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.namespace.is_empty() {
+            write!(f, "{}/", self.namespace)?;
+        }
+        f.write_str(&self.name)
     }
 }
 
@@ -116,7 +177,7 @@ pub fn check(
 ) -> Result<(), GuardError> {
     let fail = |field: &str, reason: String| GuardError::Object {
         index,
-        name: original.display_name(),
+        name: original.name_beside(converted),
         field: field.to_owned(),
         reason,
     };
@@ -151,12 +212,20 @@ pub fn check(
             "is missing from the converted object".into(),
         ));
     };
+    let old_meta = match &original.metadata {
+        Metadata::Kept(metadata) => metadata.as_ref().and_then(Json::as_object),
+        Metadata::Carried {
+            annotations_changed,
+        } => {
+            if *annotations_changed {
+                validate_annotations(meta.get("annotations"))
+                    .map_err(|(field, reason)| fail(&field, reason))?;
+            }
+            return Ok(());
+        }
+    };
     let empty = Map::new();
-    let old_meta = original
-        .metadata
-        .as_ref()
-        .and_then(Json::as_object)
-        .unwrap_or(&empty);
+    let old_meta = old_meta.unwrap_or(&empty);
     for key in ["name", "namespace", "uid"] {
         if meta.get(key) != old_meta.get(key) {
             return Err(fail(

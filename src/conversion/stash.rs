@@ -70,6 +70,18 @@ pub fn give_back(object: &mut Json, raw: Json) {
     }
 }
 
+/// The stash annotation of `object` as it is written, if any.
+pub fn annotation(object: &Json) -> Option<&Json> {
+    object.get("metadata")?.get("annotations")?.get(ANNOTATION)
+}
+
+/// True when restoring `entries` may write below `metadata`.
+pub fn restores_metadata(entries: &[Entry]) -> bool {
+    entries
+        .iter()
+        .any(|e| e.path.first().is_some_and(|f| f == "metadata"))
+}
+
 /// The stash an annotation's value holds.
 pub fn parse(raw: &Json) -> Result<Stash, String> {
     let text = raw

@@ -5,7 +5,7 @@ use celhook_json::{json, Value as Json};
 use super::*;
 use crate::config::{self, Catalog, ConfigSource};
 
-fn catalog() -> Catalog {
+pub(super) fn catalog() -> Catalog {
     let loaded = config::load(&ConfigSource::Embedded);
     assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
     loaded.catalog
@@ -49,7 +49,7 @@ fn pizza_conversion(c: &Catalog) -> &Conversion {
         .expect("the Pizza conversion")
 }
 
-fn one(c: &Catalog, desired: &str, object: Json) -> Json {
+pub(super) fn one(c: &Catalog, desired: &str, object: Json) -> Json {
     let mut out = convert_all(c, desired, vec![object]).expect("converts");
     out.pop().expect("one object")
 }
@@ -67,7 +67,7 @@ fn assert_contains(text: &str, part: &str) {
     assert!(text.contains(part), "{text}");
 }
 
-fn has_stash(o: &Json) -> bool {
+pub(super) fn has_stash(o: &Json) -> bool {
     o.pointer("/metadata/annotations")
         .and_then(|a| a.get(stash::ANNOTATION))
         .is_some()
@@ -196,7 +196,7 @@ fn one_failing_object_fails_all_and_names_the_expression() {
     assert_contains(&e, "lists.range(t.quantity)");
 }
 
-fn load_dir(files: &[(&str, &str)]) -> config::Loaded {
+pub(super) fn load_dir(files: &[(&str, &str)]) -> config::Loaded {
     let dir = tempfile::tempdir().expect("tempdir");
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).expect("write");
@@ -209,12 +209,12 @@ fn load_dir(files: &[(&str, &str)]) -> config::Loaded {
 const WIDGET_CRD: &str = include_str!("../../tests/fixtures/unit/conversion-widget.yaml");
 
 /// v2's string size back to the hub's integer, as a `toHub` list.
-const SIZE_TO_HUB: &str =
+pub(super) const SIZE_TO_HUB: &str =
     r#"[{path: spec.size, expr: "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))"}]"#;
 
 /// The conversion document of [`WIDGET_CRD`]: `toHub` as given; `fromHub`
 /// sets v2's size to `size_from_hub`, an expression of the hub's size `n`.
-fn widget_conversion(to_hub: &str, size_from_hub: &str) -> String {
+pub(super) fn widget_conversion(to_hub: &str, size_from_hub: &str) -> String {
     format!(
         r#"
 apiVersion: celhook.dev/v1alpha1
@@ -234,7 +234,7 @@ spec:
 
 /// [`WIDGET_CRD`] and the conversion document `conversion`, loaded from a
 /// directory.
-fn load_widget(conversion: &str) -> config::Loaded {
+pub(super) fn load_widget(conversion: &str) -> config::Loaded {
     load_dir(&[("crd.yaml", WIDGET_CRD), ("conv.yaml", conversion)])
 }
 
@@ -457,80 +457,27 @@ fn check_type_follows_items_and_properties() {
 }
 
 #[test]
-fn metadata_lent_for_the_way_back_gives_the_answer_a_copy_gives() {
-    // The same conversion twice: as written, and with expressions that
-    // also read metadata, so that the way back must carry a copy of it.
-    let size_to_hub = "self.?spec.optFlatMap(s, s.?size).optMap(n, int(n))";
-    let lent = load_widget(&widget_conversion(SIZE_TO_HUB, "string(n)"));
-    let copied = load_widget(&widget_conversion(
-        &format!(
-            r#"[{{path: spec.size, expr: "self.metadata.name == '' ? {size_to_hub} : {size_to_hub}"}}]"#
-        ),
-        "self.metadata.name == '' ? string(n) : string(n)",
-    ));
-    for loaded in [&lent, &copied] {
-        assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
-    }
-    let widgets = |c: &Catalog| {
-        c.conversion("example.org", "Widget")
-            .expect("the Widget conversion")
-            .keeps_metadata("v2", "v1")
+fn the_copy_before_placing_leaves_out_only_what_is_overwritten() {
+    let object = json!({"apiVersion": "v", "spec": {"a": [1, 2], "b": {"c": 1, "d": 2}, "e": "x"},
+                        "status": {"f": 1}});
+    let path = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+    let copy = |paths: &[&str]| {
+        let owned: Vec<Vec<String>> = paths.iter().map(|p| path(p)).collect();
+        let refs: Vec<&[String]> = owned.iter().map(Vec::as_slice).collect();
+        copy_below(&object, &refs)
     };
-    assert!(widgets(&lent.catalog));
-    assert!(!widgets(&copied.catalog));
-    let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget",
-        "metadata": {"name": "w", "labels": {"a": "b"}, "annotations": {"x": "y"}},
-        "spec": {"size": 3, "color": "red"}});
-    let v2 = json!({"apiVersion": "example.org/v2", "kind": "Widget",
-        "metadata": {"name": "w", "labels": {"a": "b"}}, "spec": {"size": "12"}});
-    for (object, desired) in [(&v1, "example.org/v2"), (&v2, "example.org/v1")] {
-        let there = one(&lent.catalog, desired, object.clone());
-        assert_eq!(
-            there,
-            one(&copied.catalog, desired, object.clone()),
-            "{object}"
-        );
-        assert_eq!(there["metadata"]["labels"], json!({"a": "b"}), "{there}");
-        // And back again, through the stash.
-        let back = object["apiVersion"].as_str().expect("apiVersion");
-        assert_eq!(one(&lent.catalog, back, there.clone()), *object);
-        assert_eq!(one(&copied.catalog, back, there), *object);
-    }
-}
-
-#[test]
-fn the_input_given_back_for_the_guard_is_the_input_as_it_came() {
-    let loaded = load_widget(&widget_conversion(SIZE_TO_HUB, "string(n)"));
-    assert!(!loaded.report.has_errors(), "{:#?}", loaded.report);
-    let c = loaded
-        .catalog
-        .conversion("example.org", "Widget")
-        .expect("the Widget conversion");
-    let v1 = json!({"apiVersion": "example.org/v1", "kind": "Widget",
-        "metadata": {"name": "w", "annotations": {"x": "y"}},
-        "spec": {"size": 3, "color": "red"}});
-    let (v2, input) = c.convert_keeping(v1.clone(), "v1", "v2").expect("converts");
-    assert_eq!(input, Some(v1.clone()));
-    assert!(has_stash(&v2), "{v2}");
-    // With a stash annotation, alone or beside others: given back in place.
-    let mut alone = v2.clone();
-    alone["metadata"]
-        .as_object_mut()
-        .expect("metadata")
-        .get_mut("annotations")
-        .and_then(Json::as_object_mut)
-        .expect("annotations")
-        .remove("x");
-    for input in [v2, alone] {
-        let (back, given) = c
-            .convert_keeping(input.clone(), "v2", "v1")
-            .expect("converts");
-        assert_eq!(given, Some(input));
-        assert_eq!(back["spec"], json!({"size": 3, "color": "red"}));
-    }
-    // Already at the target: the answer is the input, nothing given back.
+    assert_eq!(copy(&[]), object);
     assert_eq!(
-        c.convert_keeping(v1.clone(), "v1", "v1").expect("same"),
-        (v1, None)
+        copy(&["spec.a", "spec.b.c"]),
+        json!({"apiVersion": "v", "spec": {"b": {"d": 2}, "e": "x"}, "status": {"f": 1}})
+    );
+    // Below a scalar or through a missing parent: copied as it is.
+    assert_eq!(copy(&["spec.e.g", "missing.h"]), object);
+    // Written whole and below: which write meets what depends on their
+    // order, so the value is copied whole.
+    assert_eq!(copy(&["spec.b.c", "spec.b"]), object);
+    assert_eq!(
+        copy(&["spec"]),
+        json!({"apiVersion": "v", "status": {"f": 1}})
     );
 }
