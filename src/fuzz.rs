@@ -166,9 +166,21 @@ pub fn admission_review(data: &[u8]) {
     });
 }
 
-/// A ConversionReview body, answered as `POST /convert` answers it.
+/// A ConversionReview body, answered as `POST /convert` answers it; and
+/// read in one pass, which accepts only what two passes accept, with the
+/// same objects.
 pub fn conversion_review(data: &[u8]) {
     on_worker_stack(|| {
+        if let Some(mut one) = review::OnePass::start(data) {
+            let objects: Vec<Result<Json, String>> = (&mut one).collect();
+            if let Some(n) = one.finish() {
+                let (_, req) =
+                    review::decode_conversion(data).expect("two passes accept what one does");
+                let two: Vec<Result<Json, String>> = req.parsed_objects().collect();
+                assert_eq!(objects, two);
+                assert_eq!(n, two.len());
+            }
+        }
         let Ok((version, req)) = review::decode_conversion(data) else {
             return;
         };

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 mod conversion;
 mod error;
+mod one_pass;
 mod partial;
 mod request;
 pub use conversion::{
@@ -19,6 +20,7 @@ pub use conversion::{
     STREAM_AFTER,
 };
 pub use error::{Review, ReviewError};
+pub use one_pass::OnePass;
 pub use partial::{Fields, Keep, NameOnly, ObjectReads, Whole};
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.

@@ -19,7 +19,7 @@
 
 use celhook::config::Catalog;
 use celhook::conversion;
-use celhook::review::{decode_conversion, SuccessWriter, STREAM_AFTER};
+use celhook::review::{decode_conversion, OnePass, SuccessWriter, STREAM_AFTER};
 use serde_json::{json, Value};
 
 /// Objects in the review.
@@ -124,12 +124,27 @@ pub fn body(n: usize) -> Vec<u8> {
     let objects: Vec<Value> = (0..n)
         .map(|i| pizza(i, if i % 4 == 3 { "v1beta1" } else { "v1alpha1" }))
         .collect();
-    let review = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "ConversionReview",
-        "request": {"uid": "7f0e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b", "desiredAPIVersion": DESIRED, "objects": objects}
-    });
-    serde_json::to_vec(&review).expect("the review serializes")
+    api_order("7f0e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b", DESIRED, &objects)
+}
+
+/// A review as the API server writes it: apiVersion and kind, then the
+/// request's uid and desiredAPIVersion before its objects (serde_json's
+/// `Value` would sort the keys, putting uid last).
+fn api_order(uid: &str, desired: &str, objects: &[Value]) -> Vec<u8> {
+    let mut out = format!(
+        r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{{"uid":{},"desiredAPIVersion":{},"objects":["#,
+        json!(uid),
+        json!(desired)
+    )
+    .into_bytes();
+    for (i, object) in objects.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, object).expect("the object serializes");
+    }
+    out.extend_from_slice(b"]}}");
+    out
 }
 
 /// CronTab `i` at example.com/v1beta1, about [`OBJECT_BYTES`]: most of it
@@ -159,13 +174,12 @@ pub fn crontab(i: usize) -> Value {
 
 /// `n` CronTabs at v1beta1 to be converted to example.com/v1.
 pub fn crontab_body(n: usize) -> Vec<u8> {
-    let review = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "ConversionReview",
-        "request": {"uid": "1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b", "desiredAPIVersion": "example.com/v1",
-                    "objects": (0..n).map(crontab).collect::<Vec<_>>()}
-    });
-    serde_json::to_vec(&review).expect("the review serializes")
+    let objects: Vec<Value> = (0..n).map(crontab).collect();
+    api_order(
+        "1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b",
+        "example.com/v1",
+        &objects,
+    )
 }
 
 /// What `routes::convert` does between the body and the answer's bytes
@@ -183,6 +197,22 @@ pub fn convert(catalog: &Catalog, body: &[u8]) -> Vec<Vec<u8>> {
 /// none until the answer passes `STREAM_AFTER` bytes, then each as it is
 /// full, then the rest at the end.
 pub fn convert_into(catalog: &Catalog, body: &[u8], mut send: impl FnMut(Vec<u8>)) {
+    // In one pass, as the server reads a review in the API server's order.
+    if let Some(mut one) = OnePass::start(body) {
+        let desired = one.desired_api_version().to_owned();
+        let mut writer = SuccessWriter::new(one.version(), one.uid()).expect("the answer starts");
+        conversion::convert_each(catalog, &desired, &mut one, |object| {
+            writer.push(&object);
+            if writer.len() >= STREAM_AFTER {
+                writer.take_ready().into_iter().for_each(&mut send);
+            }
+            Ok(())
+        })
+        .expect("every bench object converts");
+        one.finish().expect("the bench review is whole");
+        writer.finish().into_iter().for_each(send);
+        return;
+    }
     let (version, req) = decode_conversion(body).expect("the bench review decodes");
     let mut writer = SuccessWriter::new(version, &req.uid).expect("the answer starts");
     conversion::convert_each(

@@ -150,6 +150,10 @@ pub enum ReviewFailure {
         /// Which limit stopped it.
         reason: String,
     },
+    /// The review, read while its objects were converted, turned out
+    /// malformed once part of the answer was sent (too late for a 400).
+    #[error("the review is malformed: {0}")]
+    Malformed(String),
 }
 
 impl Conversion {

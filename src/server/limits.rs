@@ -137,6 +137,18 @@ impl Held {
     }
 }
 
+impl Held {
+    /// Holds only `bytes` again, what was held before an answer that was
+    /// thrown away (the budget's permits stay until the drop: the answer
+    /// written next needs them again).
+    pub fn shrink_to(&mut self, bytes: usize) {
+        let n = self.bytes.saturating_sub(bytes);
+        self.connection.fetch_sub(n, Ordering::Relaxed);
+        self.gauge.sub(n as i64);
+        self.bytes -= n;
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         self.connection.fetch_sub(self.bytes, Ordering::Relaxed);

@@ -507,7 +507,7 @@ async fn convert_has_its_own_body_limit() {
 
 /// A CronTab of about 4 KiB: most of it a kubectl last-applied annotation,
 /// as on real objects.
-fn big_crontab(i: usize) -> Value {
+pub(crate) fn big_crontab(i: usize) -> Value {
     let applied = format!(
         "{{\"apiVersion\":\"example.com/v1beta1\",\"kind\":\"CronTab\",\"pad\":\"{}\"}}",
         "x".repeat(3700)

@@ -8,6 +8,7 @@ mod common;
 
 mod abuse;
 mod convert;
+mod convert_one_pass;
 mod convert_subresources;
 mod handover;
 mod http;
