@@ -43,8 +43,9 @@ fn key(p: &mut Parser<'_>, first: &mut bool, want: &str) -> Option<()> {
     (key == want).then_some(())
 }
 
-/// A non-empty string value, or nothing.
-fn text(p: &mut Parser<'_>) -> Option<String> {
+/// The key `want` with a non-empty string value, or nothing.
+fn text(p: &mut Parser<'_>, first: &mut bool, want: &str) -> Option<String> {
+    key(p, first, want)?;
     let s = p.string("a string").ok()?;
     (!s.is_empty()).then(|| s.into_owned())
 }
@@ -74,10 +75,8 @@ impl<'a> OnePass<'a> {
         let mut p = Parser::from_slice(body).ok()?;
         p.begin_object("struct WireReview").ok()?;
         let mut first = true;
-        key(&mut p, &mut first, "apiVersion")?;
-        let api_version = text(&mut p)?;
-        key(&mut p, &mut first, "kind")?;
-        let kind = text(&mut p)?;
+        let api_version = text(&mut p, &mut first, "apiVersion")?;
+        let kind = text(&mut p, &mut first, "kind")?;
         let version = Review::Conversion
             .expect_header(
                 Some(&api_version),
@@ -89,10 +88,8 @@ impl<'a> OnePass<'a> {
         key(&mut p, &mut first, "request")?;
         p.begin_object("struct WireRequest").ok()?;
         let mut first = true;
-        key(&mut p, &mut first, "uid")?;
-        let uid = text(&mut p)?;
-        key(&mut p, &mut first, "desiredAPIVersion")?;
-        let desired_api_version = text(&mut p)?;
+        let uid = text(&mut p, &mut first, "uid")?;
+        let desired_api_version = text(&mut p, &mut first, "desiredAPIVersion")?;
         key(&mut p, &mut first, "objects")?;
         p.begin_array("a sequence").ok()?;
         Some(OnePass {
