@@ -127,12 +127,12 @@ pub fn body(n: usize) -> Vec<u8> {
     api_order("7f0e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b", DESIRED, &objects)
 }
 
-/// A review as the API server writes it: apiVersion and kind, then the
-/// request's uid and desiredAPIVersion before its objects (serde_json's
-/// `Value` would sort the keys, putting uid last).
+/// A review as the API server writes it: kind and apiVersion (Go's
+/// `TypeMeta`), then the request's uid and desiredAPIVersion before its
+/// objects (serde_json's `Value` would sort the keys, putting uid last).
 fn api_order(uid: &str, desired: &str, objects: &[Value]) -> Vec<u8> {
     let mut out = format!(
-        r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{{"uid":{},"desiredAPIVersion":{},"objects":["#,
+        r#"{{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{{"uid":{},"desiredAPIVersion":{},"objects":["#,
         json!(uid),
         json!(desired)
     )

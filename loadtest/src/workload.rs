@@ -61,47 +61,66 @@ impl Template {
     }
 }
 
-/// The fields of an AdmissionReview's request in the order of the API
-/// server's Go struct, which its encoder keeps (serde_json's map sorts).
-const REQUEST_ORDER: &str = "uid kind resource subResource requestKind requestResource \
+/// A review's fields in the order of the API server's Go structs, which
+/// its encoder keeps (serde_json's map sorts): `TypeMeta` (kind first),
+/// then the request.
+const REVIEW_ORDER: &str = "kind apiVersion request response";
+
+/// The fields of an AdmissionReview's request, in that order.
+const ADMISSION_REQUEST_ORDER: &str = "uid kind resource subResource requestKind requestResource \
     requestSubResource name namespace operation userInfo object oldObject dryRun options";
 
-/// `review` as compact JSON written as the API server writes it: an
-/// AdmissionReview's request fields in [`REQUEST_ORDER`] (`operation`
-/// before `object`, which a server may plan its decoding by), any other
-/// field after them; the objects' own keys sorted, as Go writes an
-/// unstructured object's maps. A ConversionReview as serde_json writes it.
+/// The fields of a ConversionReview's request, in that order.
+const CONVERSION_REQUEST_ORDER: &str = "uid desiredAPIVersion objects";
+
+/// `review` as compact JSON written as the API server writes it: the
+/// review's and its request's fields in the order of the Go structs (for
+/// an AdmissionReview `operation` before `object`, for a ConversionReview
+/// `uid` and `desiredAPIVersion` before `objects`: a server may plan its
+/// decoding by them), any other field after them; the objects' own keys
+/// sorted, as Go writes an unstructured object's maps. Anything else as
+/// serde_json writes it.
 pub fn in_api_server_order(review: &Value) -> anyhow::Result<String> {
+    let request_order = match review["kind"].as_str() {
+        Some("AdmissionReview") => ADMISSION_REQUEST_ORDER,
+        Some("ConversionReview") => CONVERSION_REQUEST_ORDER,
+        _ => return Ok(serde_json::to_string(review)?),
+    };
     let (Some(top), Some(request)) = (review.as_object(), review["request"].as_object()) else {
         return Ok(serde_json::to_string(review)?);
     };
-    if review["kind"] != "AdmissionReview" {
-        return Ok(serde_json::to_string(review)?);
-    }
-    let order = || REQUEST_ORDER.split_whitespace();
-    let known = order().filter_map(|k| Some((k, request.get(k)?)));
-    let others = request
-        .iter()
-        .filter(|(k, _)| !order().any(|o| o == k.as_str()))
-        .map(|(k, v)| (k.as_str(), v));
-    let mut fields = Vec::new();
-    for (k, v) in known.chain(others) {
-        fields.push(format!(
-            "{}:{}",
-            serde_json::to_string(k)?,
+    let request = ordered(request, request_order)?;
+    let mut fields = Vec::with_capacity(top.len());
+    for (k, v) in top.iter() {
+        let v = if k == "request" {
+            request.clone()
+        } else {
             serde_json::to_string(v)?
-        ));
+        };
+        fields.push((k.as_str(), v));
     }
-    let mut text = String::from("{");
-    for (k, v) in top.iter().filter(|(k, _)| k.as_str() != "request") {
-        text.push_str(&format!(
-            "{}:{},",
-            serde_json::to_string(k)?,
-            serde_json::to_string(v)?
-        ));
+    Ok(object_in(fields, REVIEW_ORDER))
+}
+
+/// `map` written with the keys of `order` first, in that order.
+fn ordered(map: &serde_json::Map<String, Value>, order: &str) -> anyhow::Result<String> {
+    let mut fields = Vec::with_capacity(map.len());
+    for (k, v) in map {
+        fields.push((k.as_str(), serde_json::to_string(v)?));
     }
-    text.push_str(&format!("\"request\":{{{}}}}}", fields.join(",")));
-    Ok(text)
+    Ok(object_in(fields, order))
+}
+
+/// A JSON object of already written `fields`: those named in `order`
+/// first, in that order, the others after them as they come.
+fn object_in(mut fields: Vec<(&str, String)>, order: &str) -> String {
+    let rank = |k: &str| order.split_whitespace().position(|o| o == k);
+    fields.sort_by_key(|(k, _)| rank(k).unwrap_or(usize::MAX));
+    let members: Vec<String> = fields
+        .into_iter()
+        .map(|(k, v)| format!("{}:{v}", Value::from(k)))
+        .collect();
+    format!("{{{}}}", members.join(","))
 }
 
 /// What each conversion answer must preserve of one sent object.
@@ -349,6 +368,10 @@ mod tests {
         let text = String::from_utf8(body).expect("UTF-8");
         let at = |field: &str| text.find(&format!("\"{field}\":")).expect(field);
         assert!(
+            at("kind") < at("apiVersion") && at("apiVersion") < at("request"),
+            "{text}"
+        );
+        assert!(
             at("uid") < at("operation") && at("operation") < at("object"),
             "{text}"
         );
@@ -402,6 +425,15 @@ mod tests {
             batch: 5,
         };
         let w = conversion(&args).expect("workload");
+        // The API server's order: what a server reading it in one pass needs.
+        let text = String::from_utf8(w.template.body("u1")).expect("UTF-8");
+        assert!(
+            text.starts_with(
+                r#"{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{"uid":"u1","desiredAPIVersion":"g.example.com/v3","objects":[{"apiVersion":"g.example.com/v1","kind":"W","metadata":{"name":"w-0","#
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("}]}}"), "{text}");
         let review: Value = serde_json::from_slice(&w.template.body("u1")).expect("json");
         let objects = review["request"]["objects"].as_array().expect("objects");
         assert_eq!(objects.len(), 5);

@@ -1,6 +1,8 @@
 //! A ConversionReview read while it is converted: when the head of the
-//! review comes as the API server writes it (`apiVersion`, `kind`, then
-//! `request` with `uid` and `desiredAPIVersion` before `objects`), each
+//! review comes as the API server writes it (`kind` and `apiVersion`, in
+//! either order: Go's `TypeMeta` puts `kind` first, a serde_json `Value`
+//! `apiVersion`; then `request` with `uid` and `desiredAPIVersion` before
+//! `objects`, the fields of Go's `ConversionRequest` in order), each
 //! object is parsed where the parser meets it and handed to the conversion,
 //! and the rest of the body is read after the last one. This spares the
 //! first pass [`decode_conversion`](super::decode_conversion) makes to find
@@ -46,8 +48,30 @@ fn key(p: &mut Parser<'_>, first: &mut bool, want: &str) -> Option<()> {
 /// The key `want` with a non-empty string value, or nothing.
 fn text(p: &mut Parser<'_>, first: &mut bool, want: &str) -> Option<String> {
     key(p, first, want)?;
+    nonempty(p)
+}
+
+/// A non-empty string value, or nothing.
+fn nonempty(p: &mut Parser<'_>) -> Option<String> {
     let s = p.string("a string").ok()?;
     (!s.is_empty()).then(|| s.into_owned())
+}
+
+/// The review's `apiVersion` and `kind`, the first two keys in either
+/// order, or nothing.
+fn type_meta(p: &mut Parser<'_>, first: &mut bool) -> Option<(String, String)> {
+    let key = p.next_key(first).ok()??;
+    match &*key {
+        "apiVersion" => {
+            let api_version = nonempty(p)?;
+            Some((api_version, text(p, first, "kind")?))
+        }
+        "kind" => {
+            let kind = nonempty(p)?;
+            Some((text(p, first, "apiVersion")?, kind))
+        }
+        _ => None,
+    }
 }
 
 /// Reads the rest of an object whose keys `read` were read: its other keys
@@ -75,8 +99,7 @@ impl<'a> OnePass<'a> {
         let mut p = Parser::from_slice(body).ok()?;
         p.begin_object("struct WireReview").ok()?;
         let mut first = true;
-        let api_version = text(&mut p, &mut first, "apiVersion")?;
-        let kind = text(&mut p, &mut first, "kind")?;
+        let (api_version, kind) = type_meta(&mut p, &mut first)?;
         let version = Review::Conversion
             .expect_header(
                 Some(&api_version),

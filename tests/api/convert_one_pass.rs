@@ -11,9 +11,9 @@ use common::{client, post_raw, Http};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// `request` written as the API server writes it: apiVersion, kind, then
-/// request with uid and desiredAPIVersion before objects (serde_json would
-/// sort the keys, putting uid last).
+/// `request` written as the API server writes it: kind and apiVersion (Go's
+/// `TypeMeta`), then request with uid and desiredAPIVersion before objects
+/// (serde_json would sort the keys, putting uid last).
 fn api_order(request: &Value) -> String {
     let r = &request["request"];
     let objects: Vec<String> = r["objects"]
@@ -23,9 +23,9 @@ fn api_order(request: &Value) -> String {
         .map(Value::to_string)
         .collect();
     format!(
-        r#"{{"apiVersion":{},"kind":{},"request":{{"uid":{},"desiredAPIVersion":{},"objects":[{}]}}}}"#,
-        request["apiVersion"],
+        r#"{{"kind":{},"apiVersion":{},"request":{{"uid":{},"desiredAPIVersion":{},"objects":[{}]}}}}"#,
         request["kind"],
+        request["apiVersion"],
         r["uid"],
         r["desiredAPIVersion"],
         objects.join(",")

@@ -4,12 +4,13 @@
 use super::*;
 use crate::review::decode_conversion;
 
-/// A review in the API server's order around `objects` (JSON text), with
+/// A review in the API server's order (Go's: `kind` before `apiVersion`)
+/// around `objects` (JSON text), with
 /// `request_tail` and `review_tail` after them (each starting with a comma
 /// when not empty).
 fn review(objects: &str, request_tail: &str, review_tail: &str) -> String {
     format!(
-        r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{{"uid":"u-1","desiredAPIVersion":"example.com/v1","objects":{objects}{request_tail}}}{review_tail}}}"#
+        r#"{{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1","request":{{"uid":"u-1","desiredAPIVersion":"example.com/v1","objects":{objects}{request_tail}}}{review_tail}}}"#
     )
 }
 
@@ -64,6 +65,13 @@ fn a_review_in_the_api_servers_order_is_read_in_one_pass() {
         .replace(":{", ": {");
     assert_eq!(agrees(&spaced), "accepted");
     assert_eq!(agrees(&format!(" {spaced}\n")), "accepted");
+    // apiVersion first, as a serde_json `Value` writes the head.
+    let api_version_first = review(TWO, "", "").replacen(
+        r#""kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1""#,
+        r#""apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview""#,
+        1,
+    );
+    assert_eq!(agrees(&api_version_first), "accepted");
     let v1beta1 = review(TWO, "", "").replace(
         "apiextensions.k8s.io/v1\"",
         "apiextensions.k8s.io/v1beta1\"",
@@ -77,14 +85,16 @@ fn any_other_order_or_head_is_left_to_two_passes() {
     let sorted = format!(
         r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{{"desiredAPIVersion":"example.com/v1","objects":{TWO},"uid":"u-1"}}}}"#
     );
-    let kind_first = review(TWO, "", "").replacen(
-        r#""apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview""#,
-        r#""kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1""#,
-        1,
+    let request_first = format!(
+        r#"{{"request":{{"uid":"u-1","desiredAPIVersion":"example.com/v1","objects":{TWO}}},"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}}"#
     );
+    let head = r#""kind":"ConversionReview","#;
     for body in [
         sorted,
-        kind_first,
+        request_first,
+        review(TWO, "", "").replace(head, &head.repeat(2)),
+        review(TWO, "", "").replace(head, ""),
+        review(TWO, "", "").replace(r#""kind":"ConversionReview""#, r#""kind":"""#),
         review(TWO, "", "").replace(r#""uid":"u-1""#, r#""uid":"""#),
         review(TWO, "", "").replace(r#""uid":"u-1""#, r#""uid":null"#),
         review(TWO, "", "").replace("ConversionReview", "AdmissionReview"),
