@@ -298,13 +298,14 @@ fn distinct_strings(items: &[Value<'_>]) -> Option<Vec<bool>> {
         items.len(),
         foldhash::fast::FixedState::default(),
     );
-    items
-        .iter()
-        .map(|v| match v {
-            Value::Str(s) => Some(seen.insert(&**s)),
-            _ => None,
-        })
-        .collect()
+    // Pushed into one allocation: collecting options would start from a
+    // lower bound of 0 and grow the vector as it goes.
+    let mut first = Vec::with_capacity(items.len());
+    for v in items {
+        let Value::Str(s) = v else { return None };
+        first.push(seen.insert(&**s));
+    }
+    Some(first)
 }
 
 pub static DISTINCT: Function = REORDER

@@ -148,10 +148,14 @@ fn direct_reads<'a>(
     item_schema: &'a Schema,
 ) -> Option<Vec<Option<(u64, Value<'a>)>>> {
     let field = direct_field(element, var, item_schema)?;
-    items
-        .iter()
-        .map(|item| Some(Some((2, Value::Str(Str::Borrowed(field.read_str(item)?))))))
-        .collect()
+    // Pushed into one allocation of the list's length: collecting an
+    // iterator of options sizes the vector by a lower bound of 0, and it
+    // grew four times over 20 ports.
+    let mut reads = Vec::with_capacity(items.len());
+    for item in items {
+        reads.push(Some((2, Value::Str(Str::Borrowed(field.read_str(item)?)))));
+    }
+    Some(reads)
 }
 
 /// The field `v.f` of loop variable `var` reads, when it is at its
