@@ -67,15 +67,16 @@ def main():
         group, _, version = obj["apiVersion"].rpartition("/")
         for desired in ["v1", "v2", "v1beta1", "v1alpha1"]:
             for api in ["apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"]:
-                review = {
-                    "apiVersion": api,
-                    "kind": "ConversionReview",
-                    "request": {
-                        "uid": "0000-1111",
-                        "desiredAPIVersion": f"{group}/{desired}",
-                        "objects": [obj, obj],
-                    },
+                request = {
+                    "uid": "0000-1111",
+                    "desiredAPIVersion": f"{group}/{desired}",
+                    "objects": [obj, obj],
                 }
+                review = {"apiVersion": api, "kind": "ConversionReview", "request": request}
+                put("conversion_review", json.dumps(review))
+                # As the API server writes it (Go's TypeMeta: kind first),
+                # the head the one-pass reader starts from.
+                review = {"kind": "ConversionReview", "apiVersion": api, "request": request}
                 put("conversion_review", json.dumps(review))
 
     widget = yaml.safe_load(open(os.path.join(ROOT, "tests/fixtures/fuzz/widget.yaml")))

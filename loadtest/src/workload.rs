@@ -89,13 +89,12 @@ pub fn in_api_server_order(review: &Value) -> anyhow::Result<String> {
     let (Some(top), Some(request)) = (review.as_object(), review["request"].as_object()) else {
         return Ok(serde_json::to_string(review)?);
     };
-    let request = ordered(request, request_order)?;
+    let mut request = Some(ordered(request, request_order)?);
     let mut fields = Vec::with_capacity(top.len());
     for (k, v) in top.iter() {
-        let v = if k == "request" {
-            request.clone()
-        } else {
-            serde_json::to_string(v)?
+        let v = match request.take_if(|_| k == "request") {
+            Some(request) => request,
+            None => serde_json::to_string(v)?,
         };
         fields.push((k.as_str(), v));
     }

@@ -1,7 +1,7 @@
 //! A ConversionReview read while it is converted: when the head of the
 //! review comes as the API server writes it (`kind` and `apiVersion`, in
-//! either order: Go's `TypeMeta` puts `kind` first, a serde_json `Value`
-//! `apiVersion`; then `request` with `uid` and `desiredAPIVersion` before
+//! either order: Go's `TypeMeta` puts `kind` first, serde-derived structs
+//! such as kube-core's `apiVersion`; then `request` with `uid` and `desiredAPIVersion` before
 //! `objects`, the fields of Go's `ConversionRequest` in order), each
 //! object is parsed where the parser meets it and handed to the conversion,
 //! and the rest of the body is read after the last one. This spares the

@@ -14,6 +14,15 @@ fn review(objects: &str, request_tail: &str, review_tail: &str) -> String {
     )
 }
 
+/// `body` with its head written `apiVersion` first.
+fn api_version_first(body: &str) -> String {
+    body.replacen(
+        r#""kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1""#,
+        r#""apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview""#,
+        1,
+    )
+}
+
 const TWO: &str = r#"[{"apiVersion":"example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}},{"kind":"CronTab","x":[1,{"y":null}]}]"#;
 
 /// One pass over `body`: the objects it gave, and what `finish` said.
@@ -65,12 +74,9 @@ fn a_review_in_the_api_servers_order_is_read_in_one_pass() {
         .replace(":{", ": {");
     assert_eq!(agrees(&spaced), "accepted");
     assert_eq!(agrees(&format!(" {spaced}\n")), "accepted");
-    // apiVersion first, as a serde_json `Value` writes the head.
-    let api_version_first = review(TWO, "", "").replacen(
-        r#""kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1""#,
-        r#""apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview""#,
-        1,
-    );
+    // apiVersion first, as serde-derived structs (kube-core's) write it.
+    let api_version_first = api_version_first(&review(TWO, "", ""));
+    assert_ne!(api_version_first, review(TWO, "", ""));
     assert_eq!(agrees(&api_version_first), "accepted");
     let v1beta1 = review(TWO, "", "").replace(
         "apiextensions.k8s.io/v1\"",
@@ -94,6 +100,12 @@ fn any_other_order_or_head_is_left_to_two_passes() {
         request_first,
         review(TWO, "", "").replace(head, &head.repeat(2)),
         review(TWO, "", "").replace(head, ""),
+        // The same two cases with apiVersion first.
+        api_version_first(&review(TWO, "", "")).replace(
+            r#""kind":"ConversionReview""#,
+            r#""apiVersion":"apiextensions.k8s.io/v1""#,
+        ),
+        api_version_first(&review(TWO, "", "")).replace(r#","kind":"ConversionReview""#, ""),
         review(TWO, "", "").replace(r#""kind":"ConversionReview""#, r#""kind":"""#),
         review(TWO, "", "").replace(r#""uid":"u-1""#, r#""uid":"""#),
         review(TWO, "", "").replace(r#""uid":"u-1""#, r#""uid":null"#),
@@ -116,6 +128,7 @@ fn a_review_broken_after_its_head_is_given_up() {
         review(TWO, r#","uid":"again""#, ""),
         review(TWO, r#","objects":[]"#, ""),
         review(TWO, "", r#","kind":"ConversionReview""#),
+        review(TWO, "", r#","apiVersion":"apiextensions.k8s.io/v1""#),
         review(TWO, "", r#","request":null"#),
         review(r#"[{"a":1},3]"#, "", ""),
         review(r#"[{"a":1},"text"]"#, "", ""),

@@ -298,8 +298,8 @@ fn distinct_strings(items: &[Value<'_>]) -> Option<Vec<bool>> {
         items.len(),
         foldhash::fast::FixedState::default(),
     );
-    // Pushed into one allocation: collecting options would start from a
-    // lower bound of 0 and grow the vector as it goes.
+    // Pushed into one allocation: collecting options sizes the vector by
+    // a lower bound of 0 and reallocates it as it fills.
     let mut first = Vec::with_capacity(items.len());
     for v in items {
         let Value::Str(s) = v else { return None };

@@ -148,9 +148,14 @@ fn direct_reads<'a>(
     item_schema: &'a Schema,
 ) -> Option<Vec<Option<(u64, Value<'a>)>>> {
     let field = direct_field(element, var, item_schema)?;
-    // Pushed into one allocation of the list's length: collecting an
-    // iterator of options sizes the vector by a lower bound of 0, and it
-    // grew four times over 20 ports.
+    // The first element read before anything is allocated (a field that
+    // is no string fails there, on every evaluation), then one allocation
+    // of the list's length: collecting an iterator of options sizes the
+    // vector by a lower bound of 0 and allocated it four times over 20
+    // ports.
+    if let Some(first) = items.first() {
+        field.read_str(first)?;
+    }
     let mut reads = Vec::with_capacity(items.len());
     for item in items {
         reads.push(Some((2, Value::Str(Str::Borrowed(field.read_str(item)?)))));
