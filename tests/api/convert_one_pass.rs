@@ -11,25 +11,12 @@ use common::{client, post_raw, Http};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// `request` written as the API server writes it: kind and apiVersion (Go's
-/// `TypeMeta`), then request with uid and desiredAPIVersion before objects
-/// (serde_json would sort the keys, putting uid last).
+/// `request` written as the API server writes it (the load generator's
+/// writer): kind and apiVersion (Go's `TypeMeta`), then request with uid
+/// and desiredAPIVersion before objects (serde_json would sort the keys,
+/// putting uid last).
 fn api_order(request: &Value) -> String {
-    let r = &request["request"];
-    let objects: Vec<String> = r["objects"]
-        .as_array()
-        .expect("objects")
-        .iter()
-        .map(Value::to_string)
-        .collect();
-    format!(
-        r#"{{"kind":{},"apiVersion":{},"request":{{"uid":{},"desiredAPIVersion":{},"objects":[{}]}}}}"#,
-        request["kind"],
-        request["apiVersion"],
-        r["uid"],
-        r["desiredAPIVersion"],
-        objects.join(",")
-    )
+    celhook_loadtest::workload::in_api_server_order(request).expect("the review serializes")
 }
 
 fn pizzas(n: usize) -> Vec<Value> {
