@@ -28,6 +28,7 @@
 //! [`Metrics::observe_deadline_exceeded`].
 
 mod labels;
+mod sharded;
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -60,21 +61,28 @@ const UNKNOWN: &str = "unknown";
 /// bound to a [`Metrics`] (`validation::bind_metrics`).
 #[derive(Debug, Clone)]
 pub struct RuleMetrics {
-    evaluations: IntCounter,
-    failed: IntCounter,
-    errors: IntCounter,
-    cost: IntCounter,
+    series: std::sync::Arc<sharded::Series<4>>,
 }
+
+/// The counters of a rule's series, in the order of `RULE_FAMILIES`.
+const EVALUATIONS: usize = 0;
+const FAILURES: usize = 1;
+const ERRORS: usize = 2;
+const COST: usize = 3;
 
 impl RuleMetrics {
     /// Records one evaluation and its runtime cost.
     pub fn observe(&self, result: RuleResult, cost: u64) {
-        self.evaluations.inc();
-        self.cost.inc_by(cost);
+        self.observe_in(sharded::this_shard(), result, cost);
+    }
+
+    fn observe_in(&self, shard: usize, result: RuleResult, cost: u64) {
+        self.series.add_in(shard, EVALUATIONS, 1);
+        self.series.add_in(shard, COST, cost);
         match result {
             RuleResult::Passed => {}
-            RuleResult::Failed => self.failed.inc(),
-            RuleResult::Error => self.errors.inc(),
+            RuleResult::Failed => self.series.add_in(shard, FAILURES, 1),
+            RuleResult::Error => self.series.add_in(shard, ERRORS, 1),
         }
     }
 }
@@ -92,6 +100,14 @@ pub struct RuleObservation<'a> {
 impl RuleObservation<'_> {
     pub fn record(&self) {
         self.metrics.observe(self.result, self.cost);
+    }
+
+    /// Records a review's observations, finding the thread's shard once.
+    pub fn record_all(observed: &[RuleObservation<'_>]) {
+        let shard = sharded::this_shard();
+        for o in observed {
+            o.metrics.observe_in(shard, o.result, o.cost);
+        }
     }
 }
 
@@ -113,10 +129,7 @@ pub struct Metrics {
     conversion_requests: IntCounterVec,
     overloaded: IntCounterVec,
     deadline_exceeded: IntCounterVec,
-    rule_evaluations: IntCounterVec,
-    rule_failures: IntCounterVec,
-    rule_errors: IntCounterVec,
-    rule_cost: IntCounterVec,
+    rules: sharded::ShardedCounters<4>,
     conversion_objects: IntCounterVec,
     conversion_failures: IntCounterVec,
     config_generation: IntGauge,
@@ -137,6 +150,24 @@ pub struct Metrics {
 }
 
 const RULE_LABELS: &[&str] = &["crd", "version", "path", "index"];
+
+/// The per-rule families, counted per worker thread (`sharded`): four adds
+/// per rule per review.
+const RULE_FAMILIES: [(&str, &str); 4] = [
+    (
+        "celhook_rule_evaluations_total",
+        "Evaluations of x-kubernetes-validations rules, by CRD (ValidationRules/<name> for a rules document), version, schema path and rule index.",
+    ),
+    ("celhook_rule_failures_total", "Rule evaluations that returned false."),
+    (
+        "celhook_rule_errors_total",
+        "Rule evaluations that failed at run time (errors, cost limits).",
+    ),
+    (
+        "celhook_rule_cost_total",
+        "CEL runtime cost spent on each rule (the API server's cost units).",
+    ),
+];
 
 fn reg<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
     // Names are fixed and distinct: a failure here is a bug caught by every test.
@@ -251,29 +282,9 @@ impl Metrics {
                 "handler",
                 handlers(),
             ),
-            rule_evaluations: counter_vec(
+            rules: reg(
                 &registry,
-                "celhook_rule_evaluations_total",
-                "Evaluations of x-kubernetes-validations rules, by CRD (ValidationRules/<name> for a rules document), version, schema path and rule index.",
-                RULE_LABELS,
-            ),
-            rule_failures: counter_vec(
-                &registry,
-                "celhook_rule_failures_total",
-                "Rule evaluations that returned false.",
-                RULE_LABELS,
-            ),
-            rule_errors: counter_vec(
-                &registry,
-                "celhook_rule_errors_total",
-                "Rule evaluations that failed at run time (errors, cost limits).",
-                RULE_LABELS,
-            ),
-            rule_cost: counter_vec(
-                &registry,
-                "celhook_rule_cost_total",
-                "CEL runtime cost spent on each rule (the API server's cost units).",
-                RULE_LABELS,
+                sharded::ShardedCounters::new(RULE_FAMILIES, RULE_LABELS).expect("valid"),
             ),
             conversion_objects: counter_vec(
                 &registry,
@@ -557,12 +568,8 @@ impl Metrics {
     /// attaches them to the compiled rules.
     pub fn rule(&self, crd: &str, version: &str, path: &str, index: usize) -> RuleMetrics {
         let index = index.to_string();
-        let labels = [crd, version, path, index.as_str()];
         RuleMetrics {
-            evaluations: self.rule_evaluations.with_label_values(&labels),
-            failed: self.rule_failures.with_label_values(&labels),
-            errors: self.rule_errors.with_label_values(&labels),
-            cost: self.rule_cost.with_label_values(&labels),
+            series: self.rules.series(&[crd, version, path, index.as_str()]),
         }
     }
 }

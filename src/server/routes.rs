@@ -436,9 +436,7 @@ fn observe_rules(
             "no schema of this version of a known kind: its rules were not checked"
         );
     }
-    for o in &verdict.rules_observed {
-        o.record();
-    }
+    crate::metrics::RuleObservation::record_all(&verdict.rules_observed);
     for d in &verdict.policies {
         state
             .metrics
