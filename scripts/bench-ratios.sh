@@ -84,7 +84,7 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   # from the server's "listening" log line.
   serve() {
     local name=$1 config=$2 log=$WORK/server/$1.log port=""
-    "$BIN/celhook" serve --config "$config" --listen 127.0.0.1:0 --log-format json > "$log" 2>&1 &
+    ${SERVE_PREFIX:-} "$BIN/celhook" serve --config "$config" --listen 127.0.0.1:0 --log-format json > "$log" 2>&1 &
     pids+=($!)
     for _ in $(seq 1 100); do
       port=$(python3 -c '
@@ -135,10 +135,17 @@ for line in open(sys.argv[1]):
   # With two cores or more, the server is pinned to CPU 0 (all its threads)
   # and the generator to the others, as issue 17 asks: sharing cores, a
   # request's wait for a CPU behind the generator's threads is the tail.
-  # The maximum is then the pinned server's, measured here.
+  # The maximum is then the pinned server's, measured here. The pinned
+  # server is a new one started on CPU 0, so that its defaults (one worker
+  # per CPU it may use) see one CPU, as a pod's do under a 1-CPU limit;
+  # pinning the running server would leave two workers taking turns on one
+  # CPU, each request's wait behind the other's timeslice in its time.
   GEN=()
+  TAIL_PID=${pids[0]}
   if [[ -z ${TAIL_SHARED:-} ]] && (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then
-    taskset -a -p -c 0 "${pids[0]}" > /dev/null
+    SERVE_PREFIX="taskset -c 0" serve core-pinned "$FIX/core" > "$WORK/server/core-pinned.port"
+    TAIL_PID=${pids[-1]}
+    RULES_PORT=$(cat "$WORK/server/core-pinned.port")
     GEN=(taskset -c "1-$(( $(nproc) - 1 ))")
     echo "tail: server pinned to CPU 0, generator to CPUs 1-$(( $(nproc) - 1 ))" >&2
     for i in 1 2; do
@@ -160,7 +167,7 @@ for line in open(sys.argv[1]):
   # both (celhook refuses more than 64 handshakes at once from one address;
   # requests due beyond the cap wait, and the wait counts as latency).
   tail_run() {
-    python3 - "$1" "$2" "${pids[0]}" "$WORK/server" "$RULES_PORT" "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" \
+    python3 - "$1" "$2" "$TAIL_PID" "$WORK/server" "$RULES_PORT" "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" \
       --format json -q --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" --rate "$2" -c "$TAIL_IN_FLIGHT" \
       -d "$TAIL_DURATION" admission --review "$body" <<'PY'
 import json, os, resource, ssl, subprocess, sys, time, urllib.request
