@@ -9,8 +9,8 @@ use super::RuleResult;
 
 pub(super) const RULE_LABELS: &[&str] = &["crd", "version", "path", "index"];
 
-/// The per-rule families, counted per worker thread (`sharded`): four adds
-/// per rule per review.
+/// The per-rule families, counted per worker thread (`sharded`): two or
+/// three adds per rule per review.
 pub(super) const RULE_FAMILIES: [(&str, &str); 4] = [
     (
         "celhook_rule_evaluations_total",
