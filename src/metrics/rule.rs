@@ -72,10 +72,6 @@ pub struct RuleObservation<'a> {
 }
 
 impl RuleObservation<'_> {
-    pub fn record(&self) {
-        self.metrics.observe(self.result, self.cost);
-    }
-
     /// Records a review's observations, finding the thread's shard once.
     pub fn record_all(observed: &[RuleObservation<'_>]) {
         let shard = sharded::this_shard();

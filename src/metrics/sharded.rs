@@ -1,11 +1,11 @@
 //! Counter families added to on every review by every worker thread: the
 //! per-rule counts and cost (`celhook_rule_*_total`, two or three adds per
-//! rule per review). A `prometheus` counter is one atomic shared by all threads, so
-//! on a machine with several workers each of those adds takes its cache
-//! line from the core that last wrote it (measured here: 50 ns an add with
-//! two threads on one counter, 5 ns on their own). Here a series keeps a
-//! block of its counters per shard, one cache line each, a thread always
-//! adds to its own shard, and a scrape sums the shards.
+//! rule per review). A `prometheus` counter is one atomic shared by all
+//! threads, so on a machine with several workers each of those adds takes
+//! its cache line from the core that last wrote it (measured here: 50 ns
+//! an add with two threads on one counter, 5 ns on their own). Here a
+//! series keeps a block of its counters per shard, one cache line each, a
+//! thread always adds to its own shard, and a scrape sums the shards.
 //!
 //! Hand-written because the `prometheus` crate's thread-local counters
 //! (`prometheus::local`) hold their counts until a flush, which a scrape

@@ -357,9 +357,7 @@ fn rule_metrics_wait_for_the_caller_to_record_them() {
     assert_eq!(found.errors.len(), 1);
     // An abandoned attempt drops its findings: nothing was counted.
     assert_eq!(evaluations().as_deref(), Some("0"));
-    for o in &found.observed {
-        o.record();
-    }
+    crate::metrics::RuleObservation::record_all(&found.observed);
     assert_eq!(evaluations().as_deref(), Some("1"));
 }
 
