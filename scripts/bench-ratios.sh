@@ -145,14 +145,24 @@ for line in open(sys.argv[1]):
   if [[ -z ${TAIL_SHARED:-} ]] && (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then
     SERVE_PREFIX="taskset -c 0" serve core-pinned "$FIX/core" > "$WORK/server/core-pinned.port"
     TAIL_PID=${pids[-1]}
+    # The same CRD without rules, also alone on CPU 0 (idle while the other
+    # is measured): the ratio of the two is the server's own, without the
+    # generator's threads competing for its CPU, as on a cluster where
+    # the API server runs on other machines.
+    SERVE_PREFIX="taskset -c 0" serve norules-pinned "$FIX/norules" > "$WORK/server/norules-pinned.port"
     RULES_PORT=$(cat "$WORK/server/core-pinned.port")
+    PINNED_NORULES_PORT=$(cat "$WORK/server/norules-pinned.port")
     GEN=(taskset -c "1-$(( $(nproc) - 1 ))")
     echo "tail: server pinned to CPU 0, generator to CPUs 1-$(( $(nproc) - 1 ))" >&2
-    for i in 1 2; do
-      "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
-        --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
-        admission --review "$body" > "$WORK/server/pinned-max-$i.json"
+    load "pinned throughput start"
+    for i in $(seq 1 "$PAIRS"); do
+      for side in max:$RULES_PORT norules:$PINNED_NORULES_PORT; do
+        "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
+          --url "https://127.0.0.1:${side#*:}/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
+          admission --review "$body" > "$WORK/server/pinned-${side%%:*}-$i.json"
+      done
     done
+    load "pinned throughput end"
     max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/pinned-max-*.json)
   else
     max=$(python3 -c "import json,statistics,sys; print(statistics.median(json.load(open(f))['throughput_rps'] for f in sys.argv[1:]))" "$WORK"/server/rules-h1-*.json)
@@ -314,6 +324,17 @@ for tag, label in (("h1", "HTTP/1.1, as the API server calls webhooks (a pool of
     print(f"- **throughput ratio rules / no rules: median {statistics.median(r):.2f}** (min {min(r):.2f}; issue 6: >= 0.7 over HTTP/2; issue 17: >= 0.80 over HTTP/1.1); "
           f"negotiated: {', '.join(versions)} (HTTP/2 answers {sum(x['http2_answers'] for x in rules + norule)}, "
           f"HTTP/1.1 answers {sum(x['http1_answers'] for x in rules + norule)} of {sum(x['requests'] for x in rules + norule)})\n")
+
+print("### HTTP/1.1, the server alone on CPU 0 and the generator on the others (taskset)\n")
+rules, norule = runs("pinned-max-*.json"), runs("pinned-norules-*.json")
+if rules and norule:
+    for a, b in zip(rules, norule):
+        print(f"- pair: 17 rules {a['throughput_rps']:.0f}/s (failed {a['failed']}), no rules {b['throughput_rps']:.0f}/s "
+              f"(failed {b['failed']}); ratio {a['throughput_rps']/b['throughput_rps']:.2f}")
+    r = [a["throughput_rps"] / b["throughput_rps"] for a, b in zip(rules, norule)]
+    print(f"- **throughput ratio rules / no rules, server on its own CPU: median {statistics.median(r):.2f}** (min {min(r):.2f})\n")
+else:
+    print("- not measured (one CPU, no taskset, or TAIL_SHARED)\n")
 
 def quantile_s(hist, q):
     """The q-quantile of the server's histogram in seconds, interpolated

@@ -52,14 +52,17 @@ pub fn same_key(a: &str, b: &str) -> bool {
 }
 
 /// The order of keys in a map (bytewise), their first bytes deciding most
-/// pairs without a call of `memcmp`.
+/// pairs without a call of `memcmp` (siblings often share a first letter:
+/// `port` and `protocol`).
 #[inline(always)]
 pub fn key_order(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    match (a.first(), b.first()) {
-        (Some(x), Some(y)) if x != y => x.cmp(y),
-        _ => a.cmp(b),
+    for (x, y) in a.iter().zip(b).take(8) {
+        if x != y {
+            return x.cmp(y);
+        }
     }
+    a.cmp(b)
 }
 
 impl Map {

@@ -118,6 +118,22 @@ fn keys_compare_alike_at_every_length() {
 }
 
 #[test]
+fn key_order_is_the_bytewise_order() {
+    // Shared first bytes, prefixes inside and past the first eight bytes,
+    // NUL and bytes past ASCII: the fast comparison of the first bytes
+    // must order every pair as the slices do.
+    let keys = [
+        "", "a", "ab", "ab\0", "ab\0c", "abc", "abcdefgh", "abcdefghi", "abcdefgz",
+        "abcdefghij", "port", "protocol", "ports", "p", "\u{e9}t\u{e9}", "\u{7f}", "z",
+    ];
+    for a in keys {
+        for b in keys {
+            assert_eq!(key_order(a, b), a.as_bytes().cmp(b.as_bytes()), "{a:?} {b:?}");
+        }
+    }
+}
+
+#[test]
 fn numbers_compare_with_f32_as_serde_json_does() {
     // Narrowed to f32, not the f32 widened: 0.1f32 widened is not 0.1.
     for x in [0.1, 1.5, -2.25, 1e-7] {

@@ -285,6 +285,22 @@ impl<'a> Parser<'a> {
         Ok(true)
     }
 
+    /// The next value, built, as inside a container: a string or a number
+    /// (most members) here, anything else through [`Parser::value`], which is
+    /// recursive and so not inlined: its call cost more than such a
+    /// value's parse.
+    #[inline(always)]
+    pub fn member(&mut self) -> Result<Value, Error> {
+        match self.peek() {
+            Some(b'"') => {
+                self.pos += 1;
+                Ok(Value::String(self.string_value()?))
+            }
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
+            _ => self.value(),
+        }
+    }
+
     /// The next value's text, checked and not built.
     pub fn raw(&mut self) -> Result<&'a str, Error> {
         self.whitespace();
@@ -490,7 +506,7 @@ impl<'a> Parser<'a> {
         while self.key_follows(&mut first, true)? {
             let key = self.string_value()?;
             self.colon()?;
-            let value = self.value()?;
+            let value = self.member()?;
             if sorted && self.entries.len() > base {
                 sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
             }
@@ -553,7 +569,7 @@ impl<'a> Parser<'a> {
         let base = self.items.len();
         let mut first = true;
         while self.next_element(&mut first)? {
-            let item = self.value()?;
+            let item = self.member()?;
             self.items.push(item);
         }
         Ok(Value::Array(self.items.split_off(base)))
