@@ -16,7 +16,12 @@
 //! `rules` to run the rules alone (the review decoded once,
 //! `Validator::validate` in the loop: the engine's share), or `serde_json`
 //! to parse the same body into a `serde_json::Value` and drop it (the
-//! yardstick issue 17's bars are set against).
+//! yardstick issue 17's bars are set against), or `cold` to decode the
+//! planned fields as the server does but write over 4 MiB between
+//! reviews, so that each review finds its caches as a server's review
+//! does after the TLS, HTTP and kernel work of the one before (timed
+//! against the same loop of another fixture directory, the difference is
+//! what the rules cost with cold caches).
 
 use std::path::Path;
 
@@ -39,6 +44,9 @@ fn main() -> Result<(), String> {
         .unwrap_or(1000);
     let mode = args.next().unwrap_or_default();
     let whole = mode == "whole";
+    let cold = mode == "cold";
+    // Larger than a core's L2 cache on the machines measured.
+    let mut evict = vec![0u8; if cold { 4 << 20 } else { 0 }];
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
     let loaded = config::load(&ConfigSource::Dir(fixtures.join(&dir)));
     if loaded.report.has_errors() {
@@ -80,6 +88,14 @@ fn main() -> Result<(), String> {
         allowed += u64::from(res.allowed);
         let out = encode_admission(version, &res).map_err(|e| e.to_string())?;
         std::hint::black_box(out);
+        if cold {
+            // A write per 64-byte line: each line leaves the caches the
+            // review used.
+            for line in evict.chunks_mut(64) {
+                line[0] = line[0].wrapping_add(1);
+            }
+            std::hint::black_box(&evict);
+        }
     }
     println!("{n} reviews of {} bytes, {allowed} allowed", body.len());
     Ok(())
