@@ -123,12 +123,31 @@ fn key_order_is_the_bytewise_order() {
     // NUL and bytes past ASCII: the fast comparison of the first bytes
     // must order every pair as the slices do.
     let keys = [
-        "", "a", "ab", "ab\0", "ab\0c", "abc", "abcdefgh", "abcdefghi", "abcdefgz",
-        "abcdefghij", "port", "protocol", "ports", "p", "\u{e9}t\u{e9}", "\u{7f}", "z",
+        "",
+        "a",
+        "ab",
+        "ab\0",
+        "ab\0c",
+        "abc",
+        "abcdefgh",
+        "abcdefghi",
+        "abcdefgz",
+        "abcdefghij",
+        "port",
+        "protocol",
+        "ports",
+        "p",
+        "\u{e9}t\u{e9}",
+        "\u{7f}",
+        "z",
     ];
     for a in keys {
         for b in keys {
-            assert_eq!(key_order(a, b), a.as_bytes().cmp(b.as_bytes()), "{a:?} {b:?}");
+            assert_eq!(
+                key_order(a, b),
+                a.as_bytes().cmp(b.as_bytes()),
+                "{a:?} {b:?}"
+            );
         }
     }
 }
