@@ -126,9 +126,9 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
             plan.keep(&key)
         };
         let value = match keep {
-            Keep::Whole => p.member()?,
+            Keep::Whole => p.value()?,
             Keep::Part(inner) if p.peek() == Some(b'{') => fields(p, inner)?,
-            Keep::Part(_) => p.member()?,
+            Keep::Part(_) => p.value()?,
             Keep::Skip if plan.holds_places() => {
                 p.skip()?;
                 Value::Null

@@ -206,20 +206,32 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The next value, built.
+    /// The next value, built. Strings and numbers (most members of a
+    /// container) are parsed inline; the rest in [`Parser::other_value`],
+    /// which objects and arrays recurse through, so that a scalar member
+    /// costs no call of a recursive, never inlined function.
+    #[inline(always)]
     pub fn value(&mut self) -> Result<Value, Error> {
         match self.peek() {
-            None => Err(self.eof("EOF while parsing a value")),
             Some(b'"') => {
                 self.pos += 1;
                 Ok(Value::String(self.string_value()?))
             }
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
+            _ => self.other_value(),
+        }
+    }
+
+    /// [`Parser::value`] of anything but a string or a number.
+    #[inline(never)]
+    fn other_value(&mut self) -> Result<Value, Error> {
+        match self.peek() {
+            None => Err(self.eof("EOF while parsing a value")),
             Some(b'{') => self.object(),
             Some(b'[') => self.array(),
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
             Some(b'n') => self.literal("null", Value::Null),
-            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
             Some(_) => Err(self.syntax("expected value")),
         }
     }
@@ -283,22 +295,6 @@ impl<'a> Parser<'a> {
         self.skip_string()?;
         self.colon()?;
         Ok(true)
-    }
-
-    /// The next value, built, as inside a container: a string or a number
-    /// (most members) here, anything else through [`Parser::value`], which is
-    /// recursive and so not inlined: its call cost more than such a
-    /// value's parse.
-    #[inline(always)]
-    pub fn member(&mut self) -> Result<Value, Error> {
-        match self.peek() {
-            Some(b'"') => {
-                self.pos += 1;
-                Ok(Value::String(self.string_value()?))
-            }
-            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.number()?)),
-            _ => self.value(),
-        }
     }
 
     /// The next value's text, checked and not built.
@@ -506,7 +502,7 @@ impl<'a> Parser<'a> {
         while self.key_follows(&mut first, true)? {
             let key = self.string_value()?;
             self.colon()?;
-            let value = self.member()?;
+            let value = self.value()?;
             if sorted && self.entries.len() > base {
                 sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
             }
@@ -569,7 +565,7 @@ impl<'a> Parser<'a> {
         let base = self.items.len();
         let mut first = true;
         while self.next_element(&mut first)? {
-            let item = self.member()?;
+            let item = self.value()?;
             self.items.push(item);
         }
         Ok(Value::Array(self.items.split_off(base)))
