@@ -8,7 +8,15 @@
 //!
 //! ```text
 //! cargo bench --bench paired          # about 20 seconds, one JSON line a pair
+//! cargo bench --bench paired -- peer-method   # the CREATE hot path alone
 //! ```
+//!
+//! `peer-method` times the 17-rule CREATE hot path the way the peer
+//! harness (`../shared/peer-bench/lib/harness.mjs`) times cel-js's
+//! admission: a warm-up, a batch calibrated to a sample's length, the
+//! median of the samples. `scripts/celjs-in-turns.sh` runs it around
+//! each run of cel-js's harness, so that bar's two sides, which live in
+//! two processes, are timed in turns as well.
 
 #[path = "common/conversion_review.rs"]
 mod conversion_review;
@@ -87,7 +95,50 @@ fn run(mut p: Pair<'_>) -> Value {
     })
 }
 
+/// The peer harness's defaults (its `PERF_SAMPLE_MS`, `PERF_SAMPLES` and
+/// `PERF_WARMUP_MS`), read from the same variables so both sides move
+/// together.
+fn peer_setting(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Nanoseconds per run of `f` by the peer harness's method: warm up, double
+/// a batch until it takes a quarter of a sample, scale it to a sample,
+/// then the median of the samples.
+fn peer_method(f: &mut dyn FnMut()) -> f64 {
+    let sample = peer_setting("PERF_SAMPLE_MS", 20.0) / 1e3;
+    let samples = peer_setting("PERF_SAMPLES", 7.0).max(1.0) as usize;
+    let warm_up = peer_setting("PERF_WARMUP_MS", 300.0) / 1e3;
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() < warm_up {
+        f();
+    }
+    let mut n = 1u32;
+    let per = loop {
+        let t = per_run(f, n);
+        if t * f64::from(n) >= sample / 4.0 || n >= 1 << 24 {
+            break t;
+        }
+        n *= 2;
+    };
+    let batch = (sample / per).ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+    let mut out: Vec<f64> = (0..samples).map(|_| per_run(f, batch)).collect();
+    median(&mut out) * 1e9
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "peer-method") {
+        let core = ArcSwap::from_pointee(catalog_dir("core"));
+        let create = body_of(&read_json("review-create.json"));
+        let out: Value = serde_json::from_slice(&hot_path(&core, &create)).expect("JSON");
+        assert_eq!(out["response"]["allowed"], true, "{out}");
+        let ns = peer_method(&mut || drop(black_box(hot_path(&core, black_box(&create)))));
+        println!("{}", json!({ "hot_path_create_17_rules_ns": ns }));
+        return;
+    }
     let core = ArcSwap::from_pointee(catalog_dir("core"));
     let create = body_of(&read_json("review-create.json"));
     let update = body_of(&read_json("review-update.json"));

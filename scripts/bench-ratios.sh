@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the peer CEL engines (a writable copy of ../shared/peer-bench), celhook's
-# criterion benchmark (then issue 17's ratios timed in turns, benches/paired.rs,
+# criterion benchmark (then issue 17's ratios timed in turns, benches/paired.rs
+# and scripts/celjs-in-turns.sh,
 # and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
 # the server load tests back to back,
 # then prints the five targets of issue 6 with measured values and ratios. The
 # machine is shared and noisy: only the ratios within one run mean anything,
 # and the load average is printed next to each phase.
 #
-#   scripts/bench-ratios.sh                 everything (about 10 minutes)
+#   scripts/bench-ratios.sh                 everything (about 12 minutes)
 #   SKIP_PEERS=1 scripts/bench-ratios.sh    reuse the last peer results
 #   SKIP_BENCH=1 / SKIP_SERVER=1            reuse the last criterion / server results
 #
@@ -67,6 +68,12 @@ if [[ -z ${SKIP_BENCH:-} ]]; then
   # the machine's drift between criterion's groups falls on both alike.
   (cd "$ROOT" && cargo bench --bench paired --quiet > "$WORK/paired.jsonl")
   load "paired end"
+  # The cel-js bar in turns: celhook, cel-js's harness, celhook, per round.
+  if BENCH_WORK=$WORK PEER_BENCH=$PEER_BENCH "$ROOT/scripts/celjs-in-turns.sh" >> "$WORK/paired.jsonl"; then
+    load "cel-js in turns end"
+  else
+    load "cel-js in turns FAILED"
+  fi
   # Target 4's peak memory: counted bytes (dhat), not a timing.
   (cd "$ROOT" && cargo run --release --quiet --example convert_peak_memory > "$WORK/convert-memory.json")
   load "conversion memory end"
