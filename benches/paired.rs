@@ -130,17 +130,15 @@ fn peer_method(f: &mut dyn FnMut()) -> f64 {
 }
 
 fn main() {
+    let core = ArcSwap::from_pointee(catalog_dir("core"));
+    let create = body_of(&read_json("review-create.json"));
     if std::env::args().any(|a| a == "peer-method") {
-        let core = ArcSwap::from_pointee(catalog_dir("core"));
-        let create = body_of(&read_json("review-create.json"));
         let out: Value = serde_json::from_slice(&hot_path(&core, &create)).expect("JSON");
         assert_eq!(out["response"]["allowed"], true, "{out}");
         let ns = peer_method(&mut || drop(black_box(hot_path(&core, black_box(&create)))));
         println!("{}", json!({ "hot_path_create_17_rules_ns": ns }));
         return;
     }
-    let core = ArcSwap::from_pointee(catalog_dir("core"));
-    let create = body_of(&read_json("review-create.json"));
     let update = body_of(&read_json("review-update.json"));
     let parse = |body: &[u8]| {
         black_box(serde_json::from_slice::<Value>(black_box(body)).expect("JSON"));
