@@ -205,6 +205,15 @@ pub(super) struct ServeArgs {
     )]
     workers: Option<usize>,
 
+    /// When admission reviews ready at the same moment are answered back to back on warm caches: auto (while the I/O threads stay saturated: more reviews a second, and each one's wait for its round shows in the request histogram), always or never.
+    #[arg(
+        long,
+        env = "CELHOOK_REVIEW_ROUNDS",
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    review_rounds: crate::server::ReviewRounds,
+
     /// How long idle connections are kept open.
     #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
     keep_alive: Duration,
@@ -273,6 +282,7 @@ impl ServeArgs {
             header_timeout: args.header_timeout,
             max_convert_request_bytes: args.max_convert_request_bytes,
             workers: args.workers,
+            review_rounds: args.review_rounds,
             policy: crate::admission::Policy {
                 unknown_versions: args.unknown_versions,
                 check_schema: args.check_schema,

@@ -61,6 +61,7 @@ fn serve_operation_flags() {
     assert_eq!(config.request_timeout, std::time::Duration::from_secs(25));
     assert_eq!(config.metrics_listen, None);
     assert_eq!(config.client_auth, None);
+    assert_eq!(config.review_rounds, crate::server::ReviewRounds::Auto);
 
     let (config, _) = serve(&[
         "--metrics-listen",
@@ -89,11 +90,14 @@ fn serve_operation_flags() {
         "16",
         "--workers",
         "3",
+        "--review-rounds",
+        "never",
     ]);
     let s = std::time::Duration::from_secs;
     assert_eq!(config.max_in_flight_bytes, 1 << 20);
     assert_eq!(config.max_connection_rate, 16);
     assert_eq!(config.workers, Some(3));
+    assert_eq!(config.review_rounds, crate::server::ReviewRounds::Never);
     assert_eq!(
         config.metrics_listen,
         Some("0.0.0.0:9090".parse().expect("addr"))
@@ -125,6 +129,7 @@ fn usage_errors_are_reported_on_stderr() {
         &["celhook", "serve", "--listen", "not-an-address"],
         &["celhook", "serve", "--max-request-bytes", "0"],
         &["celhook", "serve", "--log-format", "xml"],
+        &["celhook", "serve", "--review-rounds", "sometimes"],
         &["celhook", "serve", "--shutdown-delay", "5"],
         &["celhook", "serve", "--allowed-client-names", "x"],
         &["celhook", "serve", "--max-concurrent-requests", "0"],

@@ -93,6 +93,8 @@ pub struct Metrics {
     tls_handshake_failures: IntCounterVec,
     config_reload_deferred: IntCounter,
     inline_retries: IntCounter,
+    reviews_in_rounds: IntCounter,
+    io_saturated: IntGauge,
     document_failures: IntCounterVec,
     unknown_versions: IntCounterVec,
     policy_decisions: IntCounterVec,
@@ -287,6 +289,14 @@ impl Metrics {
                 "celhook_admission_inline_retries_total",
                 "Admission reviews whose first attempt, on the connection's thread, passed its 1 ms budget and ran again on the evaluation pool, so their work was done twice: costly rules, or a CPU throttled or shared.",
             ),
+            reviews_in_rounds: counter(
+                "celhook_admission_reviews_in_rounds_total",
+                "Admission reviews answered in a round, back to back with the others ready at the same moment (--review-rounds: while the I/O threads are saturated, or always).",
+            ),
+            io_saturated: int_gauge(
+                "celhook_io_saturated",
+                "1 while the I/O threads are saturated (for half a second they ran out of tasks at most once per 10 reviews) and, under --review-rounds auto, admission reviews go in rounds; 0 otherwise.",
+            ),
             document_failures: counter_vec(
                 &registry,
                 "celhook_rules_document_failures_total",
@@ -360,6 +370,16 @@ impl Metrics {
     /// Counts a review whose inline attempt ran out of its budget.
     pub fn observe_inline_retry(&self) {
         self.inline_retries.inc();
+    }
+
+    /// Counts a review answered in a round.
+    pub fn observe_review_in_round(&self) {
+        self.reviews_in_rounds.inc();
+    }
+
+    /// The gauge of whether the I/O threads are saturated.
+    pub fn io_saturated(&self) -> &IntGauge {
+        &self.io_saturated
     }
 
     /// The registry, for tests and extra collectors.

@@ -24,6 +24,8 @@ fn exercised() -> Metrics {
     m.observe_config_reload_failure();
     m.observe_config_reload_deferred();
     m.observe_inline_retry();
+    m.observe_review_in_round();
+    m.io_saturated().set(1);
     m.observe_cert_expiry(SystemTime::now());
     m.observe_cert_reload(true);
     m.observe_connection_refused("source_limit");
@@ -124,6 +126,8 @@ fn fixed_label_sets_are_in_the_first_scrape_at_zero() {
         "celhook_requests_in_flight_bytes 0",
         "celhook_config_reload_failures_total 0",
         "celhook_admission_inline_retries_total 0",
+        "celhook_admission_reviews_in_rounds_total 0",
+        "celhook_io_saturated 0",
     ] {
         assert!(t.contains(series), "{series} missing in\n{t}");
     }
@@ -147,7 +151,7 @@ fn names_and_labels_follow_prometheus_conventions() {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     };
     let families = exercised().registry().gather();
-    assert_eq!(families.len(), 25, "a family was added: extend `exercised`");
+    assert_eq!(families.len(), 27, "a family was added: extend `exercised`");
     for family in &families {
         let name = family.name();
         assert!(name.starts_with("celhook_") && snake(name), "{name}");

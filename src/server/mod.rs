@@ -9,6 +9,7 @@
 //! ([`RunningServer::stop`]).
 
 mod activity;
+mod batch;
 mod body;
 mod connection;
 mod io;
@@ -16,6 +17,7 @@ pub mod limits;
 mod listener;
 pub mod reload;
 pub mod routes;
+mod saturation;
 mod serve_config;
 pub mod tls;
 
@@ -59,6 +61,9 @@ pub struct AppState {
     pub policy: crate::admission::Policy,
     /// What a reloaded config is compiled as.
     pub config_options: crate::config::Options,
+    /// Reviews ready at the same moment, answered back to back (under
+    /// `--review-rounds auto`, while the I/O threads are saturated).
+    batch: batch::Batch,
     ready: AtomicBool,
     draining: AtomicBool,
 }
@@ -69,6 +74,7 @@ impl AppState {
     pub fn new(catalog: Catalog, config: &ServeConfig, metrics: Metrics) -> Self {
         catalog.bind_metrics(&metrics);
         metrics.observe_config_loaded(1, std::time::SystemTime::now());
+        let batch = batch::Batch::new(config.review_rounds, metrics.io_saturated().clone());
         Self {
             catalog: ArcSwap::from_pointee(catalog),
             max_request_bytes: config.max_request_bytes,
@@ -80,6 +86,7 @@ impl AppState {
                 kubernetes: config.kubernetes,
                 written: false,
             },
+            batch,
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
         }

@@ -10,9 +10,12 @@
 //! | `GET /metrics`   | Prometheus text format (also on `--metrics-listen`)           |
 //!
 //! A review goes straight through [`review`]: read the body within the
-//! limits (`limits`), wait for a slot, then decode, evaluate and encode on
-//! a blocking thread under the request's deadline, so that no rule or
-//! conversion holds an I/O thread and a late one is answered 504 on time.
+//! limits (`limits`), wait for a slot, then decode, evaluate and encode:
+//! an admission review first on its I/O thread under a budget of a
+//! millisecond (in a round with the reviews ready at the same moment while
+//! those threads are saturated, `batch`), else on a blocking thread under
+//! the request's deadline, so that no rule or conversion holds an I/O
+//! thread and a late one is answered 504 on time.
 
 use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
@@ -142,7 +145,17 @@ async fn read_and_run(
     };
     let span = review_span(endpoint);
     if endpoint == Endpoint::Validate {
-        if let Some(answer) = try_inline(state, checks, &body, &span, deadline) {
+        let answer = if state.batch.in_round() {
+            state.metrics.observe_review_in_round();
+            let inline = {
+                let (state, body, span) = (state.clone(), body.clone(), span.clone());
+                move || try_inline(&state, checks, &body, &span, deadline)
+            };
+            state.batch.run(inline).await.flatten()
+        } else {
+            try_inline(state, checks, &body, &span, deadline)
+        };
+        if let Some(answer) = answer {
             return answer;
         }
     }
@@ -242,8 +255,9 @@ async fn read(
     Ok((body, held))
 }
 
-/// Most reviews take tens of microseconds: a first attempt runs right here,
-/// under a budget of a millisecond, sparing the hand-over to another thread.
+/// Most reviews take tens of microseconds: a first attempt runs on an I/O
+/// thread (right here, or in a round of `batch`), under a budget of a
+/// millisecond, sparing the hand-over to another thread.
 /// One that needs longer, or compiles a pattern at run time, is abandoned
 /// (`None`) and runs again on the blocking pool under the whole deadline, so
 /// no review holds an I/O thread for long.

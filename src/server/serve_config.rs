@@ -34,6 +34,20 @@ pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 128;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 
+/// When admission reviews ready at the same moment are answered back to
+/// back in a round (`--review-rounds`, [`super::batch`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReviewRounds {
+    /// While the I/O threads stay saturated: more reviews a second, and
+    /// each one's wait for its round shows in the request histogram.
+    #[default]
+    Auto,
+    /// Always (tests, and servers that only ever run saturated).
+    Always,
+    /// Never: every review is answered on its own, as it arrives.
+    Never,
+}
+
 /// Everything the server needs, free of any CLI concern.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -52,6 +66,8 @@ pub struct ServeConfig {
     pub max_convert_request_bytes: usize,
     /// Worker threads; `None` is one per available CPU.
     pub workers: Option<usize>,
+    /// When reviews are answered in rounds.
+    pub review_rounds: ReviewRounds,
     /// How long a stop waits for requests in flight.
     pub shutdown_timeout: Duration,
     /// How long a stop keeps serving (with `/readyz` at 503) before it
@@ -114,6 +130,7 @@ impl ServeConfig {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_convert_request_bytes: DEFAULT_MAX_CONVERT_REQUEST_BYTES,
             workers: None,
+            review_rounds: ReviewRounds::Auto,
             // Reviews take milliseconds: this is for a long conversion.
             // Well inside Kubernetes' default 30 s grace period.
             shutdown_timeout: Duration::from_secs(10),

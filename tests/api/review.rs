@@ -147,6 +147,63 @@ async fn many_concurrent_reviews_over_http2_each_get_their_own_uid() {
     }
 }
 
+#[tokio::test]
+async fn reviews_answered_in_rounds_each_get_their_own_answer() {
+    // Rounds always, so that concurrent reviews queue behind each other on
+    // the one I/O thread rather than only under a saturating load.
+    let config = celhook::server::ServeConfig {
+        review_rounds: celhook::server::ReviewRounds::Always,
+        ..celhook::server::ServeConfig::for_tests()
+    };
+    let server = start_with(config, common::embedded_catalog()).await;
+    let url = validate_url(&server);
+    let mut sent = 0;
+    for http in BOTH {
+        let client = client(&server, http);
+        let requests = (0..48).map(|i| {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                // Every third one has replicas above maxReplicas: denied.
+                let replicas = if i % 3 == 0 { 20 } else { 1 };
+                let object = crontab(
+                    &format!("r{i}"),
+                    json!({"minReplicas": 0, "replicas": replicas, "maxReplicas": 10}),
+                );
+                let uid = format!("round-{i}");
+                let review = with_uid(
+                    admission_review(V1, "CREATE", CRONTAB, Some(object), None),
+                    &uid,
+                );
+                (i, uid, post_review(&client, &url, &review).await)
+            }
+        });
+        for (i, uid, answer) in common::join_all(requests).await {
+            assert_eq!(answer.version, http.version());
+            let response = answer.response();
+            assert_eq!(response["uid"], uid.as_str());
+            assert_eq!(response["allowed"], i % 3 != 0, "{response}");
+            if i % 3 == 0 {
+                assert_eq!(response["status"]["code"], 422, "{response}");
+            }
+            sent += 1;
+        }
+    }
+    let text = common::metrics_text(
+        &client(&server, Http::H1),
+        &common::url(&server, "/metrics"),
+    )
+    .await;
+    assert_eq!(
+        common::metric(&text, "celhook_admission_reviews_in_rounds_total", &[]),
+        Some(f64::from(sent))
+    );
+    // Always means no saturation verdict is taken.
+    assert_eq!(
+        common::metric(&text, "celhook_io_saturated", &[]),
+        Some(0.0)
+    );
+}
+
 /// A valid review to break in one place.
 fn valid() -> Value {
     fixture("admission/crontab-create-v1.json")

@@ -1,0 +1,210 @@
+//! Whether the I/O threads are saturated: the signal that turns review
+//! rounds on ([`super::batch`]).
+//!
+//! A worker of tokio's runtime parks when it has no task left to run. Below
+//! saturation it parks about once per review (it answers one and waits for
+//! the next); saturated, another connection is always ready and it parks
+//! about once per 13 reviews, pinned to one CPU or sharing two with the
+//! load generator (docs/performance-log.md, session 33). The busy share of
+//! the workers does not tell the two apart when they share CPUs with other
+//! processes: preempted time counts as busy. The count of parks per review,
+//! from the runtime's stable metrics, does.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use prometheus::IntGauge;
+
+/// The window over which parks and reviews are counted.
+const WINDOW: Duration = Duration::from_millis(100);
+/// A window is saturated at this many parks per review or fewer.
+const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
+/// Once saturated, it stays so until a window parks more than this.
+const CALM_PARKS_PER_REVIEW: f64 = 0.3;
+/// Saturated windows in a row before rounds start: a load's first few
+/// hundred milliseconds (handshakes, a backlog) look saturated, and do not
+/// last long enough to be worth every review waiting for a round.
+const SUSTAINED: u32 = 5;
+/// Fewer reviews than this in a window say nothing about saturation.
+const MIN_REVIEWS: u64 = 100;
+
+/// The state carried from one window to the next.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Verdict {
+    /// Saturated windows in a row, up to [`SUSTAINED`].
+    streak: u32,
+    saturated: bool,
+}
+
+impl Verdict {
+    /// The verdict after a window in which the workers parked `parked`
+    /// times and `answered` reviews arrived.
+    fn next(self, parked: u64, answered: u64) -> Verdict {
+        let busy = answered >= MIN_REVIEWS;
+        let per_review = parked as f64 / answered.max(1) as f64;
+        let streak = if busy && per_review <= SATURATED_PARKS_PER_REVIEW {
+            (self.streak + 1).min(SUSTAINED)
+        } else {
+            0
+        };
+        let saturated = if self.saturated {
+            busy && per_review <= CALM_PARKS_PER_REVIEW
+        } else {
+            streak >= SUSTAINED
+        };
+        Verdict { streak, saturated }
+    }
+}
+
+/// Sampled by the reviews themselves: the first review after a window's
+/// end reads the runtime's counters; every review reads the verdict.
+#[derive(Debug)]
+pub(super) struct Saturation {
+    base: Instant,
+    /// Nanoseconds after `base` at which the next sample is due.
+    due: AtomicU64,
+    reviews: AtomicU64,
+    last_reviews: AtomicU64,
+    last_parks: AtomicU64,
+    streak: AtomicU32,
+    saturated: AtomicBool,
+    gauge: IntGauge,
+}
+
+impl Saturation {
+    /// Starts calm; `gauge` shows the verdict (`celhook_io_saturated`).
+    pub(super) fn new(gauge: IntGauge) -> Self {
+        gauge.set(0);
+        Saturation {
+            base: Instant::now(),
+            due: AtomicU64::new(0),
+            reviews: AtomicU64::new(0),
+            last_reviews: AtomicU64::new(0),
+            last_parks: AtomicU64::new(0),
+            streak: AtomicU32::new(0),
+            saturated: AtomicBool::new(false),
+            gauge,
+        }
+    }
+
+    /// Counts a review and tells whether the I/O threads are saturated.
+    pub(super) fn review(&self) -> bool {
+        self.reviews.fetch_add(1, Relaxed);
+        let now = nanos(self.base.elapsed());
+        let due = self.due.load(Relaxed);
+        // One review a window samples (the others lose the exchange).
+        if now >= due
+            && self
+                .due
+                .compare_exchange(due, now + nanos(WINDOW), Relaxed, Relaxed)
+                .is_ok()
+        {
+            self.sample();
+        }
+        self.saturated.load(Relaxed)
+    }
+
+    fn sample(&self) {
+        // Outside a runtime (never on the review path) there is nothing to read.
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let metrics = handle.metrics();
+        let parks: u64 = (0..metrics.num_workers())
+            .map(|w| metrics.worker_park_count(w))
+            .sum();
+        let reviews = self.reviews.load(Relaxed);
+        let parked = parks.saturating_sub(self.last_parks.swap(parks, Relaxed));
+        let answered = reviews.saturating_sub(self.last_reviews.swap(reviews, Relaxed));
+        let was = Verdict {
+            streak: self.streak.load(Relaxed),
+            saturated: self.saturated.load(Relaxed),
+        };
+        let now = was.next(parked, answered);
+        self.streak.store(now.streak, Relaxed);
+        self.saturated.store(now.saturated, Relaxed);
+        if now.saturated != was.saturated {
+            self.gauge.set(i64::from(now.saturated));
+            tracing::debug!(
+                saturated = now.saturated,
+                parked,
+                answered,
+                "I/O threads' saturation changed"
+            );
+        }
+        tracing::trace!(target: "celhook::rounds", parked, answered, saturated = now.saturated, "I/O threads' load");
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(windows: &[(u64, u64)]) -> Verdict {
+        windows
+            .iter()
+            .fold(Verdict::default(), |v, &(parked, answered)| {
+                v.next(parked, answered)
+            })
+    }
+
+    #[test]
+    fn saturation_counts_only_once_it_has_lasted() {
+        let saturated = (80, 1_000);
+        let short: Vec<_> = std::iter::repeat_n(saturated, SUSTAINED as usize - 1).collect();
+        assert!(!after(&short).saturated);
+        let long: Vec<_> = std::iter::repeat_n(saturated, SUSTAINED as usize).collect();
+        assert!(after(&long).saturated);
+    }
+
+    #[test]
+    fn a_calm_window_breaks_the_streak_and_ends_saturation() {
+        let mut burst = vec![(50, 1_000); SUSTAINED as usize - 1];
+        // About one park per review: the load's steady state below saturation.
+        burst.push((900, 1_000));
+        burst.extend(vec![(50, 1_000); SUSTAINED as usize - 1]);
+        assert!(!after(&burst).saturated);
+
+        let mut ended = vec![(50, 1_000); SUSTAINED as usize];
+        ended.push((500, 1_000));
+        assert_eq!(after(&ended), Verdict::default());
+    }
+
+    #[test]
+    fn once_saturated_a_window_between_the_thresholds_keeps_it() {
+        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
+        windows.push((200, 1_000));
+        let v = after(&windows);
+        assert!(v.saturated);
+        assert_eq!(v.streak, 0);
+    }
+
+    #[test]
+    fn a_window_of_few_reviews_is_not_saturated() {
+        // No parks at all, but fewer reviews than a window needs.
+        let few = vec![(0, MIN_REVIEWS - 1); SUSTAINED as usize * 2];
+        assert!(!after(&few).saturated);
+        let mut then_idle = vec![(0, 1_000); SUSTAINED as usize];
+        then_idle.push((0, 3));
+        assert!(!after(&then_idle).saturated);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn the_first_review_samples_and_starts_calm() {
+        let gauge = IntGauge::new("saturated", "test").expect("gauge");
+        gauge.set(7);
+        let s = Saturation::new(gauge.clone());
+        assert_eq!(gauge.get(), 0);
+        assert!(!s.review());
+        assert_eq!(s.last_reviews.load(Relaxed), 1);
+        // The next sample is a window away.
+        assert!(s.due.load(Relaxed) >= nanos(WINDOW));
+        assert!(!s.review());
+        assert_eq!(s.reviews.load(Relaxed), 2);
+        assert_eq!(s.last_reviews.load(Relaxed), 1);
+    }
+}
