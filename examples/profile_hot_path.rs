@@ -21,7 +21,8 @@
 //! reviews, so that each review finds its caches as a server's review
 //! does after the TLS, HTTP and kernel work of the one before (timed
 //! against the same loop of another fixture directory, the difference is
-//! what the rules cost with cold caches).
+//! what the rules cost with cold caches), or `decode` to decode the
+//! planned fields and drop them, nothing else (the decoder's share).
 
 use std::path::Path;
 
@@ -70,6 +71,19 @@ fn main() -> Result<(), String> {
             std::hint::black_box(v);
         }
         println!("{n} parses of {} bytes", body.len());
+        return Ok(());
+    }
+    if mode == "decode" {
+        for _ in 0..n {
+            let decoded = celhook::admission::decode(
+                &loaded.catalog,
+                &Policy::default(),
+                std::hint::black_box(&body),
+            )
+            .map_err(|e| e.to_string())?;
+            std::hint::black_box(decoded);
+        }
+        println!("{n} decodes of {} bytes", body.len());
         return Ok(());
     }
     let mut allowed = 0u64;
