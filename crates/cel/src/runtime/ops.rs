@@ -166,6 +166,8 @@ pub(super) fn binary<'a>(op: BinOp, x: Value<'a>, y: Value<'a>) -> Result<Value<
 }
 
 /// `f(x, y)` for `op`, a missing overload worded as [`op_error`] words it.
+/// The wording is decided before `x` moves into `f`, the error built only
+/// if `f` fails (building it up front allocated on every `+` and `-`).
 #[inline(always)]
 fn worded<'a>(
     op: BinOp,
@@ -173,10 +175,10 @@ fn worded<'a>(
     y: Value<'a>,
     f: impl FnOnce(Value<'a>, Value<'a>) -> Result<Value<'a>, EvalError>,
 ) -> Result<Value<'a>, EvalError> {
-    let e = op_error(op, &x);
+    let has_trait = has_operator_trait(op, &x);
     f(x, y).map_err(|err| {
         if err.kind == ErrorKind::NoSuchOverload {
-            e
+            overload_error(op, has_trait)
         } else {
             err
         }
@@ -219,9 +221,16 @@ pub(super) fn key_text(k: &Value<'_>) -> String {
 /// has the operator but not for this right operand, and names the operator
 /// when the type lacks it altogether.
 pub(super) fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
+    overload_error(op, has_operator_trait(op, left))
+}
+
+/// Whether the left operand's type has the trait `op` belongs to (cel-go
+/// words a missing overload by it).
+#[inline(always)]
+fn has_operator_trait(op: BinOp, left: &Value<'_>) -> bool {
     let number = matches!(left, Value::Int(_) | Value::Uint(_) | Value::Double(_));
     let time = matches!(left, Value::Duration(_) | Value::Timestamp(_));
-    let has_trait = match op {
+    match op {
         BinOp::Add => {
             number || time || matches!(left, Value::Str(_) | Value::Bytes(_) | Value::List(_))
         }
@@ -230,7 +239,12 @@ pub(super) fn op_error(op: BinOp, left: &Value<'_>) -> EvalError {
         BinOp::Rem => matches!(left, Value::Int(_) | Value::Uint(_)),
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => left.is_orderable(),
         _ => false,
-    };
+    }
+}
+
+/// [`op_error`] once the trait is known.
+#[cold]
+fn overload_error(op: BinOp, has_trait: bool) -> EvalError {
     if has_trait {
         EvalError::no_overload()
     } else {
