@@ -27,6 +27,7 @@ Needs valgrind; takes about half a minute.
 import collections
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,8 @@ def crate_of(function):
 
 
 def main():
+    # Piped into `head`, stop quietly.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     fixture = sys.argv[1] if len(sys.argv) > 1 else "core"
     op = sys.argv[2] if len(sys.argv) > 2 else "create"
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 500
