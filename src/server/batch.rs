@@ -97,12 +97,15 @@ impl Batch {
         rx.await.ok()
     }
 
-    /// Takes the job of `ticket` out of the queue if it is still there.
+    /// Takes the job of `ticket` out of the queue if it is still there,
+    /// and drops it (with the body it holds) once the lock is released.
     fn withdraw(&self, ticket: u64) {
-        let mut queue = self.lock();
-        if let Some(at) = queue.jobs.iter().position(|(t, _)| *t == ticket) {
-            queue.jobs.remove(at);
-        }
+        let job = {
+            let mut queue = self.lock();
+            let at = queue.jobs.iter().position(|(t, _)| *t == ticket);
+            at.and_then(|at| queue.jobs.remove(at))
+        };
+        drop(job);
     }
 
     fn push(&self, job: Job) -> u64 {
