@@ -129,10 +129,7 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     let start = f.cost;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let result = match Shape::of(&l.body, l.var, item_schema) {
-        Some(shape) => scan_steps(l.kind, items.iter(), list, f, |item, f| match item {
-            Json::Object(obj) => shape.test(obj, f),
-            _ => None,
-        }),
+        Some(shape) => super::scan::steps_of(l.kind, items.iter(), list, f, shape),
         None => general(l, items, list, item_schema, f),
     };
     if result.is_none() {
@@ -271,6 +268,17 @@ impl<'a> Shape<'a> {
                 };
                 b.judge(read, f)
             }
+        }
+    }
+}
+
+/// A shape is the body of its loop's steps, inlined into them.
+impl<'a> super::scan::Step<'a, &'a Json> for Shape<'a> {
+    #[inline(always)]
+    fn step(&mut self, item: &'a Json, f: &mut Frame<'a>) -> Option<bool> {
+        match item {
+            Json::Object(obj) => self.test(obj, f),
+            _ => None,
         }
     }
 }

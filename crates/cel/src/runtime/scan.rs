@@ -326,14 +326,41 @@ fn slot_bit(slot: usize) -> u64 {
     1u64.checked_shl(slot as u32).unwrap_or(0)
 }
 
+/// What [`scan_steps`] asks of each element: the body's verdict, or `None`
+/// to hand the loop over. A closure is one; a body that must be inlined
+/// into the loop (a call per element costs more than a fused test) is a
+/// type of its own with an `#[inline(always)]` step.
+pub(super) trait Step<'a, T> {
+    fn step(&mut self, item: T, f: &mut Frame<'a>) -> Option<bool>;
+}
+
+impl<'a, T, F: FnMut(T, &mut Frame<'a>) -> Option<bool>> Step<'a, T> for F {
+    #[inline(always)]
+    fn step(&mut self, item: T, f: &mut Frame<'a>) -> Option<bool> {
+        self(item, f)
+    }
+}
+
 /// The steps of a scanned loop, with `body` deciding element `i`; charged
 /// as [`quantify`], [`exists_one`] and [`filter`] charge.
+#[inline(always)]
 pub(super) fn scan_steps<'a, T>(
     kind: LoopKind,
     elements: impl ExactSizeIterator<Item = T>,
     list: &List<'a>,
     f: &mut Frame<'a>,
-    mut body: impl FnMut(T, &mut Frame<'a>) -> Option<bool>,
+    body: impl FnMut(T, &mut Frame<'a>) -> Option<bool>,
+) -> Option<Value<'a>> {
+    steps_of(kind, elements, list, f, body)
+}
+
+/// [`scan_steps`] of any [`Step`].
+pub(super) fn steps_of<'a, T>(
+    kind: LoopKind,
+    elements: impl ExactSizeIterator<Item = T>,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+    mut body: impl Step<'a, T>,
 ) -> Option<Value<'a>> {
     let n = elements.len();
     match kind {
@@ -341,7 +368,7 @@ pub(super) fn scan_steps<'a, T>(
             let (decide, step, condition) = quantifier(kind);
             for (i, e) in elements.enumerate() {
                 f.charge(step).ok()?;
-                if body(e, f)? == decide {
+                if body.step(e, f)? == decide {
                     f.charge(if i + 1 < n { condition } else { 0 } + 1).ok()?;
                     return Some(Value::Bool(decide));
                 }
@@ -352,7 +379,7 @@ pub(super) fn scan_steps<'a, T>(
         LoopKind::ExistsOne => {
             let mut count = 0i64;
             for e in elements {
-                if body(e, f)? {
+                if body.step(e, f)? {
                     count += 1;
                     f.charge(2).ok()?;
                 }
@@ -363,7 +390,7 @@ pub(super) fn scan_steps<'a, T>(
         LoopKind::Filter => {
             let mut out = Vec::new();
             for (i, e) in elements.enumerate() {
-                if body(e, f)? {
+                if body.step(e, f)? {
                     out.push(list.get(i)?);
                     f.charge(13).ok()?;
                 }
