@@ -18,6 +18,7 @@ counts where it was inlined); per crate, by the function's path.
 
     cargo build --profile profiling --example profile_hot_path
     scripts/code-footprint.py [fixture-dir] [create|update] [N] [mode]
+    scripts/code-footprint.py core create rules      # the evaluation alone
 
 fixture-dir is one of tests/fixtures/perf (`core`, `norules`, ...) or a
 path; mode is passed to profile_hot_path (`rules`: the evaluation alone).
@@ -93,10 +94,11 @@ def crate_of(function):
 def main():
     # Piped into `head`, stop quietly.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    fixture = sys.argv[1] if len(sys.argv) > 1 else "core"
-    op = sys.argv[2] if len(sys.argv) > 2 else "create"
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 500
-    mode = sys.argv[4:5]
+    args = sys.argv[1:]
+    fixture = args.pop(0) if args else "core"
+    op = args.pop(0) if args else "create"
+    n = int(args.pop(0)) if args and args[0].isdigit() else 500
+    mode = args[:1]
     if not os.path.exists(EXAMPLE):
         sys.exit(f"{EXAMPLE} is missing: cargo build --profile profiling --example profile_hot_path")
     once, _ = counts([fixture, op, "1"] + mode)
