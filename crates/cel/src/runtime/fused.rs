@@ -92,7 +92,7 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
     Some(match (&c.test, read) {
         (FieldTest::Int(op, k), Read::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
         (FieldTest::Str(eq, t), Read::Str(s)) => {
-            ((s == &**t) == *eq, reads + charge::compare_cost_str(s, t))
+            (celhook_json::same_key(s, t) == *eq, reads + charge::compare_cost_str(s, t))
         }
         (FieldTest::OneOf(items), Read::Str(s)) => (one_of(items, s), reads),
         // `size` is a call of one unit, its comparison another.
