@@ -91,9 +91,10 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
     let reads = 2 + c.then.len() as u64;
     Some(match (&c.test, read) {
         (FieldTest::Int(op, k), Read::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
-        (FieldTest::Str(eq, t), Read::Str(s)) => {
-            (celhook_json::same_key(s, t) == *eq, reads + charge::compare_cost_str(s, t))
-        }
+        (FieldTest::Str(eq, t), Read::Str(s)) => (
+            celhook_json::same_key(s, t) == *eq,
+            reads + charge::compare_cost_str(s, t),
+        ),
         (FieldTest::OneOf(items), Read::Str(s)) => (one_of(items, s), reads),
         // `size` is a call of one unit, its comparison another.
         (FieldTest::Size(op, k), Read::Str(s)) => {
