@@ -20,8 +20,9 @@ counts where it was inlined); per crate, by the function's path.
     scripts/code-footprint.py [fixture-dir] [create|update] [N] [mode]
     scripts/code-footprint.py core create rules      # the evaluation alone
 
-fixture-dir is one of tests/fixtures/perf (`core`, `norules`, ...) or a
-path; mode is passed to profile_hot_path (`rules`: the evaluation alone).
+fixture-dir is one of tests/fixtures/perf (`core`, `norules`, ...) or an
+absolute path; mode is passed to profile_hot_path (`rules`: the
+evaluation alone); N (default 500) and mode may come in either order.
 Needs valgrind; takes about half a minute.
 """
 
@@ -45,10 +46,12 @@ def counts(args):
     """Self counts per instruction address, and the function of each."""
     with tempfile.TemporaryDirectory() as work:
         out = os.path.join(work, "callgrind.out")
-        subprocess.run(
+        run = subprocess.run(
             ["valgrind", "--tool=callgrind", "--dump-instr=yes",
              f"--callgrind-out-file={out}", EXAMPLE] + args,
-            check=True, capture_output=True)
+            capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"profile_hot_path {' '.join(args)} failed:\n{run.stdout}{run.stderr}")
         names, per_address, owner = {}, collections.Counter(), {}
         function, address, after_call = None, 0, False
         with open(out, encoding="utf-8", errors="replace") as f:
@@ -97,8 +100,17 @@ def main():
     args = sys.argv[1:]
     fixture = args.pop(0) if args else "core"
     op = args.pop(0) if args else "create"
-    n = int(args.pop(0)) if args and args[0].isdigit() else 500
-    mode = args[:1]
+    if op not in ("create", "update", "update-applied"):
+        sys.exit(f"operation {op!r}: create, update or update-applied")
+    # N and the mode, in either order.
+    numbers = [a for a in args if a.isdigit()]
+    modes = [a for a in args if not a.isdigit()]
+    if len(numbers) > 1 or len(modes) > 1:
+        sys.exit(f"at most one N and one mode: {args}")
+    n = int(numbers[0]) if numbers else 500
+    if n < 1:
+        sys.exit("N must be at least 1")
+    mode = modes
     if not os.path.exists(EXAMPLE):
         sys.exit(f"{EXAMPLE} is missing: cargo build --profile profiling --example profile_hot_path")
     once, _ = counts([fixture, op, "1"] + mode)
