@@ -354,7 +354,9 @@ pub(super) fn scan_steps<'a, T>(
     steps_of(kind, elements, list, f, body)
 }
 
-/// [`scan_steps`] of any [`Step`].
+/// [`scan_steps`] of any [`Step`]. Two entry points rather than one:
+/// only an `FnMut` bound lets a closure's argument types be inferred at
+/// its call site, and only a `Step` type can force its body inline.
 pub(super) fn steps_of<'a, T>(
     kind: LoopKind,
     elements: impl ExactSizeIterator<Item = T>,
