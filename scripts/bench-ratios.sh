@@ -152,11 +152,25 @@ for line in open(sys.argv[1]):
   if [[ -z ${TAIL_SHARED:-} ]] && (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then
     SERVE_PREFIX="taskset -c 0" serve core-pinned "$FIX/core" > "$WORK/server/core-pinned.port"
     TAIL_PID=${pids[-1]}
+    declare -A pinned_pid
+    # The reviews a server has answered (its request histogram's count):
+    # the load tool's report leaves out its warm-up's.
+    answered() {
+      python3 - "$1" <<'PY'
+import ssl, sys, urllib.request
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+text = urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/metrics", context=ctx).read().decode()
+print(int(sum(float(l.split()[-1]) for l in text.splitlines()
+              if l.startswith("celhook_request_duration_seconds_count") and 'handler="validate"' in l)))
+PY
+    }
+    pinned_pid[max]=$TAIL_PID
     # The same CRD without rules, also alone on CPU 0 (idle while the other
     # is measured): the ratio of the two is the server's own, without the
     # generator's threads competing for its CPU, as on a cluster where
     # the API server runs on other machines.
     SERVE_PREFIX="taskset -c 0" serve norules-pinned "$FIX/norules" > "$WORK/server/norules-pinned.port"
+    pinned_pid[norules]=${pids[-1]}
     RULES_PORT=$(cat "$WORK/server/core-pinned.port")
     PINNED_NORULES_PORT=$(cat "$WORK/server/norules-pinned.port")
     GEN=(taskset -c "1-$(( $(nproc) - 1 ))")
@@ -164,9 +178,16 @@ for line in open(sys.argv[1]):
     load "pinned throughput start"
     for i in $(seq 1 "$PAIRS"); do
       for side in max:$RULES_PORT norules:$PINNED_NORULES_PORT; do
+        # The server's own CPU time over the run (all its threads, user
+        # and system, from /proc), divided by the reviews it answered:
+        # what a review costs the server, which the throughput hides when
+        # the one generator core cannot keep the faster server busy.
+        before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}")"
         "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
           --url "https://127.0.0.1:${side#*:}/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
           admission --review "$body" > "$WORK/server/pinned-${side%%:*}-$i.json"
+        after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}")"
+        echo "$before $after $(getconf CLK_TCK)" > "$WORK/server/pinned-${side%%:*}-$i.cpu"
       done
     done
     load "pinned throughput end"
@@ -339,7 +360,33 @@ if rules and norule:
         print(f"- pair: 17 rules {a['throughput_rps']:.0f}/s (failed {a['failed']}), no rules {b['throughput_rps']:.0f}/s "
               f"(failed {b['failed']}); ratio {a['throughput_rps']/b['throughput_rps']:.2f}")
     r = [a["throughput_rps"] / b["throughput_rps"] for a, b in zip(rules, norule)]
-    print(f"- **throughput ratio rules / no rules, server on its own CPU: median {statistics.median(r):.2f}** (min {min(r):.2f})\n")
+    print(f"- **throughput ratio rules / no rules, server on its own CPU: median {statistics.median(r):.2f}** (min {min(r):.2f})")
+
+    def cpu_per_review(side):
+        """The pinned server's user and system CPU per answered review, in
+        us, run by run (from the .cpu files written beside each run)."""
+        out = []
+        for f in sorted(glob.glob(os.path.join(work, "server", f"pinned-{side}-*.cpu"))):
+            try:
+                # user, system ticks and answered reviews, before and after.
+                u0, s0, n0, u1, s1, n1, tck = (int(x) for x in open(f).read().split())
+            except (OSError, ValueError):
+                continue
+            if n1 > n0:
+                out.append(((u1 - u0) / tck * 1e6 / (n1 - n0), (s1 - s0) / tck * 1e6 / (n1 - n0)))
+        return out
+
+    mine, none = cpu_per_review("max"), cpu_per_review("norules")
+    if mine and none:
+        med = lambda xs: statistics.median(xs)
+        mu, ms = med([u for u, _ in mine]), med([s for _, s in mine])
+        nu, ns = med([u for u, _ in none]), med([s for _, s in none])
+        print(f"- the server's CPU a review (medians of the runs, user + system, all its threads): "
+              f"17 rules {mu:.1f} + {ms:.1f} us, no rules {nu:.1f} + {ns:.1f} us; "
+              f"**CPU ratio no rules / rules {(nu + ns) / (mu + ms):.2f}**: the throughput ratio of a "
+              f"server that is the bottleneck. For 0.80 the rules may add {(nu + ns) / 0.8 - (nu + ns):.1f} us "
+              f"a review; they add {(mu + ms) - (nu + ns):.1f} us ({mu - nu:.1f} us of user time)")
+    print()
 else:
     print("- not measured (one CPU, no taskset, or TAIL_SHARED)\n")
 
