@@ -107,8 +107,17 @@ impl<'a> Frame<'a> {
     fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
         // Filled by `resize_with`: `resize` clones its value through the
         // generic clone of a `Value`, a call per slot.
-        self.vars.resize_with(slots, || Value::Null);
-        self.bound.resize(slots, 0);
+        // Most rules have no variable past `self` and `oldSelf`, already
+        // pushed: no call for an empty fill.
+        if slots > self.vars.len() {
+            self.vars.resize_with(slots, || Value::Null);
+        }
+        // Read only when a loop or `cel.bind` binds a slot past the first
+        // two, or by a memo keyed on a binding: without either (most rules)
+        // it stays empty, and no fill is called.
+        if slots > 2 || cells.by_binding > 0 {
+            self.bound.resize(slots, 0);
+        }
         // Most programs keep nothing: no calls for cells they lack.
         if cells.by_binding > 0 {
             self.memos.resize_with(cells.by_binding, || None);
