@@ -99,12 +99,13 @@ def group(function):
     return name.split("::", 1)[0].split(" as ", 1)[0]
 
 
-def measure(config, reviews, work):
+def measure(config, reviews, work, index):
     """Per-review instructions of the server on `config`, from a dump
     taken after a warm-up and another after `reviews` more."""
     directory = config if os.path.isabs(config) else os.path.join(FIXTURES, config)
-    log_path = os.path.join(work, f"{os.path.basename(directory)}.log")
-    out = os.path.join(work, f"{os.path.basename(directory)}.callgrind")
+    name = f"{index}-{os.path.basename(directory.rstrip('/'))}"
+    log_path = os.path.join(work, f"{name}.log")
+    out = os.path.join(work, f"{name}.callgrind")
     with open(log_path, "w", encoding="utf-8") as log:
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--dump-instr=no",
@@ -192,8 +193,8 @@ def main():
         sys.exit(f"{SERVER} is missing: cargo build --profile profiling --bin celhook")
     results = {}
     with tempfile.TemporaryDirectory() as work:
-        for config in configs:
-            results[config] = measure(config, reviews, work)
+        for index, config in enumerate(configs):
+            results[config] = measure(config, reviews, work, index)
     print("| config | reviews counted | instructions a review | of which the answer path | the rest (TLS, HTTP, runtime, logs) |")
     print("|---|---|---|---|---|")
     for config, r in results.items():
