@@ -124,7 +124,7 @@ for line in open(sys.argv[1]):
   echo "servers: 17 rules on 127.0.0.1:$RULES_PORT, no rules on 127.0.0.1:$NORULES_PORT" >&2
   lt() { "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q "$@"; }
   body=$FIX/review-create.json
-  rm -f "$WORK"/server/*.json
+  rm -f "$WORK"/server/*.json "$WORK"/server/*.cpu
   # Alternating runs, both servers and both HTTP versions within each pair,
   # so that a drift of the machine's load falls on all four alike.
   load "server throughput start"
@@ -154,12 +154,14 @@ for line in open(sys.argv[1]):
     TAIL_PID=${pids[-1]}
     declare -A pinned_pid
     # The reviews a server has answered (its request histogram's count):
-    # the load tool's report leaves out its warm-up's.
+    # the load tool's report leaves out its warm-up's. A failed scrape
+    # prints "x", and the table leaves that run out rather than the
+    # whole script stopping.
     answered() {
       python3 - "$1" <<'PY'
 import ssl, sys, urllib.request
 ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-text = urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/metrics", context=ctx).read().decode()
+text = urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/metrics", context=ctx, timeout=30).read().decode()
 print(int(sum(float(l.split()[-1]) for l in text.splitlines()
               if l.startswith("celhook_request_duration_seconds_count") and 'handler="validate"' in l)))
 PY
@@ -182,11 +184,11 @@ PY
         # and system, from /proc), divided by the reviews it answered:
         # what a review costs the server, which the throughput hides when
         # the one generator core cannot keep the faster server busy.
-        before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}")"
+        before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}" || echo x)"
         "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
           --url "https://127.0.0.1:${side#*:}/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
           admission --review "$body" > "$WORK/server/pinned-${side%%:*}-$i.json"
-        after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}")"
+        after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}" || echo x)"
         echo "$before $after $(getconf CLK_TCK)" > "$WORK/server/pinned-${side%%:*}-$i.cpu"
       done
     done
@@ -378,10 +380,10 @@ if rules and norule:
 
     mine, none = cpu_per_review("max"), cpu_per_review("norules")
     if mine and none:
-        med = lambda xs: statistics.median(xs)
+        med = statistics.median
         mu, ms = med([u for u, _ in mine]), med([s for _, s in mine])
         nu, ns = med([u for u, _ in none]), med([s for _, s in none])
-        print(f"- the server's CPU a review (medians of the runs, user + system, all its threads): "
+        print(f"- the server's CPU a review (all its threads; the median of the runs' user time + that of their system time): "
               f"17 rules {mu:.1f} + {ms:.1f} us, no rules {nu:.1f} + {ns:.1f} us; "
               f"**CPU ratio no rules / rules {(nu + ns) / (mu + ms):.2f}**: the throughput ratio of a "
               f"server that is the bottleneck. For 0.80 the rules may add {(nu + ns) / 0.8 - (nu + ns):.1f} us "

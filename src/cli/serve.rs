@@ -214,6 +214,10 @@ pub(super) struct ServeArgs {
     )]
     review_rounds: crate::server::ReviewRounds,
 
+    /// How long a review first runs on the thread that read it before it is abandoned and answered on the evaluation pool instead (its work then done twice, counted in celhook_admission_inline_retries_total): raise it on a throttled CPU where retries are frequent.
+    #[arg(long, env = "CELHOOK_INLINE_BUDGET", value_name = "DURATION", default_value = "1ms", value_parser = duration)]
+    inline_budget: Duration,
+
     /// How long idle connections are kept open.
     #[arg(long, env = "CELHOOK_KEEP_ALIVE", value_name = "DURATION", default_value = "120s", value_parser = duration)]
     keep_alive: Duration,
@@ -278,6 +282,7 @@ impl ServeArgs {
             body_idle_timeout: args.body_idle_timeout,
             write_timeout: args.write_timeout,
             request_timeout: args.request_timeout,
+            inline_budget: args.inline_budget,
             keep_alive: args.keep_alive,
             header_timeout: args.header_timeout,
             max_convert_request_bytes: args.max_convert_request_bytes,

@@ -62,6 +62,7 @@ fn serve_operation_flags() {
     assert_eq!(config.metrics_listen, None);
     assert_eq!(config.client_auth, None);
     assert_eq!(config.review_rounds, crate::server::ReviewRounds::Auto);
+    assert_eq!(config.inline_budget, std::time::Duration::from_millis(1));
 
     let (config, _) = serve(&[
         "--metrics-listen",
@@ -92,6 +93,8 @@ fn serve_operation_flags() {
         "3",
         "--review-rounds",
         "never",
+        "--inline-budget",
+        "5ms",
     ]);
     let s = std::time::Duration::from_secs;
     assert_eq!(config.max_in_flight_bytes, 1 << 20);
@@ -119,6 +122,7 @@ fn serve_operation_flags() {
     assert_eq!(config.request_timeout, s(10));
     assert_eq!(config.keep_alive, s(90));
     assert_eq!(config.header_timeout, s(3));
+    assert_eq!(config.inline_budget, std::time::Duration::from_millis(5));
 }
 
 #[test]

@@ -257,7 +257,7 @@ async fn read(
 
 /// Most reviews take tens of microseconds: a first attempt runs on an I/O
 /// thread (right here, or in a round of `batch`), under a budget of a
-/// millisecond, sparing the hand-over to another thread.
+/// millisecond (`--inline-budget`), sparing the hand-over to another thread.
 /// One that needs longer, or compiles a pattern at run time, is abandoned
 /// (`None`) and runs again on the blocking pool under the whole deadline, so
 /// no review holds an I/O thread for long.
@@ -268,7 +268,7 @@ fn try_inline(
     span: &tracing::Span,
     deadline: tokio::time::Instant,
 ) -> Option<Result<Response<Body>, WebhookError>> {
-    let inline_deadline = (tokio::time::Instant::now() + INLINE_BUDGET).min(deadline);
+    let inline_deadline = (tokio::time::Instant::now() + state.limits.inline_budget).min(deadline);
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
     let answer =
         span.in_scope(|| guarded(Endpoint::Validate, || answer_admission(state, checks, body)));
@@ -301,9 +301,6 @@ fn review_span(endpoint: Endpoint) -> tracing::Span {
         ),
     }
 }
-
-/// The first attempt's budget on the I/O thread (see `read_and_run`).
-const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Runs `answer` (decode, evaluate, encode) so that a panic in the core
 /// costs this request a 500, not the thread and its connections.

@@ -33,6 +33,8 @@ pub const DEFAULT_MAX_HANDSHAKES_PER_SOURCE: usize = 64;
 pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 128;
 /// Default for `--listen`.
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
+/// Default for `--inline-budget`.
+pub const DEFAULT_INLINE_BUDGET: Duration = Duration::from_millis(1);
 
 /// When admission reviews ready at the same moment are answered back to
 /// back in a round (`--review-rounds`, [`super::batch`]).
@@ -109,6 +111,9 @@ pub struct ServeConfig {
     /// The longest a review request may take (also the deadline when the
     /// caller sends no `?timeout=`).
     pub request_timeout: Duration,
+    /// How long a review's first attempt may run on the thread that read
+    /// it before it is abandoned and answered on the evaluation pool.
+    pub inline_budget: Duration,
     /// How long an idle connection is kept open.
     pub keep_alive: Duration,
     /// How long a client has to complete the TLS handshake and send the
@@ -152,6 +157,8 @@ impl ServeConfig {
             write_timeout: Duration::from_secs(10),
             // The API server gives up on a conversion after 30 s: answer first.
             request_timeout: Duration::from_secs(25),
+            // Most reviews take tens of microseconds.
+            inline_budget: DEFAULT_INLINE_BUDGET,
             // Longer than the API server's idle-connection timeout (90 s,
             // Go's default transport): if the server closed first, a request
             // racing the close would fail, and POSTs are not retried.
@@ -188,6 +195,8 @@ pub struct Limits {
     pub concurrency: Arc<tokio::sync::Semaphore>,
     /// The longest a review request may take.
     pub request_timeout: Duration,
+    /// A review's first attempt on the thread that read it.
+    pub inline_budget: Duration,
     /// Bytes of `/validate` bodies held at once.
     pub validate_bytes: limits::BodyBudget,
     /// Bytes of `/convert` bodies and answers held at once.
@@ -202,6 +211,7 @@ impl Limits {
         Self {
             concurrency: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_requests)),
             request_timeout: config.request_timeout,
+            inline_budget: config.inline_budget,
             validate_bytes: limits::BodyBudget::new(config.max_in_flight_bytes),
             convert_bytes: limits::BodyBudget::new(config.max_convert_in_flight_bytes),
             body_idle_timeout: config.body_idle_timeout,

@@ -490,6 +490,27 @@ async fn rules_past_the_cost_limits_get_the_api_servers_errors_and_free_the_work
     assert!(retries.is_some_and(|n| n >= 2.0), "{retries:?}");
 }
 
+#[tokio::test]
+async fn a_longer_inline_budget_answers_a_costly_review_without_running_it_twice() {
+    // The review above that takes milliseconds, with a budget far past it.
+    let config = ServeConfig {
+        inline_budget: Duration::from_secs(60),
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, costly_catalog()).await;
+    let client = client(&server, Http::H2);
+    let answer = post_raw(
+        &client,
+        &validate_url(&server),
+        costly_review("many", 180_000),
+    )
+    .await;
+    assert_eq!(answer.response()["allowed"], false);
+    let text = metrics_text(&server);
+    let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
+    assert_eq!(retries.unwrap_or(0.0), 0.0, "{retries:?}");
+}
+
 // === connections ===
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -112,9 +112,11 @@ impl<'a> Frame<'a> {
         if slots > self.vars.len() {
             self.vars.resize_with(slots, || Value::Null);
         }
-        // Read only when a loop or `cel.bind` binds a slot past the first
-        // two, or by a memo keyed on a binding: without either (most rules)
-        // it stays empty, and no fill is called.
+        // Read only when a loop or `cel.bind` binds a slot (the checker's
+        // `bind_var` numbers them after `self`, `oldSelf` and any
+        // environment variables, so the program has more than two), or by
+        // a memo keyed on a binding: without either (most rules) it stays
+        // empty, and no fill is called.
         if slots > 2 || cells.by_binding > 0 {
             self.bound.resize(slots, 0);
         }
