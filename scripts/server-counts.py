@@ -41,6 +41,8 @@ FIXTURES = os.path.join(ROOT, "tests", "fixtures", "perf")
 REVIEW = os.path.join(FIXTURES, "review-create.json")
 # The function every review's answer goes through, inline or in a round.
 ANSWER = "celhook::server::routes::answer_admission"
+# What the server gets for `--inline-budget`.
+INLINE_BUDGET = "10s"
 FUNCTION = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
 POSITION = re.compile(r"^([+-]?\d+|\*)\s")
 
@@ -119,9 +121,11 @@ def measure(config, reviews, work, index):
     Two measured intervals, of `reviews` // 4 and of `reviews` reviews,
     each from its own load tool run after a warm-up: the difference of the
     two is `reviews` * 3/4 reviews and nothing else, since both hold the
-    same fixed work (four TLS handshakes, one scrape of /metrics). A dump
-    asked for while the server is idle is taken at its next work, the
-    next interval's first request, so each interval is whole. The reviews
+    same fixed work (four TLS handshakes, one scrape of /metrics).
+    `callgrind_control` returns once its dump is written, before the next
+    load starts, so each interval is whole; idle timer work between them
+    (the config reload's check) grows with wall time and is not cancelled,
+    but is a few hundred instructions a second. The reviews
     are counted from the server's own request histogram. The server runs
     with a long `--inline-budget`, so that no review is abandoned and run
     again on the evaluation pool; retries, if any, are reported."""
@@ -136,7 +140,7 @@ def measure(config, reviews, work, index):
              "--listen", "127.0.0.1:0", "--log-format", "json",
              # Callgrind runs the server some 50 times slower: at the
              # default 1 ms, reviews would be abandoned and run again.
-             "--inline-budget", "10s"],
+             "--inline-budget", INLINE_BUDGET],
             stdout=log, stderr=subprocess.STDOUT)
     try:
         port = None
@@ -196,7 +200,8 @@ def measure(config, reviews, work, index):
             server.wait(timeout=120)
         except subprocess.TimeoutExpired:
             server.kill()
-    # Dumps are numbered in order: .2 holds the short interval, .3 the long.
+    # Dumps are numbered in order: .1 is the warm-up, .2 the short interval,
+    # .3 the long one.
     short, long = (os.path.join(work, f"{os.path.basename(out)}.{i}") for i in (2, 3))
     if not (os.path.exists(short) and os.path.exists(long)):
         sys.exit(f"callgrind wrote no dumps {short} and {long}: {sorted(os.listdir(work))}")
@@ -227,6 +232,8 @@ def main():
         at = args.index("--reviews")
         reviews = int(args[at + 1])
         del args[at:at + 2]
+        if reviews < 40:
+            sys.exit("--reviews: at least 40 (the short interval is a quarter of it)")
     configs = list(dict.fromkeys(args)) or ["core", "norules"]
     if not os.path.exists(SERVER):
         sys.exit(f"{SERVER} is missing: cargo build --profile profiling --bin celhook")
@@ -242,8 +249,8 @@ def main():
     for config, r in results.items():
         if r["retries"]:
             print(f"\n`{config}`: {r['retries']} of {r['answered']:,} reviews were answered again after "
-                  f"their inline attempt ran out of its 1 ms ({r['calls']:,} calls of the answer path): "
-                  f"the figures include that partial work.")
+                  f"their inline attempt ran out of its {INLINE_BUDGET} ({r['calls']:,} calls of the answer "
+                  f"path): the figures include that partial work.")
     if len(results) >= 2:
         (a, ra), (b, rb) = list(results.items())[:2]
         print(f"\n`{b}` / `{a}`, instructions a review: {rb['total'] / ra['total']:.3f}; "

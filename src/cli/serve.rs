@@ -214,7 +214,7 @@ pub(super) struct ServeArgs {
     )]
     review_rounds: crate::server::ReviewRounds,
 
-    /// How long a review first runs on the thread that read it before it is abandoned and answered on the evaluation pool instead (its work then done twice, counted in celhook_admission_inline_retries_total): raise it on a throttled CPU where retries are frequent.
+    /// How long a review first runs on the thread that read it before it is abandoned and answered on the evaluation pool instead (its work then done twice, counted in celhook_admission_inline_retries_total); 0: every review on the pool. Raise it on a throttled CPU where retries are frequent, knowing that a costly review then holds its connection's thread, and the other connections on it, that long (at most the request's deadline); a pattern compiled at run time always goes to the pool.
     #[arg(long, env = "CELHOOK_INLINE_BUDGET", value_name = "DURATION", default_value = "1ms", value_parser = duration)]
     inline_budget: Duration,
 

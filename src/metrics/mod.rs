@@ -287,7 +287,7 @@ impl Metrics {
             ),
             inline_retries: counter(
                 "celhook_admission_inline_retries_total",
-                "Admission reviews whose first attempt, on the connection's thread, passed its 1 ms budget and ran again on the evaluation pool, so their work was done twice: costly rules, or a CPU throttled or shared.",
+                "Admission reviews whose first attempt, on the connection's thread, passed its budget (--inline-budget, 1 ms by default) and ran again on the evaluation pool, so their work was done twice: costly rules, or a CPU throttled or shared.",
             ),
             reviews_in_rounds: counter(
                 "celhook_admission_reviews_in_rounds_total",

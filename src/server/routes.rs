@@ -12,7 +12,7 @@
 //! A review goes straight through [`review`]: read the body within the
 //! limits (`limits`), wait for a slot, then decode, evaluate and encode:
 //! an admission review first on its I/O thread under a budget of a
-//! millisecond (in a round with the reviews ready at the same moment while
+//! millisecond, `--inline-budget` (in a round with the reviews ready at the same moment while
 //! those threads are saturated, `batch`), else on a blocking thread under
 //! the request's deadline, so that no rule or conversion holds an I/O
 //! thread and a late one is answered 504 on time.
@@ -104,7 +104,7 @@ async fn review(
         req.uri().query().unwrap_or(""),
         state.limits.request_timeout,
     );
-    let deadline = tokio::time::Instant::now() + budget;
+    let deadline = limits::later(tokio::time::Instant::now(), budget);
     match read_and_run(state, activity, (endpoint, scope), req, budget, deadline).await {
         Ok(res) => res.map(|body| body.timed(timer)),
         Err(err) => {
@@ -144,7 +144,8 @@ async fn read_and_run(
         return Err(WebhookError::Overloaded);
     };
     let span = review_span(endpoint);
-    if endpoint == Endpoint::Validate {
+    // A zero `--inline-budget`: every review goes to the pool at once.
+    if endpoint == Endpoint::Validate && !state.limits.inline_budget.is_zero() {
         let answer = if state.batch.in_round() {
             state.metrics.observe_review_in_round();
             let inline = {
@@ -257,7 +258,8 @@ async fn read(
 
 /// Most reviews take tens of microseconds: a first attempt runs on an I/O
 /// thread (right here, or in a round of `batch`), under a budget of a
-/// millisecond (`--inline-budget`), sparing the hand-over to another thread.
+/// millisecond (`--inline-budget`; none at all when it is zero), sparing
+/// the hand-over to another thread.
 /// One that needs longer, or compiles a pattern at run time, is abandoned
 /// (`None`) and runs again on the blocking pool under the whole deadline, so
 /// no review holds an I/O thread for long.
@@ -268,7 +270,8 @@ fn try_inline(
     span: &tracing::Span,
     deadline: tokio::time::Instant,
 ) -> Option<Result<Response<Body>, WebhookError>> {
-    let inline_deadline = (tokio::time::Instant::now() + state.limits.inline_budget).min(deadline);
+    let inline_deadline =
+        limits::later(tokio::time::Instant::now(), state.limits.inline_budget).min(deadline);
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
     let answer =
         span.in_scope(|| guarded(Endpoint::Validate, || answer_admission(state, checks, body)));

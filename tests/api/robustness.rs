@@ -511,6 +511,27 @@ async fn a_longer_inline_budget_answers_a_costly_review_without_running_it_twice
     assert_eq!(retries.unwrap_or(0.0), 0.0, "{retries:?}");
 }
 
+#[tokio::test]
+async fn a_zero_inline_budget_sends_every_review_to_the_pool_without_a_retry() {
+    // Under the default budget this review is abandoned and run again
+    // (the test above the one before); with none, it goes to the pool
+    // at once, and its answer is the same.
+    let config = ServeConfig {
+        inline_budget: Duration::ZERO,
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, costly_catalog()).await;
+    let client = client(&server, Http::H1);
+    let url = validate_url(&server);
+    let answer = post_raw(&client, &url, costly_review("many", 180_000)).await;
+    assert_eq!(answer.response()["allowed"], false);
+    let answer = post_raw(&client, &url, costly_review("many", 10)).await;
+    assert_eq!(answer.response()["allowed"], true);
+    let text = metrics_text(&server);
+    let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
+    assert_eq!(retries.unwrap_or(0.0), 0.0, "{retries:?}");
+}
+
 // === connections ===
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
