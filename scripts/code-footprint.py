@@ -34,12 +34,12 @@ import subprocess
 import sys
 import tempfile
 
+from callgrind_records import records
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 EXAMPLE = os.path.join(TARGET, "profiling", "examples", "profile_hot_path")
 LINE = 64
-POSITION = re.compile(r"^(0x[0-9a-f]+|[+-]\d+|\*)\s")
-FUNCTION = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
 
 
 def counts(args):
@@ -52,36 +52,19 @@ def counts(args):
             capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit(f"profile_hot_path {' '.join(args)} failed:\n{run.stdout}{run.stderr}")
-        names, per_address, owner = {}, collections.Counter(), {}
-        function, address, after_call = None, 0, False
-        with open(out, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                found = FUNCTION.match(line)
-                if found:
-                    kind, number, name = found.groups()
-                    if name:
-                        names[number] = name
-                    if kind == "fn":
-                        function = names.get(number)
-                    continue
-                if line.startswith("calls="):
-                    # The next position line is the call's inclusive cost.
-                    after_call = True
-                    continue
-                if not POSITION.match(line):
-                    continue
-                fields = line.split()
-                where = fields[0]
-                if where.startswith("0x"):
-                    address = int(where, 16)
-                elif where[0] in "+-":
-                    address += int(where)
-                if after_call:
-                    after_call = False
-                    continue
-                if len(fields) >= 3:
-                    per_address[address] += int(fields[2])
-                    owner[address] = function
+        per_address, owner, address = collections.Counter(), {}, 0
+        for kind, function, _, fields in records(out):
+            if kind == "calls":
+                continue
+            where = fields[0]
+            if where.startswith("0x"):
+                address = int(where, 16)
+            elif where[0] in "+-":
+                address += int(where)
+            # A call's cost line is inclusive: not this address's own.
+            if kind == "own" and len(fields) >= 3:
+                per_address[address] += int(fields[2])
+                owner[address] = function
         return per_address, owner
 
 
@@ -126,10 +109,10 @@ def main():
     print(f"{fixture} {op}{' ' + mode[0] if mode else ''}: {len(per_review):,} instructions "
           f"run every review, in {len(lines):,} lines of {LINE} bytes ({len(lines) * LINE / 1024:.1f} KiB)")
     print("\n| crate | lines |\n|---|---|")
-    for crate, owned in sorted(by_crate.items(), key=lambda kv: -len(kv[1])):
+    for crate, owned in sorted(by_crate.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         print(f"| `{crate}` | {len(owned):,} |")
     print("\n| function | lines |\n|---|---|")
-    for function, owned in sorted(by_function.items(), key=lambda kv: -len(kv[1]))[:25]:
+    for function, owned in sorted(by_function.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:25]:
         print(f"| `{(function or '?')[:100]}` | {len(owned):,} |")
 
 

@@ -34,6 +34,8 @@ import tempfile
 import time
 import urllib.request
 
+from callgrind_records import records
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 SERVER = os.path.join(TARGET, "profiling", "celhook")
@@ -43,8 +45,6 @@ REVIEW = os.path.join(FIXTURES, "review-create.json")
 ANSWER = "celhook::server::routes::answer_admission"
 # What the server gets for `--inline-budget`.
 INLINE_BUDGET = "10s"
-FUNCTION = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
-POSITION = re.compile(r"^([+-]?\d+|\*)\s")
 
 
 def loadtest():
@@ -58,38 +58,17 @@ def loadtest():
 def parse(path):
     """Exclusive instructions per function, and the calls of ANSWER with
     their inclusive instructions, from a callgrind dump without
-    per-instruction data."""
-    names, own = {}, collections.Counter()
+    per-instruction data (cost lines: position, instructions)."""
+    own = collections.Counter()
     answers, answer_cost = 0, 0
-    function, callee, after_call = None, None, False
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            found = FUNCTION.match(line)
-            if found:
-                kind, number, name = found.groups()
-                if name:
-                    names[number] = name
-                if kind == "fn":
-                    function = names.get(number)
-                else:
-                    callee = names.get(number)
-                continue
-            if line.startswith("calls="):
-                after_call = True
-                if callee == ANSWER and function != ANSWER:
-                    answers += int(line.split("=", 1)[1].split()[0])
-                continue
-            if not POSITION.match(line):
-                continue
-            fields = line.split()
-            cost = int(fields[1]) if len(fields) > 1 else 0
-            if after_call:
-                # A call's inclusive cost, not the caller's own.
-                after_call = False
-                if callee == ANSWER and function != ANSWER:
-                    answer_cost += cost
-                continue
-            own[function] += cost
+    for kind, function, callee, fields in records(path):
+        into_answer = callee == ANSWER and function != ANSWER
+        if kind == "calls":
+            answers += int(fields[0]) if into_answer else 0
+        elif kind == "call":
+            answer_cost += int(fields[1]) if into_answer and len(fields) > 1 else 0
+        elif len(fields) > 1:
+            own[function] += int(fields[1])
     return own, answers, answer_cost
 
 
