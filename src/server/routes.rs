@@ -12,10 +12,10 @@
 //! A review goes straight through [`review`]: read the body within the
 //! limits (`limits`), wait for a slot, then decode, evaluate and encode:
 //! an admission review first on its I/O thread under a budget of a
-//! millisecond, `--inline-budget` (in a round with the reviews ready at the same moment while
-//! those threads are saturated, `batch`), else on a blocking thread under
-//! the request's deadline, so that no rule or conversion holds an I/O
-//! thread and a late one is answered 504 on time.
+//! millisecond (`--inline-budget`; in a round with the reviews ready at the
+//! same moment while those threads are saturated, `batch`), else on a
+//! blocking thread under the request's deadline, so that no rule or
+//! conversion holds an I/O thread and a late one is answered 504 on time.
 
 use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;

@@ -490,46 +490,44 @@ async fn rules_past_the_cost_limits_get_the_api_servers_errors_and_free_the_work
     assert!(retries.is_some_and(|n| n >= 2.0), "{retries:?}");
 }
 
-#[tokio::test]
-async fn a_longer_inline_budget_answers_a_costly_review_without_running_it_twice() {
-    // The review above that takes milliseconds, with a budget far past it.
+/// A server whose reviews get `budget` on their connection's thread:
+/// what it answers the costly review that takes milliseconds, and how many
+/// reviews it ran again on the evaluation pool.
+async fn costly_review_under_inline_budget(budget: Duration, http: Http) -> (bool, f64) {
     let config = ServeConfig {
-        inline_budget: Duration::from_secs(60),
+        inline_budget: budget,
         ..ServeConfig::for_tests()
     };
     let server = start_with(config, costly_catalog()).await;
-    let client = client(&server, Http::H2);
-    let answer = post_raw(
-        &client,
-        &validate_url(&server),
-        costly_review("many", 180_000),
-    )
-    .await;
-    assert_eq!(answer.response()["allowed"], false);
+    let client = client(&server, http);
+    let url = validate_url(&server);
+    let answer = post_raw(&client, &url, costly_review("many", 180_000)).await;
+    let allowed = answer.response()["allowed"] == true;
+    // A small one after it, answered as well.
+    let small = post_raw(&client, &url, costly_review("many", 10)).await;
+    assert_eq!(small.response()["allowed"], true);
     let text = metrics_text(&server);
     let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
-    assert_eq!(retries.unwrap_or(0.0), 0.0, "{retries:?}");
+    (allowed, retries.unwrap_or(0.0))
+}
+
+#[tokio::test]
+async fn a_longer_inline_budget_answers_a_costly_review_without_running_it_twice() {
+    // The review above, retried under the default budget, with a budget
+    // far past what it takes.
+    let (allowed, retries) =
+        costly_review_under_inline_budget(Duration::from_secs(60), Http::H2).await;
+    assert!(!allowed);
+    assert_eq!(retries, 0.0);
 }
 
 #[tokio::test]
 async fn a_zero_inline_budget_sends_every_review_to_the_pool_without_a_retry() {
-    // Under the default budget this review is abandoned and run again
-    // (the test above the one before); with none, it goes to the pool
-    // at once, and its answer is the same.
-    let config = ServeConfig {
-        inline_budget: Duration::ZERO,
-        ..ServeConfig::for_tests()
-    };
-    let server = start_with(config, costly_catalog()).await;
-    let client = client(&server, Http::H1);
-    let url = validate_url(&server);
-    let answer = post_raw(&client, &url, costly_review("many", 180_000)).await;
-    assert_eq!(answer.response()["allowed"], false);
-    let answer = post_raw(&client, &url, costly_review("many", 10)).await;
-    assert_eq!(answer.response()["allowed"], true);
-    let text = metrics_text(&server);
-    let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
-    assert_eq!(retries.unwrap_or(0.0), 0.0, "{retries:?}");
+    // With no budget it goes to the pool at once, and its answer is the
+    // same.
+    let (allowed, retries) = costly_review_under_inline_budget(Duration::ZERO, Http::H1).await;
+    assert!(!allowed);
+    assert_eq!(retries, 0.0);
 }
 
 // === connections ===
