@@ -263,83 +263,12 @@ fn date_time(s: &str) -> bool {
     }
 }
 
-/// A duration: Go's `time.ParseDuration` (`1h30m`, `-1.5s`), or the
-/// registry's `<number> <unit>` form (`3 days`).
+/// A duration as kube-openapi reads one: Go's `time.ParseDuration`
+/// (`1h30m`, `-1.5s`), or whole numbers with worded units (`3 days`,
+/// `1h 30m`). The same parser types the value for CEL, so a value passes
+/// this check exactly when a rule sees it as a duration.
 fn duration(s: &str) -> bool {
-    go_duration(s) || worded_duration(s)
-}
-
-fn go_duration(s: &str) -> bool {
-    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if s == "0" {
-        return true;
-    }
-    if s.is_empty() {
-        return false;
-    }
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num = rest
-            .bytes()
-            .take_while(|b| b.is_ascii_digit() || *b == b'.')
-            .count();
-        if num == 0 || rest[..num].bytes().filter(|b| *b == b'.').count() > 1 || &rest[..num] == "."
-        {
-            return false;
-        }
-        rest = &rest[num..];
-        let unit = ["ns", "us", "µs", "μs", "ms", "s", "m", "h"]
-            .into_iter()
-            .filter(|u| rest.starts_with(u))
-            .max_by_key(|u| u.len());
-        match unit {
-            Some(u) => rest = &rest[u.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
-fn worded_duration(s: &str) -> bool {
-    const UNITS: &[&str] = &[
-        "ns",
-        "us",
-        "µs",
-        "ms",
-        "s",
-        "m",
-        "h",
-        "d",
-        "w",
-        "nanosecond",
-        "nanoseconds",
-        "microsecond",
-        "microseconds",
-        "millisecond",
-        "milliseconds",
-        "second",
-        "seconds",
-        "sec",
-        "secs",
-        "minute",
-        "minutes",
-        "min",
-        "mins",
-        "hour",
-        "hours",
-        "hr",
-        "hrs",
-        "day",
-        "days",
-        "week",
-        "weeks",
-    ];
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return false;
-    }
-    let unit = s[digits..].trim_start();
-    UNITS.contains(&unit)
+    crate::cel::value::time::parse_format_duration(s).is_some()
 }
 
 fn hostname(s: &str) -> bool {
@@ -424,6 +353,10 @@ mod tests {
             ("duration", "1h30m", true),
             ("duration", "3 days", true),
             ("duration", "soon", false),
+            ("duration", "1h 30m", true),
+            ("duration", "2 Weeks", true),
+            ("duration", "2 hrs", false),
+            ("duration", "99999999999999999999h", false),
             ("uri", "https://example.com/x", true),
             ("uri", "/path", true),
             ("uri", "relative/path", false),

@@ -234,7 +234,7 @@ impl<'a> Value<'a> {
                             }
                         }
                         Format::Duration => {
-                            if let Ok(d) = crate::value::time::parse_duration(s) {
+                            if let Some(d) = crate::value::time::parse_format_duration(s) {
                                 return Value::Duration(d);
                             }
                         }

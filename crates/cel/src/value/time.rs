@@ -108,8 +108,13 @@ pub fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
     format!("{secs}{frac}{zone}")
 }
 
-/// Parses a Go duration string (`1h30m`, `-1.5s`, `300ms`, `2us`).
+/// Parses a Go duration string (`1h30m`, `-1.5s`, `300ms`, `2us`) exactly as
+/// Go's `time.ParseDuration`, which cel-go calls: the same accepted forms,
+/// the same overflow errors, and the same float step for fractions, so a
+/// fraction rounds as it does in the API server.
 pub fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
+    // Go's bound: the magnitude may reach 2^63 only for a negative duration.
+    const LIMIT: u64 = 1 << 63;
     let bad = || EvalError::new(format!("invalid duration: {s:?}"));
     let (neg, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -122,49 +127,158 @@ pub fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
     if rest.is_empty() {
         return Err(bad());
     }
-    let mut total: i128 = 0;
+    let mut total: u64 = 0;
     while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let (num, tail) = rest.split_at(num_end);
-        if num.is_empty() {
+        let (whole, after_int) = leading_int(rest).ok_or_else(bad)?;
+        let had_int = after_int.len() != rest.len();
+        rest = after_int;
+        let (mut frac, mut scale, mut had_frac) = (0u64, 1f64, false);
+        if let Some(after_dot) = rest.strip_prefix('.') {
+            let (f, sc, after_frac) = leading_fraction(after_dot);
+            (frac, scale, had_frac) = (f, sc, after_frac.len() != after_dot.len());
+            rest = after_frac;
+        }
+        if !had_int && !had_frac {
             return Err(bad());
         }
-        let unit_end = tail
+        let unit_end = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_end);
-        let nanos_per: i128 = match unit {
+            .unwrap_or(rest.len());
+        let (unit, tail) = rest.split_at(unit_end);
+        let nanos_per: u64 = match unit {
             "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
+            // Go accepts both the micro sign and the Greek mu.
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
             "ms" => 1_000_000,
             "s" => 1_000_000_000,
             "m" => 60_000_000_000,
             "h" => 3_600_000_000_000,
             _ => return Err(bad()),
         };
-        let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-        let whole: i128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().map_err(|_| bad())?
-        };
-        total += whole * nanos_per;
-        if !frac_part.is_empty() {
-            let digits: i128 = frac_part.parse().map_err(|_| bad())?;
-            let scale = 10i128.pow(frac_part.len() as u32);
-            total += digits * nanos_per / scale;
+        if whole > LIMIT / nanos_per {
+            return Err(bad());
         }
+        let mut part = whole * nanos_per;
+        if frac > 0 {
+            // Go converts through float64 here; a cast of a value below 2^64
+            // truncates as Go's does.
+            part += (frac as f64 * (nanos_per as f64 / scale)) as u64;
+            if part > LIMIT {
+                return Err(bad());
+            }
+        }
+        total = total
+            .checked_add(part)
+            .filter(|t| *t <= LIMIT)
+            .ok_or_else(bad)?;
         rest = tail;
     }
     if neg {
-        total = -total;
+        // -2^63 is the one magnitude that fits only when negative.
+        return Ok(TimeDelta::nanoseconds(0i64.wrapping_sub_unsigned(total)));
     }
     i64::try_from(total)
         .ok()
         .map(TimeDelta::nanoseconds)
         .ok_or_else(bad)
+}
+
+/// Parses a string of the OpenAPI `duration` format as the API server types
+/// it for CEL (kube-openapi's `strfmt.ParseDuration`): a Go duration, or else
+/// whole numbers with worded units (`3 days`, `1h 30m`, `2 weeks`), summed.
+/// Hand-written rather than two regexes: the grammar is one flat scan.
+pub fn parse_format_duration(s: &str) -> Option<TimeDelta> {
+    if let Ok(d) = parse_duration(s) {
+        return Some(d);
+    }
+    // The units, each a group whose last entry also matches as a prefix
+    // (`minutes` is `min`); the first entry names the size.
+    const UNITS: [(&[&str], i64); 8] = [
+        (&["ns", "nano"], 1),
+        (&["us", "\u{b5}s", "micro"], 1_000),
+        (&["ms", "milli"], 1_000_000),
+        (&["s", "sec"], 1_000_000_000),
+        (&["m", "min"], 60_000_000_000),
+        (&["h", "hr", "hour"], 3_600_000_000_000),
+        (&["d", "day"], 86_400_000_000_000),
+        (&["w", "wk", "week"], 604_800_000_000_000),
+    ];
+    // Go's `\s`: tab, newline, form feed, carriage return and space.
+    let space = |c: char| matches!(c, '\t' | '\n' | '\x0c' | '\r' | ' ');
+    let letter = |c: char| c.is_ascii_alphabetic() || c == '\u{b5}';
+    let mut rest = s.trim_start_matches(space);
+    if rest.is_empty() {
+        return None;
+    }
+    let (mut total, mut matched) = (0i64, false);
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        // Go's Atoi: past i64 is an error, not a wrap.
+        let factor: i64 = rest[..digits].parse().ok()?;
+        rest = rest[digits..].trim_start_matches(space);
+        let letters = rest.len() - rest.trim_start_matches(letter).len();
+        if letters == 0 {
+            return None;
+        }
+        let unit = rest[..letters].to_ascii_lowercase();
+        rest = rest[letters..].trim_start_matches(space);
+        for (variants, nanos) in UNITS {
+            for (i, variant) in variants.iter().enumerate() {
+                let last = i + 1 == variants.len();
+                if (last && unit.starts_with(variant)) || unit == *variant {
+                    matched = true;
+                    // Go's int64 arithmetic wraps here, silently.
+                    total = total.wrapping_add(factor.wrapping_mul(nanos));
+                }
+            }
+        }
+    }
+    matched.then(|| TimeDelta::nanoseconds(total))
+}
+
+/// The digits that lead `s` as a number, or `None` past 2^63 (Go's
+/// `leadingInt`).
+fn leading_int(s: &str) -> Option<(u64, &str)> {
+    let end = s
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(s.len());
+    let mut x: u64 = 0;
+    for b in s[..end].bytes() {
+        x = x.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+        if x > 1 << 63 {
+            return None;
+        }
+    }
+    Some((x, &s[end..]))
+}
+
+/// The fraction digits that lead `s`: their value and 10^(digits kept).
+/// Digits past what fits are skipped, not an error (Go's
+/// `leadingFraction`).
+fn leading_fraction(s: &str) -> (u64, f64, &str) {
+    let end = s
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(s.len());
+    let (mut x, mut scale, mut full) = (0u64, 1f64, false);
+    for b in s[..end].bytes() {
+        if full {
+            continue;
+        }
+        match x
+            .checked_mul(10)
+            .and_then(|y| y.checked_add(u64::from(b - b'0')))
+            .filter(|y| *y <= 1 << 63 && x <= (i64::MAX as u64) / 10)
+        {
+            Some(y) => {
+                x = y;
+                scale *= 10.0;
+            }
+            None => full = true,
+        }
+    }
+    (x, scale, &s[end..])
 }
 
 /// Formats a duration as cel-go prints one: seconds with up to nine
@@ -193,6 +307,84 @@ mod tests {
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("1x").is_err());
         assert_eq!(format_duration(TimeDelta::milliseconds(1500)), "1.5s");
+        assert_eq!(parse_duration("1.s").unwrap(), TimeDelta::seconds(1));
+        assert_eq!(parse_duration(".5s").unwrap(), TimeDelta::milliseconds(500));
+        assert!(parse_duration(".s").is_err());
+        assert!(parse_duration("1.2.3s").is_err());
         assert_eq!(format_duration(TimeDelta::seconds(90)), "90s");
+    }
+
+    #[test]
+    fn duration_overflow_is_an_error_not_a_panic() {
+        // Found by the admission_review fuzz target: digits that overflow
+        // any integer, in the whole part or in the product with the unit.
+        for s in [
+            "99999999999999999999999999999999999999999h",
+            "9999999999999999999h",
+            "2562048h",
+            "9223372036854775808ns",
+            "5000000h1h",
+            "1.9999999999999999999999999999999999999999999999h9223372036h",
+        ] {
+            assert!(parse_duration(s).is_err(), "{s}");
+        }
+        assert_eq!(
+            parse_duration("-9223372036854775808ns").unwrap(),
+            TimeDelta::nanoseconds(i64::MIN)
+        );
+        assert_eq!(
+            parse_duration("9223372036854775807ns").unwrap(),
+            TimeDelta::nanoseconds(i64::MAX)
+        );
+        assert_eq!(
+            parse_duration("2562047h").unwrap(),
+            TimeDelta::hours(2_562_047)
+        );
+    }
+
+    #[test]
+    fn long_fractions_keep_the_digits_that_fit() {
+        // Go skips fraction digits once 10^n no longer fits, and goes
+        // through float64, so these are the API server's answers.
+        assert_eq!(
+            parse_duration("1.0000000000000000000000000000000000001s").unwrap(),
+            TimeDelta::seconds(1)
+        );
+        // Exact arithmetic would give 1199.999999999 s; Go's float64 step
+        // (19 digits kept, then f * (unit / 10^19)) rounds up to 1200 s.
+        assert_eq!(
+            parse_duration("0.333333333333333333333333h").unwrap(),
+            TimeDelta::seconds(1200)
+        );
+        assert_eq!(parse_duration("1.5h").unwrap(), TimeDelta::minutes(90));
+    }
+
+    #[test]
+    fn format_durations_take_worded_units_as_kube_openapi() {
+        let d = |s| parse_format_duration(s);
+        assert_eq!(d("1.5h"), Some(TimeDelta::minutes(90)));
+        assert_eq!(d("3 days"), Some(TimeDelta::days(3)));
+        assert_eq!(d("1d"), Some(TimeDelta::days(1)));
+        assert_eq!(d(" 1h 30m "), Some(TimeDelta::minutes(90)));
+        assert_eq!(d("2 Weeks 1 DAY"), Some(TimeDelta::days(15)));
+        assert_eq!(d("5 minutes"), Some(TimeDelta::minutes(5)));
+        assert_eq!(d("10 secs"), Some(TimeDelta::seconds(10)));
+        assert_eq!(d("7 millis"), Some(TimeDelta::milliseconds(7)));
+        // An unknown unit beside a known one is skipped; alone it fails.
+        assert_eq!(d("1 day 2 fortnights"), Some(TimeDelta::days(1)));
+        assert_eq!(d("2 hrs"), None);
+        assert_eq!(d("2 fortnights"), None);
+        // Worded forms take whole numbers only, and no sign.
+        assert_eq!(d("1.5 days"), None);
+        assert_eq!(d("-1 day"), None);
+        assert_eq!(d("day"), None);
+        assert_eq!(d(""), None);
+        assert_eq!(d("   "), None);
+        assert_eq!(d("99999999999999999999 days"), None);
+        // Past i64 in the product wraps, as Go's does.
+        assert_eq!(
+            d("9223372036854775807 ns 1 ns"),
+            Some(TimeDelta::nanoseconds(i64::MIN))
+        );
     }
 }
