@@ -222,7 +222,7 @@ fn base64(s: &str) -> bool {
 }
 
 fn date(s: &str) -> bool {
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() && s.len() == 10
+    crate::cel::value::time::parse_full_date(s).is_some()
 }
 
 /// kube-openapi's date-time: a date, `t`, then `hh:mm:ss[.frac]` and `z`

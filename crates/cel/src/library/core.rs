@@ -55,7 +55,11 @@ pub static NEGATE: Function = Function::BASE
             .map(Value::Int)
             .ok_or_else(|| EvalError::new("integer overflow")),
         Value::Double(d) => Ok(Value::Double(-d)),
-        Value::Duration(d) => Ok(Value::Duration(-*d)),
+        // A duration is int64 nanoseconds to cel-go: -(-2^63 ns) overflows.
+        Value::Duration(d) => Some(-*d)
+            .filter(|n| n.num_nanoseconds().is_some())
+            .map(Value::Duration)
+            .ok_or_else(|| EvalError::new("integer overflow")),
         _ => Err(overload()),
     })
     .worded(Wording::Negation);

@@ -1,7 +1,7 @@
 //! The timestamp and duration accessors (`getFullYear`, `getHours`, ...),
 //! in UTC unless a time zone is given.
 
-use chrono::{DateTime, Datelike, FixedOffset, Timelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, TimeDelta, Timelike};
 
 use crate::registry::{first, overload, Check, Function};
 use crate::types::Ty;
@@ -88,7 +88,7 @@ fn part<'a>(args: &[Value<'a>], part: Part) -> Result<Value<'a>, EvalError> {
     };
     let t = match args.get(1) {
         // Accessors read UTC unless told a zone (DefaultUTCTimeZone).
-        None => t.with_timezone(&Utc).fixed_offset(),
+        None => t.naive_utc(),
         Some(Value::Str(tz)) => with_timezone(t, tz)?,
         Some(_) => return Err(overload()),
     };
@@ -106,34 +106,46 @@ fn part<'a>(args: &[Value<'a>], part: Part) -> Result<Value<'a>, EvalError> {
     }))
 }
 
-fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<DateTime<FixedOffset>, EvalError> {
-    use chrono::Offset;
+/// The wall clock `t` shows in zone `tz`, for the getters.
+fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<NaiveDateTime, EvalError> {
     // An IANA name ("America/New_York", "UTC"), or a fixed offset
     // ("+01:00", "-05:30", "01:00"), as cel-go accepts.
     let bad = || EvalError::new(format!("unknown time zone {tz}"));
     if let Ok(zone) = tz.parse::<chrono_tz::Tz>() {
-        let local = t.with_timezone(&zone);
-        let offset = local.offset().fix();
-        return Ok(t.with_timezone(&offset));
+        return Ok(t.with_timezone(&zone).naive_local());
     }
     // "Local" is the server's zone (UTC in a container); "" is UTC to Go.
     if tz == "Local" || tz.is_empty() {
-        return Ok(t.with_timezone(&chrono::Utc).fixed_offset());
+        return Ok(t.naive_utc());
     }
-    // A `[+-]HH:MM` offset; its numbers are read as Go's Atoi reads them.
+    // `HH:MM`, each read by Go's Atoi (a sign allowed on both), combined
+    // in Go's wrapping int arithmetic and with no range check, as the
+    // cel-go releases of Kubernetes 1.30-1.37 do: any offset shifts the
+    // clock, even past a day.
     let Some((h, m)) = tz.split_once(':') else {
         return Err(bad());
     };
     let atoi = |part: &str| {
-        part.parse::<i32>()
-            .map_err(|_| EvalError::new(format!("strconv.Atoi: parsing {part:?}: invalid syntax")))
+        part.parse::<i64>().map_err(|e| {
+            use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+            let why = match e.kind() {
+                PosOverflow | NegOverflow => "value out of range",
+                _ => "invalid syntax",
+            };
+            EvalError::new(format!("strconv.Atoi: parsing {part:?}: {why}"))
+        })
     };
-    let (sign, h) = match h.as_bytes().first() {
-        Some(b'-') => (-1, &h[1..]),
-        Some(b'+') => (1, &h[1..]),
-        _ => (1, h),
+    let (hr, min) = (atoi(h)?, atoi(m)?);
+    let minutes = if tz.starts_with('-') {
+        hr.wrapping_mul(60).wrapping_sub(min)
+    } else {
+        hr.wrapping_mul(60).wrapping_add(min)
     };
-    let secs = atoi(h)? * 3600 + atoi(m)? * 60;
-    let off = chrono::FixedOffset::east_opt(sign * secs).ok_or_else(bad)?;
-    Ok(t.with_timezone(&off))
+    // time.Duration(offset) * time.Minute, then Duration.Seconds() as a
+    // float64 and int() of it, which truncates.
+    let nanos = minutes.wrapping_mul(60_000_000_000);
+    let secs = ((nanos / 1_000_000_000) as f64 + (nanos % 1_000_000_000) as f64 / 1e9) as i64;
+    TimeDelta::try_seconds(secs)
+        .and_then(|d| t.naive_utc().checked_add_signed(d))
+        .ok_or_else(bad)
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use celhook_json::{Map as JsonMap, Value as Json};
-use chrono::{DateTime, FixedOffset, NaiveDate, TimeDelta};
+use chrono::{DateTime, FixedOffset, TimeDelta};
 
 use celhook_schema::{Format, ListType, Schema, Type};
 
@@ -222,7 +222,7 @@ impl<'a> Value<'a> {
                             }
                         }
                         Format::Date => {
-                            if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                            if let Some(d) = crate::value::time::parse_full_date(s) {
                                 if let Some(t) = d.and_hms_opt(0, 0, 0) {
                                     return Value::Timestamp(t.and_utc().fixed_offset());
                                 }

@@ -108,6 +108,24 @@ pub fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
     format!("{secs}{frac}{zone}")
 }
 
+/// A full date, `YYYY-MM-DD`, as Go's `time.Parse("2006-01-02")` reads
+/// one: exactly four, two and two digits (chrono's `%Y` alone would take a
+/// sign and any number of digits).
+pub fn parse_full_date(s: &str) -> Option<chrono::NaiveDate> {
+    let b = s.as_bytes();
+    let shaped = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && [0, 1, 2, 3, 5, 6, 8, 9]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit());
+    if !shaped {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().ok();
+    chrono::NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)
+}
+
 /// Parses a Go duration string (`1h30m`, `-1.5s`, `300ms`, `2us`) exactly as
 /// Go's `time.ParseDuration`, which cel-go calls: the same accepted forms,
 /// the same overflow errors, and the same float step for fractions, so a
@@ -386,5 +404,24 @@ mod tests {
             d("9223372036854775807 ns 1 ns"),
             Some(TimeDelta::nanoseconds(i64::MIN))
         );
+    }
+
+    #[test]
+    fn full_dates_take_go_s_fixed_widths() {
+        let d = |y, m, day| chrono::NaiveDate::from_ymd_opt(y, m, day);
+        assert_eq!(parse_full_date("2024-02-29"), d(2024, 2, 29));
+        assert_eq!(parse_full_date("0000-01-01"), d(0, 1, 1));
+        for bad in [
+            "2023-02-29",
+            "+262142-12-31",
+            "+12345-1-1",
+            "2024-1-01",
+            "2024-01-1",
+            "24-01-01",
+            "2024/01/01",
+            "",
+        ] {
+            assert_eq!(parse_full_date(bad), None, "{bad}");
+        }
     }
 }

@@ -195,7 +195,8 @@ impl Quantity {
             Notation::BinarySi => (0, -1, 1),
         };
         if precision >= 0 {
-            scale -= p.denom.len() as i32;
+            // Go's int32 scale wraps here (`1.5e-2147483648`).
+            scale = scale.wrapping_sub(p.denom.len() as i32);
             if scale >= NANO {
                 let shifted = format!("{}{}", p.num, p.denom);
                 let value: i64 = shifted.parse().map_err(|_| ERR_NUMERIC)?;
@@ -340,6 +341,16 @@ impl Quantity {
                 };
             }
         }
+        // A zero adds nothing, whatever its scale: a zero is never rounded
+        // at parse, so it may carry any exponent, and aligning to it would
+        // build a number of that many digits.
+        if other.is_zero() || self.is_zero() {
+            let keep = if other.is_zero() { self } else { other };
+            return Quantity {
+                amount: keep.amount.clone(),
+                format,
+            };
+        }
         let (a, sa) = self.big();
         let (b, sb) = other.big();
         // Aligning exponents more than MAX_ALIGN apart would build a number
@@ -393,10 +404,18 @@ fn small_add(a: i64, sa: i32, b: i64, sb: i32) -> Option<(i64, i32)> {
     if sa == sb {
         return Some((a.checked_add(b)?, sa));
     }
+    // Go subtracts the int32 scales with wrap-around; a wrapped, negative
+    // difference scales by nothing.
     if sa > sb {
-        Some((checked_scale_i64(a, sa - sb)?.checked_add(b)?, sb))
+        Some((
+            checked_scale_i64(a, sa.wrapping_sub(sb))?.checked_add(b)?,
+            sb,
+        ))
     } else {
-        Some((a.checked_add(checked_scale_i64(b, sb - sa)?)?, sa))
+        Some((
+            a.checked_add(checked_scale_i64(b, sb.wrapping_sub(sa))?)?,
+            sa,
+        ))
     }
 }
 
@@ -471,13 +490,23 @@ impl fmt::Display for Quantity {
         }
         let ten = BigInt::from(10);
         let (mut n, mut exp) = (v, scale);
+        // Go's exponent is an int32 that wraps. An int64 amount takes one
+        // step to a multiple of three; a big one steps until it is one.
         while n.abs() >= ten && (&n % &ten).is_zero() {
             n /= &ten;
-            exp += 1;
+            exp = exp.wrapping_add(1);
         }
-        while exp % 3 != 0 {
-            n *= &ten;
-            exp -= 1;
+        if matches!(self.amount, Amount::Small { .. }) {
+            match exp % 3 {
+                1 | -2 => (n, exp) = (n * &ten, exp.wrapping_sub(1)),
+                2 | -1 => (n, exp) = (n * BigInt::from(100), exp.wrapping_sub(2)),
+                _ => {}
+            }
+        } else {
+            while exp % 3 != 0 {
+                n *= &ten;
+                exp = exp.wrapping_sub(1);
+            }
         }
         if format == Notation::DecimalExponent {
             return if exp == 0 {
@@ -621,6 +650,32 @@ mod tests {
         // Canonical exponents are multiples of three.
         assert_eq!(huge.to_string(), "100e1999999998");
         assert!(huge.approximate_f64().is_infinite());
+    }
+
+    #[test]
+    fn int32_scales_wrap_as_go_does() {
+        // Found by an audit: each of these overflowed an i32 (a panic with
+        // overflow checks on). Go's int32 arithmetic wraps instead.
+        // The denominator's digits wrap the scale from the bottom to the top.
+        let wrapped = q("1.5e-2147483648");
+        assert!(wrapped.cmp(&q("15e2147483647")).is_eq());
+        assert!(Quantity::parse("1.5e2147483648").is_ok());
+        // Scales 2^32 - 1 apart: the wrapped difference scales by nothing,
+        // so Go's sum of 1e2147483647 and 1n is 2n.
+        assert!(q("1e2147483647").add(&q("1n")).cmp(&q("2n")).is_eq());
+        assert!(q("1n").add(&q("1e2147483647")).cmp(&q("2n")).is_eq());
+        // A zero keeps any exponent; adding it changes nothing, at once.
+        let zero = q("0.000000000000000000e-2147483648");
+        assert!(q("1").add(&zero).cmp(&q("1")).is_eq());
+        assert!(zero.add(&q("1")).cmp(&q("1")).is_eq());
+        let zero_up = q("0.000000000000000000e2147483647");
+        assert!(zero_up
+            .add(&q("0.000000000000000000e-20"))
+            .cmp(&q("0"))
+            .is_eq());
+        // Printing strips the zero into a wrapped exponent, then takes one
+        // step back to a multiple of three, as AsCanonicalBytes does.
+        assert_eq!(q("10e2147483647").to_string(), "10e2147483647");
     }
 
     #[test]
