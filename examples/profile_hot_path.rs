@@ -22,7 +22,10 @@
 //! does after the TLS, HTTP and kernel work of the one before (timed
 //! against the same loop of another fixture directory, the difference is
 //! what the rules cost with cold caches), or `decode` to decode the
-//! planned fields and drop them, nothing else (the decoder's share).
+//! planned fields and drop them, nothing else (the decoder's share), or
+//! `ports-tree`, `ports-tape` or `ports-skip` to build the object's
+//! `spec.ports` text (20 port objects) as a tree or a tape and drop it, or
+//! pass over it (docs/tape-plan.md, stage 2).
 
 use std::path::Path;
 
@@ -72,6 +75,9 @@ fn main() -> Result<(), String> {
         }
         println!("{n} parses of {} bytes", body.len());
         return Ok(());
+    }
+    if let Some(how) = mode.strip_prefix("ports-") {
+        return ports(&review, how, n);
     }
     if mode == "decode" {
         for _ in 0..n {
@@ -131,5 +137,34 @@ fn rules_alone(catalog: &celhook::config::Catalog, body: &[u8], n: u64) -> Resul
         errors += findings.errors.len();
     }
     println!("{n} validations, {errors} errors");
+    Ok(())
+}
+
+/// The object's `spec.ports` text, `n` times: built as a tree, built as a
+/// tape, or skipped.
+fn ports(review: &serde_json::Value, how: &str, n: u64) -> Result<(), String> {
+    let text = serde_json::to_string(&review["request"]["object"]["spec"]["ports"])
+        .map_err(|e| e.to_string())?;
+    let mut builder = celhook_json::TapeBuilder::default();
+    let mut nodes = 0usize;
+    for _ in 0..n {
+        let text = std::hint::black_box(text.as_str());
+        let mut p = celhook_json::Parser::new(text);
+        match how {
+            "tree" => nodes += usize::from(std::hint::black_box(p.value()).is_ok()),
+            "tape" => {
+                // The tape keeps its text: one copy of it per build, as a
+                // request would copy its body once.
+                let shared: std::sync::Arc<str> = std::sync::Arc::from(text);
+                let mut p = celhook_json::Parser::new(&shared);
+                builder.reserve_for(shared.len());
+                let root = p.tape_value(&mut builder).map_err(|e| e.to_string())?;
+                nodes += std::hint::black_box(builder.finish(shared, root)).node_count();
+            }
+            "skip" => nodes += usize::from(p.skip().is_ok()),
+            _ => return Err(format!("ports-{how}: tree, tape or skip")),
+        }
+    }
+    println!("{n} builds of {} bytes ({how}), {nodes}", text.len());
     Ok(())
 }

@@ -17,10 +17,12 @@
 mod error;
 mod numbers;
 mod strings;
+mod tape;
 
 use std::borrow::Cow;
 
 pub use error::{Category, Error};
+pub use tape::{tape_from_str, TapeBuilder};
 
 use crate::{Map, Str, Value};
 

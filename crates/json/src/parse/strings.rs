@@ -27,6 +27,19 @@ impl<'a> Parser<'a> {
         self.string_with(true, Cow::Borrowed, Cow::Owned)
     }
 
+    /// A string's contents as a range of the text when they hold no escape,
+    /// else decoded (for the tape, which keeps ranges of the text).
+    #[inline(always)]
+    pub(super) fn string_span(&mut self) -> Result<Result<(usize, usize), String>, Error> {
+        let start = self.pos;
+        let end = self.scan(start);
+        if self.bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(Ok((start, end)));
+        }
+        self.decode(start, end, true).map(Err)
+    }
+
     /// A string checked and passed over. Not through `string_with`: the
     /// slice it makes of the text, though dropped, kept its bounds and
     /// character-boundary checks (a tenth of a skip).

@@ -22,6 +22,21 @@ fn agree(text: &str) {
         }
         _ => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
     }
+    // The tape takes what the tree takes, fails as it fails, and reads as
+    // the tree does.
+    let tape = tape_from_str(text);
+    match (&tape, &ours) {
+        (Ok(t), Ok(v)) => {
+            assert!(t.root().to_value() == *v, "{text:?}: tape {:?}", t.root());
+            assert!(t.root().equals_value(v), "{text:?}");
+            assert!(t.root().equals(t.root()), "{text:?}");
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+        _ => panic!(
+            "{text:?}: tape {:?}, tree {ours:?}",
+            tape.as_ref().map(|t| t.root())
+        ),
+    }
     // Skipping accepts what building accepts, but for nesting.
     let mut p = Parser::new(text);
     let skipped = p.skip().and_then(|()| p.end());
