@@ -56,8 +56,9 @@ pub(crate) enum Node {
 
 const _: () = assert!(std::mem::size_of::<Node>() == 16);
 
-/// A JSON value as a tape. Built by [`Parser::tape`](crate::Parser::tape).
-#[derive(Clone, Default)]
+/// A JSON value as a tape. Built by [`Parser::tape`](crate::Parser::tape)
+/// or [`tape_from_str`](crate::tape_from_str); never empty.
+#[derive(Clone)]
 pub struct Tape {
     /// The text the tape was parsed from.
     pub(crate) text: Arc<str>,
@@ -71,6 +72,18 @@ pub struct Tape {
 }
 
 impl Tape {
+    /// A tape to build into: no nodes yet, so not to be read.
+    pub(crate) fn empty() -> Tape {
+        Tape {
+            text: Arc::from(""),
+            side: String::new(),
+            nodes: Vec::new(),
+            entries: Vec::new(),
+            items: Vec::new(),
+            root: 0,
+        }
+    }
+
     /// The value the tape holds.
     pub fn root(&self) -> NodeRef<'_> {
         NodeRef {

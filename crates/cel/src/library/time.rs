@@ -119,9 +119,9 @@ fn with_timezone(t: &DateTime<FixedOffset>, tz: &str) -> Result<NaiveDateTime, E
         return Ok(t.naive_utc());
     }
     // `HH:MM`, each read by Go's Atoi (a sign allowed on both), combined
-    // in Go's wrapping int arithmetic and with no range check, as the
-    // cel-go releases of Kubernetes 1.30-1.37 do: any offset shifts the
-    // clock, even past a day.
+    // in Go's wrapping int arithmetic with no range check, as in the cel-go
+    // of Kubernetes 1.30-1.37 (v0.30 bounds both parts): any offset shifts
+    // the clock, even past a day.
     let Some((h, m)) = tz.split_once(':') else {
         return Err(bad());
     };

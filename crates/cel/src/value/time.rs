@@ -185,10 +185,11 @@ pub fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
                 return Err(bad());
             }
         }
-        total = total
-            .checked_add(part)
-            .filter(|t| *t <= LIMIT)
-            .ok_or_else(bad)?;
+        // Go adds in uint64 and checks after: 2^63 + 2^63 wraps to 0.
+        total = total.wrapping_add(part);
+        if total > LIMIT {
+            return Err(bad());
+        }
         rest = tail;
     }
     if neg {
@@ -202,9 +203,11 @@ pub fn parse_duration(s: &str) -> Result<TimeDelta, EvalError> {
 }
 
 /// Parses a string of the OpenAPI `duration` format as the API server types
-/// it for CEL (kube-openapi's `strfmt.ParseDuration`): a Go duration, or else
-/// whole numbers with worded units (`3 days`, `1h 30m`, `2 weeks`), summed.
-/// Hand-written rather than two regexes: the grammar is one flat scan.
+/// it for CEL (kube-openapi's `strfmt.ParseDuration`, unchanged in every
+/// release through 1.37): a Go duration, or else every whole number followed
+/// by a worded unit anywhere in the text, summed (`3 days`, `1h 30m`, `in 2
+/// weeks`); other text around them is ignored. Hand-written rather than a
+/// regex: the one pattern is a flat scan.
 pub fn parse_format_duration(s: &str) -> Option<TimeDelta> {
     if let Ok(d) = parse_duration(s) {
         return Some(d);
@@ -224,22 +227,22 @@ pub fn parse_format_duration(s: &str) -> Option<TimeDelta> {
     // Go's `\s`: tab, newline, form feed, carriage return and space.
     let space = |c: char| matches!(c, '\t' | '\n' | '\x0c' | '\r' | ' ');
     let letter = |c: char| c.is_ascii_alphabetic() || c == '\u{b5}';
-    let mut rest = s.trim_start_matches(space);
-    if rest.is_empty() {
-        return None;
-    }
     let (mut total, mut matched) = (0i64, false);
-    while !rest.is_empty() {
+    let mut rest = s;
+    // Each match of `(\d+)\s*([A-Za-zµ]+)`, leftmost first: a run of digits
+    // followed by letters (spaces between), or else passed over whole.
+    while let Some(at) = rest.find(|c: char| c.is_ascii_digit()) {
+        rest = &rest[at..];
         let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        // Go's Atoi: past i64 is an error, not a wrap.
-        let factor: i64 = rest[..digits].parse().ok()?;
-        rest = rest[digits..].trim_start_matches(space);
-        let letters = rest.len() - rest.trim_start_matches(letter).len();
+        let after = rest[digits..].trim_start_matches(space);
+        let letters = after.len() - after.trim_start_matches(letter).len();
         if letters == 0 {
-            return None;
+            rest = &rest[digits..];
+            continue;
         }
-        let unit = rest[..letters].to_ascii_lowercase();
-        rest = rest[letters..].trim_start_matches(space);
+        // Go's Atoi: past i64 fails the whole parse, not a wrap.
+        let factor: i64 = rest[..digits].parse().ok()?;
+        let unit = after[..letters].to_ascii_lowercase();
         for (variants, nanos) in UNITS {
             for (i, variant) in variants.iter().enumerate() {
                 let last = i + 1 == variants.len();
@@ -250,6 +253,7 @@ pub fn parse_format_duration(s: &str) -> Option<TimeDelta> {
                 }
             }
         }
+        rest = &after[letters..];
     }
     matched.then(|| TimeDelta::nanoseconds(total))
 }
@@ -358,6 +362,10 @@ mod tests {
             parse_duration("2562047h").unwrap(),
             TimeDelta::hours(2_562_047)
         );
+        assert_eq!(
+            parse_duration("9223372036854775808ns9223372036854775808ns").unwrap(),
+            TimeDelta::zero()
+        );
     }
 
     #[test]
@@ -388,17 +396,24 @@ mod tests {
         assert_eq!(d("5 minutes"), Some(TimeDelta::minutes(5)));
         assert_eq!(d("10 secs"), Some(TimeDelta::seconds(10)));
         assert_eq!(d("7 millis"), Some(TimeDelta::milliseconds(7)));
+        assert_eq!(d("3 \u{b5}s"), Some(TimeDelta::microseconds(3)));
+        // Text around the matches is ignored, and so is what precedes a
+        // number: `-1 day` is a day, `1.5 days` five.
+        assert_eq!(d("in 3 days"), Some(TimeDelta::days(3)));
+        assert_eq!(d("1s invalid"), Some(TimeDelta::seconds(1)));
+        assert_eq!(d("-1 day"), Some(TimeDelta::days(1)));
+        assert_eq!(d("1.5 days"), Some(TimeDelta::days(5)));
+        assert_eq!(d("1 2h"), Some(TimeDelta::hours(2)));
         // An unknown unit beside a known one is skipped; alone it fails.
         assert_eq!(d("1 day 2 fortnights"), Some(TimeDelta::days(1)));
         assert_eq!(d("2 hrs"), None);
         assert_eq!(d("2 fortnights"), None);
-        // Worded forms take whole numbers only, and no sign.
-        assert_eq!(d("1.5 days"), None);
-        assert_eq!(d("-1 day"), None);
         assert_eq!(d("day"), None);
+        assert_eq!(d("12"), None);
         assert_eq!(d(""), None);
         assert_eq!(d("   "), None);
-        assert_eq!(d("99999999999999999999 days"), None);
+        // Atoi past i64 fails the parse even beside a good match.
+        assert_eq!(d("1 day 99999999999999999999 days"), None);
         // Past i64 in the product wraps, as Go's does.
         assert_eq!(
             d("9223372036854775807 ns 1 ns"),

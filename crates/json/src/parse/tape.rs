@@ -11,11 +11,20 @@ use crate::{key_order, Number};
 /// What a tape is built with: the tape, and the stacks of entries and
 /// elements of the containers still open (each closed container's run is
 /// copied from them into the tape, so nothing is allocated per object).
-#[derive(Default)]
 pub struct TapeBuilder {
     tape: Tape,
     entries: Vec<(Span, u32)>,
     items: Vec<u32>,
+}
+
+impl Default for TapeBuilder {
+    fn default() -> TapeBuilder {
+        TapeBuilder {
+            tape: Tape::empty(),
+            entries: Vec::new(),
+            items: Vec::new(),
+        }
+    }
 }
 
 impl TapeBuilder {
@@ -34,9 +43,16 @@ impl TapeBuilder {
     /// (the same text: its strings are ranges of it). The builder is left
     /// empty; its stacks keep their room for the next value.
     pub fn finish(&mut self, text: Arc<str>, root: u32) -> Tape {
-        let mut tape = std::mem::take(&mut self.tape);
+        let mut tape = std::mem::replace(&mut self.tape, Tape::empty());
+        // A root that is not a node of this tape (a caller's slip, never
+        // the input's) reads as null rather than panicking later.
+        if root as usize >= tape.nodes.len() {
+            tape.nodes.push(Node::Null);
+            tape.root = tape.nodes.len() as u32 - 1;
+        } else {
+            tape.root = root;
+        }
         tape.text = text;
-        tape.root = root;
         tape
     }
 
@@ -66,17 +82,27 @@ pub fn tape_from_str(text: impl Into<Arc<str>>) -> Result<Tape, Error> {
     let mut b = TapeBuilder::default();
     b.reserve_for(text.len());
     let mut p = Parser::new(&text);
-    let root = p.tape_value(&mut b)?;
+    let root = p.tape(&mut b)?;
     p.end()?;
     Ok(b.finish(text, root))
 }
 
 impl<'a> Parser<'a> {
-    /// The next value, into `b`'s tape; its node's index. Strings and
+    /// The next value, into `b`'s tape; its node's index (for
+    /// [`TapeBuilder::finish`]). Offsets are 31 bits (the top one marks a
+    /// string kept on the side), so a text past 2 GiB is refused here.
+    pub fn tape(&mut self, b: &mut TapeBuilder) -> Result<u32, Error> {
+        if self.bytes.len() >= SIDE as usize {
+            return Err(self.data_error("text too long for a tape (2 GiB or more)"));
+        }
+        self.tape_value(b)
+    }
+
+    /// [`Parser::tape`] within the text. Strings and
     /// numbers inline, containers in [`Parser::tape_other`], as
     /// [`Parser::value`] splits them.
     #[inline(always)]
-    pub fn tape_value(&mut self, b: &mut TapeBuilder) -> Result<u32, Error> {
+    fn tape_value(&mut self, b: &mut TapeBuilder) -> Result<u32, Error> {
         match self.peek() {
             Some(b'"') => {
                 self.pos += 1;
@@ -96,12 +122,11 @@ impl<'a> Parser<'a> {
     #[inline(always)]
     fn tape_string(&mut self, b: &mut TapeBuilder) -> Result<Span, Error> {
         Ok(match self.string_span()? {
-            // Past 2 GiB a range's offset would take the side mark: copied.
-            Ok((start, end)) if end < SIDE as usize => Span {
+            // Offsets fit 31 bits: `tape` refuses longer texts.
+            Ok((start, end)) => Span {
                 start: start as u32,
                 len: (end - start) as u32,
             },
-            Ok((start, end)) => b.tape.push_side(&self.text[start..end]),
             Err(decoded) => b.tape.push_side(&decoded),
         })
     }
@@ -136,9 +161,11 @@ impl<'a> Parser<'a> {
             let value = self.tape_value(b)?;
             if sorted {
                 let this = (key.start & SIDE == 0).then(|| span_str(text, "", key));
+                // Reached with no key before only for the first key (an
+                // escaped key ends the checks).
                 sorted = match (before, this) {
                     (Some(x), Some(y)) => key_order(x, y).is_lt(),
-                    (None, Some(_)) => b.entries.len() == base,
+                    (None, Some(_)) => true,
                     (_, None) => false,
                 };
                 before = this;

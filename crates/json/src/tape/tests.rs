@@ -79,7 +79,8 @@ fn numbers_keep_their_representation() {
     let tape = tape_from_str("[1,1.0,-0,-0.0,-1,18446744073709551615,0.5]").expect("valid");
     let a = tape.root().as_array().expect("an array");
     let n = |i| a.get(i).expect("in range");
-    // `1` and `1.0` differ, as serde_json's numbers do; -0 and 0.0 agree.
+    // `1` and `1.0` differ, as serde_json's numbers do; `-0` and `-0.0`
+    // are the same float to it.
     assert!(!n(0).equals(n(1)));
     assert!(n(2).equals(n(3)));
     assert_eq!(n(4).as_i64(), Some(-1));
@@ -126,6 +127,18 @@ proptest! {
         let tape = tape_from_str(text.as_str()).expect("valid");
         prop_assert!(tape.root().to_value() == tree, "{}", text);
         reads_alike(tape.root(), &tree);
+    }
+
+    /// The same value written differently (keys sorted and deduplicated,
+    /// escapes as the writer makes them) is equal; so are both to the tree.
+    #[test]
+    fn a_value_rewritten_is_equal(text in json_text()) {
+        let tree = from_str(&text).expect("valid");
+        let rewritten = String::from_utf8(crate::to_vec(&tree)).expect("UTF-8");
+        let (a, b) = (tape_from_str(text.as_str()).expect("valid"), tape_from_str(rewritten.as_str()).expect("valid"));
+        prop_assert!(a.root().equals(b.root()), "{} vs {}", text, rewritten);
+        prop_assert!(b.root().equals(a.root()));
+        prop_assert!(a.root().equals_value(&tree));
     }
 
     #[test]
