@@ -3,10 +3,10 @@
 //! buffer. Building one costs no allocation per object or string, and
 //! dropping one no walk (docs/tape-plan.md, stage 2).
 //!
-//! It reads as the tree [`crate::parse`] builds from the same text does:
+//! It reads as the tree that the parser builds from the same text reads:
 //! objects sorted by key with the last of a repeated key kept, numbers as
 //! `serde_json::Number` (so `1` is not `1.0`), the same errors at the same
-//! places. The property tests in `tape/tests.rs` hold it to that.
+//! places. The property tests in `parse/tape/tests.rs` hold it to that.
 //!
 //! A string is a range of the parsed text, which the tape shares (an
 //! `Arc<str>`): a request then holds no lifetime, and no string is copied.
@@ -16,9 +16,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::{key_order, same_key, Map, Number, Str, Value};
-
-#[cfg(test)]
-mod tests;
 
 /// A run in one of the tape's vectors (or bytes of its strings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,8 +53,8 @@ pub(crate) enum Node {
 
 const _: () = assert!(std::mem::size_of::<Node>() == 16);
 
-/// A JSON value as a tape. Built by [`Parser::tape`](crate::Parser::tape)
-/// or [`tape_from_str`](crate::tape_from_str); never empty.
+/// A JSON value as a tape, built by the parser (`Parser::tape`,
+/// `tape_from_str`); never empty.
 #[derive(Clone)]
 pub struct Tape {
     /// The text the tape was parsed from.

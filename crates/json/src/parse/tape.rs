@@ -217,3 +217,6 @@ fn sort_unique(text: &str, side: &str, entries: &mut Vec<(Span, u32)>, base: usi
     }
     entries.truncate(w);
 }
+
+#[cfg(test)]
+mod tests;

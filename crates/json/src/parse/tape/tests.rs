@@ -4,9 +4,8 @@
 
 use proptest::prelude::*;
 
+use crate::tape::{Kind, NodeRef};
 use crate::{from_str, tape_from_str, Value};
-
-use super::{Kind, NodeRef};
 
 /// Checks every read of `node` against `v`, all the way down.
 fn reads_alike(node: NodeRef<'_>, v: &Value) {
