@@ -71,8 +71,10 @@ pub struct Tape {
 impl Tape {
     /// A tape to build into: no nodes yet, so not to be read.
     pub(crate) fn empty() -> Tape {
+        // One empty text shared by every builder: no allocation a request.
+        static EMPTY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from(""));
         Tape {
-            text: Arc::from(""),
+            text: Arc::clone(&EMPTY),
             side: String::new(),
             nodes: Vec::new(),
             entries: Vec::new(),

@@ -95,6 +95,14 @@ impl<'a> Parser<'a> {
         if self.bytes.len() >= SIDE as usize {
             return Err(self.data_error("text too long for a tape (2 GiB or more)"));
         }
+        // What a build that failed left behind (its room kept).
+        let t = &mut b.tape;
+        t.nodes.clear();
+        t.entries.clear();
+        t.items.clear();
+        t.side.clear();
+        b.entries.clear();
+        b.items.clear();
         self.tape_value(b)
     }
 

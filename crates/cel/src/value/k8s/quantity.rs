@@ -345,23 +345,27 @@ impl Quantity {
         let (b, sb) = other.big();
         // Aligning exponents more than MAX_ALIGN apart would build a number
         // of that many digits (a zero may carry any exponent: it is never
-        // rounded at parse). A zero then adds nothing, and a non-zero term
-        // that far below the other is under its precision by far: the
-        // larger is kept, in arbitrary precision as Go's sum would be. (The
-        // API server computes the exact, huge sum.)
-        if (i64::from(sa) - i64::from(sb)).abs() > MAX_ALIGN {
-            let (unscaled, scale) = if a.is_zero() || (!b.is_zero() && sb > sa) {
-                (b, sb)
-            } else {
-                (a, sa)
-            };
-            return Quantity {
-                amount: Amount::Big { unscaled, scale },
-                format,
-            };
+        // rounded at parse). A zero adds nothing. A non-zero term whose top
+        // digit sits that far below the other's last is under its precision
+        // by far, and is dropped. (The API server computes the exact, huge
+        // sum.) What is kept stays in arbitrary precision, as Go's sum does.
+        let gap = i64::from(sa) - i64::from(sb);
+        if gap.abs() > MAX_ALIGN {
+            let far_below = |lo: &BigInt, gap: i64| gap - digits(lo) > MAX_ALIGN;
+            let keep_a = b.is_zero() || (!a.is_zero() && gap > 0 && far_below(&b, gap));
+            let keep_b = a.is_zero() || (gap < 0 && far_below(&a, -gap));
+            if keep_a || keep_b {
+                let (unscaled, scale) = if keep_a { (a, sa) } else { (b, sb) };
+                return Quantity {
+                    amount: Amount::Big { unscaled, scale },
+                    format,
+                };
+            }
         }
+        // The shifts are at most MAX_ALIGN past the operands' own digits.
         let scale = sa.min(sb);
-        let unscaled = a * pow10((sa - scale) as u32) + b * pow10((sb - scale) as u32);
+        let shift = |s: i32| (i64::from(s) - i64::from(scale)) as u32;
+        let unscaled = a * pow10(shift(sa)) + b * pow10(shift(sb));
         Quantity {
             amount: Amount::Big { unscaled, scale },
             format,

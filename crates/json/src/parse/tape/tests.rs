@@ -66,6 +66,7 @@ fn repeated_and_unsorted_keys_read_as_the_tree_does() {
         r#"{"port":80,"protocol":"TCP","name":"http","port":81}"#,
         r#"[{"b":{"d":1,"c":2}},{"a":[{"z":0,"y":[]}]}]"#,
         r#"{"":null,"é":"\ud83d\ude00","\n":"\\"}"#,
+        r#"[{"":null,"":false}]"#,
     ] {
         let tree = from_str(text).expect("valid");
         let tape = tape_from_str(text).expect("valid");
@@ -148,4 +149,17 @@ proptest! {
         prop_assert_eq!(pa.root().equals_value(&tb), ta == tb);
         prop_assert!(pa.root().equals(pa.root()));
     }
+}
+
+#[test]
+fn a_builder_reused_after_a_failed_build_holds_only_the_next_value() {
+    let mut b = crate::TapeBuilder::default();
+    let mut p = crate::Parser::new(r#"{"a":[1,2,{"b":"#);
+    assert!(p.tape(&mut b).is_err());
+    let text: std::sync::Arc<str> = std::sync::Arc::from("[true]");
+    let mut p = crate::Parser::new(&text);
+    let root = p.tape(&mut b).expect("valid");
+    let tape = b.finish(text.clone(), root);
+    assert_eq!(tape.node_count(), 2);
+    reads_alike(tape.root(), &from_str(&text).expect("valid"));
 }

@@ -117,6 +117,16 @@ fn int32_scales_wrap_as_go_does() {
     // so Go's sum of 1e2147483647 and 1n is 2n.
     assert!(q("1e2147483647").add(&q("1n")).cmp(&q("2n")).is_eq());
     assert!(q("1n").add(&q("1e2147483647")).cmp(&q("2n")).is_eq());
+    // A term of more digits than the exponents' gap is not dropped: the
+    // sum is exact, and larger than either.
+    let long = q(&"1".repeat(5000));
+    let sum = long.add(&q("1e4097"));
+    assert!(sum.cmp(&long).is_gt());
+    assert!(q("1e4097").add(&long).cmp(&sum).is_eq());
+    assert!(sum.cmp(&q("1e4097")).is_gt());
+    // One far below the other's last digit is.
+    assert!(q("1e5000").add(&q("1")).cmp(&q("1e5000")).is_eq());
+    assert!(q("1").add(&q("1e5000")).cmp(&q("1e5000")).is_eq());
     // A zero in arbitrary precision makes the sum so, as in Go: not an
     // integer to `asInteger`.
     let fine_zero = q("0.0000000000000000000");
