@@ -82,13 +82,48 @@ pub fn restores_metadata(entries: &[Entry]) -> bool {
         .any(|e| e.path.first().is_some_and(|f| f == "metadata"))
 }
 
+/// How deep a stashed value may sit: the nesting the parser allows a
+/// request's object. Anything celhook stashed came from such an object; an
+/// entry past it was written by someone else, and restoring it would build
+/// a tree deeper than any request's (a path of 20,000 keys fits in an
+/// annotation and overflowed the stack when the result was copied).
+const MAX_NESTING: usize = 128;
+
 /// The stash an annotation's value holds.
 pub fn parse(raw: &Json) -> Result<Stash, String> {
     let text = raw
         .as_str()
         .ok_or_else(|| format!("annotation {ANNOTATION} must be a string"))?;
-    serde_json::from_str(text)
-        .map_err(|e| format!("annotation {ANNOTATION} is not a valid stash: {e}"))
+    let stash: Stash = serde_json::from_str(text)
+        .map_err(|e| format!("annotation {ANNOTATION} is not a valid stash: {e}"))?;
+    for (version, entries) in &stash {
+        for entry in entries {
+            // serde_json's own limit keeps each value's nesting small.
+            let inner = [&entry.value, &entry.was]
+                .into_iter()
+                .flatten()
+                .map(nesting)
+                .max()
+                .unwrap_or(0);
+            if entry.path.len() + inner > MAX_NESTING {
+                return Err(format!(
+                    "annotation {ANNOTATION} is not a valid stash: an entry for {version} nests {} levels (a path of {} keys), past the {MAX_NESTING} an object may",
+                    entry.path.len() + inner,
+                    entry.path.len()
+                ));
+            }
+        }
+    }
+    Ok(stash)
+}
+
+/// The containers `v` nests, itself included (0 for a scalar).
+fn nesting(v: &Json) -> usize {
+    match v {
+        Json::Object(m) => 1 + m.values().map(nesting).max().unwrap_or(0),
+        Json::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Writes `stash` as the annotation of `object`; writes nothing when it is
@@ -263,6 +298,25 @@ mod tests {
         let mut b2 = b.clone();
         restore(&mut b2, &d);
         assert!(b2["metadata"].get("labels").is_none(), "{b2}");
+    }
+
+    #[test]
+    fn entries_deeper_than_an_object_may_nest_are_refused() {
+        let annotation = |keys: usize, value: &str| {
+            let path = vec!["\"a\""; keys].join(",");
+            Json::from(format!(
+                r#"{{"example.com/v2":[{{"path":[{path}],"value":{value}}}]}}"#
+            ))
+        };
+        assert!(parse(&annotation(120, "1")).is_ok());
+        assert!(parse(&annotation(120, "[[[[[[[[1]]]]]]]]")).is_ok());
+        let err = parse(&annotation(120, "[[[[[[[[[1]]]]]]]]]")).expect_err("129 levels");
+        assert!(
+            err.contains("nests 129 levels (a path of 120 keys)"),
+            "{err}"
+        );
+        let err = parse(&annotation(20_000, "1")).expect_err("20,000 keys");
+        assert!(err.contains("a path of 20000 keys"), "{err}");
     }
 
     #[test]

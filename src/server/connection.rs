@@ -89,7 +89,8 @@ impl Served {
     ) -> Self {
         let mut h1 = hyper::server::conn::http1::Builder::new();
         h1.timer(TokioTimer::new())
-            .header_read_timeout(settings.header_timeout)
+            // hyper adds it to an `Instant` unchecked: kept to a century.
+            .header_read_timeout(settings.header_timeout.min(super::limits::CENTURY))
             .max_header_size(MAX_HEADER_BYTES)
             .keep_alive(true);
         let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());

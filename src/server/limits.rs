@@ -186,7 +186,7 @@ pub async fn read_body(
     let mut buf: Vec<u8> = Vec::new();
     let mut len = 0usize;
     loop {
-        let wait = (Instant::now() + rules.idle).min(rules.deadline);
+        let wait = later(Instant::now(), rules.idle).min(rules.deadline);
         let frame =
             match tokio::time::timeout_at(wait, poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)))
                 .await
@@ -291,9 +291,11 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
 /// `Instant` holds (`--request-timeout 1000000000h`): a flag's value must
 /// not make every request panic.
 pub(super) fn later(now: tokio::time::Instant, budget: Duration) -> tokio::time::Instant {
-    now.checked_add(budget)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+    now.checked_add(budget).unwrap_or_else(|| now + CENTURY)
 }
+
+/// What a timeout past what an `Instant` holds stands for.
+pub(super) const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 #[cfg(test)]
 mod tests {

@@ -260,6 +260,13 @@ async fn unknown_targets_kinds_and_versions_fail_with_a_message() {
     other_version["apiVersion"] = json!("example.com/v3");
     let mut broken_stash = crontab();
     broken_stash["metadata"]["annotations"] = json!({"celhook.dev/conversion-stash": "[oops"});
+    // A stash whose path nests far deeper than an object may: refused,
+    // where restoring it overflowed the stack and stopped the server (the
+    // cases after it show the server still answering).
+    let mut deep_stash = crontab();
+    let deep = json!({"example.com/v1": [{"path": vec!["a"; 20_000], "value": 1}]});
+    deep_stash["metadata"]["annotations"] =
+        json!({"celhook.dev/conversion-stash": deep.to_string()});
     let bad_pizza = pizza(PIZZA_V1BETA1, "bad", json!([{"name": "ham"}]));
     let cases = [
         ("unknown.io/v1", crontab(), "desiredAPIVersion \"unknown.io/v1\": no CRD of group \"unknown.io\""),
@@ -267,6 +274,7 @@ async fn unknown_targets_kinds_and_versions_fail_with_a_message() {
         ("example.com/v1", other_kind, "object 0 (default/local-crontab): kind \"CronJob\" of group \"example.com\" is not served"),
         ("example.com/v1", other_version, "object 0 (default/local-crontab): apiVersion \"example.com/v3\" is not a version of crontabs.example.com"),
         ("example.com/v1", broken_stash, "celhook.dev/conversion-stash is not a valid stash"),
+        ("example.com/v1", deep_stash, "nests 20000 levels (a path of 20000 keys)"),
         (PIZZA_V1ALPHA1, bad_pizza, "object 0 (pizza-crd/bad): spec.versions.v1beta1.toHub[0] (path spec.toppings, expr"),
     ];
     for (review_version, (desired, object, want)) in

@@ -255,3 +255,28 @@ async fn stop_closes_the_listener() {
         "still accepting on {addr}"
     );
 }
+
+#[tokio::test]
+async fn timeouts_past_what_an_instant_holds_are_answered_not_panicked_on() {
+    // `--client-hello-timeout`, `--header-timeout` and `--body-idle-timeout`
+    // of 3000000000000000h each made every connection or request panic.
+    let far = std::time::Duration::from_secs(3_000_000_000_000_000 * 3600);
+    let config = ServeConfig {
+        client_hello_timeout: far,
+        header_timeout: far,
+        body_idle_timeout: far,
+        ..ServeConfig::for_tests()
+    };
+    let server = start_with(config, common::embedded_catalog()).await;
+    for http in BOTH {
+        let client = client(&server, http);
+        let answer = common::post_raw(
+            &client,
+            &common::validate_url(&server),
+            common::crontab_review(3),
+        )
+        .await;
+        assert_eq!(answer.response()["allowed"], true, "{http:?}");
+    }
+    server.stop().await.expect("stops");
+}
