@@ -109,6 +109,20 @@ fn enum_pattern_lengths_and_bounds_read_as_upstream() {
 }
 
 #[test]
+fn a_fractional_factor_for_an_integer_value_is_an_error_on_the_factor() {
+    // An integer is checked against the factor cut to an integer, and 0.5
+    // cuts to 0; a value written with a fraction is checked as a number.
+    let s = spec(json!({
+        "half": {"type": "number", "multipleOf": 0.5},
+        "also": {"type": "number", "multipleOf": 0.5},
+    }));
+    assert_eq!(
+        check(s, json!({"spec": {"half": 3, "also": 3.5}})),
+        ["spec.half: Invalid value: 0: factor MultipleOf declared for spec.half must be positive: 0"]
+    );
+}
+
+#[test]
 fn only_the_first_string_failure_is_reported() {
     let s = spec(json!({"name": {"type": "string", "minLength": 3, "pattern": "^[0-9]+$"}}));
     assert_eq!(

@@ -347,10 +347,19 @@ impl Walk {
                 self.errors.push(out_of_range("MultipleOf"));
             }
             let ok = match native(factor) {
-                Some(i) => {
+                // kube-openapi cuts the factor to an integer for an integer
+                // value; one cut to zero or less (`multipleOf: 0.5`) is its
+                // own error, on the factor.
+                Some(_) if factor.trunc() < 1.0 => {
                     let f = factor.trunc() as i64;
-                    f > 0 && i % f == 0
+                    self.errors.push(self.invalid(
+                        path,
+                        &Json::from(f),
+                        format!("factor MultipleOf declared for {path} must be positive: {f}"),
+                    ));
+                    true
                 }
+                Some(i) => i % factor.trunc() as i64 == 0,
                 None => {
                     let m = if factor < 1.0 {
                         1.0 / factor * v
