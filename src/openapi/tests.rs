@@ -115,10 +115,17 @@ fn a_fractional_factor_for_an_integer_value_is_an_error_on_the_factor() {
     let s = spec(json!({
         "half": {"type": "number", "multipleOf": 0.5},
         "also": {"type": "number", "multipleOf": 0.5},
+        // Checked as numbers, a factor below zero is refused as well.
+        "neg": {"type": "number", "multipleOf": -2},
+        "negHalf": {"type": "number", "multipleOf": -0.5},
     }));
     assert_eq!(
-        check(s, json!({"spec": {"half": 3, "also": 3.5}})),
-        ["spec.half: Invalid value: 0: factor MultipleOf declared for spec.half must be positive: 0"]
+        check(s, json!({"spec": {"half": 3, "also": 3.5, "neg": 4.5, "negHalf": 4.5}})),
+        [
+            "spec.half: Invalid value: 0: factor MultipleOf declared for spec.half must be positive: 0",
+            "spec.neg: Invalid value: -2: factor MultipleOf declared for spec.neg must be positive: -2",
+            "spec.negHalf: Invalid value: -0.5: factor MultipleOf declared for spec.negHalf must be positive: -0.5",
+        ]
     );
 }
 

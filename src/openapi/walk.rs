@@ -360,6 +360,18 @@ impl Walk {
                     true
                 }
                 Some(i) => i % factor.trunc() as i64 == 0,
+                // As numbers, a factor of zero or less is the same error.
+                None if factor <= 0.0 => {
+                    self.errors.push(self.invalid(
+                        path,
+                        &Json::from(factor),
+                        format!(
+                            "factor MultipleOf declared for {path} must be positive: {}",
+                            crate::cel::format_double(factor)
+                        ),
+                    ));
+                    true
+                }
                 None => {
                     let m = if factor < 1.0 {
                         1.0 / factor * v

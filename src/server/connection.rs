@@ -306,7 +306,7 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 // touches `last_busy`): an old last write alone is no stall.
                 let progress = traffic.last_write_ms().max(activity.last_busy_ms());
                 if activity.sending() > 0
-                    && now.saturating_sub(progress) > settings.write_timeout.as_millis() as u64
+                    && now.saturating_sub(progress) > millis(settings.write_timeout)
                 {
                     metrics.observe_connection_closed("write_stall");
                     tracing::debug!("closing a connection whose answer could not be written");
@@ -314,12 +314,12 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 }
                 if traffic
                     .header_block_since_ms()
-                    .is_some_and(|since| now.saturating_sub(since) > settings.header_timeout.as_millis() as u64)
+                    .is_some_and(|since| now.saturating_sub(since) > millis(settings.header_timeout))
                 {
                     metrics.observe_connection_closed("header_timeout");
                     return;
                 }
-                if activity.is_idle() && activity.idle_ms() > settings.keep_alive.as_millis() as u64 {
+                if activity.is_idle() && activity.idle_ms() > millis(settings.keep_alive) {
                     close(conn.as_mut(), "idle");
                 }
                 if goaway_when_answered && activity.answered() > 0 {
@@ -329,4 +329,10 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
             }
         }
     }
+}
+
+/// A timeout in milliseconds, as far as a u64 goes (`as` would wrap a huge
+/// `--keep-alive` to a short one).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

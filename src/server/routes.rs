@@ -165,7 +165,9 @@ async fn read_and_run(
     // gets a Failure naming the reason rather than a bare 504.
     let std_deadline = match endpoint {
         Endpoint::Validate => deadline.into_std(),
-        Endpoint::Convert => deadline.into_std() - budget / 20,
+        // A budget past what an `Instant` holds made the deadline a
+        // century on (`limits::later`): a twentieth of that, not of it.
+        Endpoint::Convert => deadline.into_std() - budget.min(super::limits::CENTURY) / 20,
     };
     let (reply, answered) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {

@@ -29,7 +29,7 @@ pub(crate) fn review(api_version: &str, uid: &str, desired: &str, objects: Vec<V
 }
 
 /// The two CronTabs of the docs' example ConversionReview.
-fn docs_crontabs() -> Vec<Value> {
+pub(crate) fn docs_crontabs() -> Vec<Value> {
     vec![
         json!({
             "kind": "CronTab", "apiVersion": "example.com/v1beta1",

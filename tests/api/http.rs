@@ -259,24 +259,45 @@ async fn stop_closes_the_listener() {
 #[tokio::test]
 async fn timeouts_past_what_an_instant_holds_are_answered_not_panicked_on() {
     // `--client-hello-timeout`, `--header-timeout` and `--body-idle-timeout`
-    // of 3000000000000000h each made every connection or request panic.
+    // of 3000000000000000h each made every connection or request panic; a
+    // `--request-timeout` that long failed every conversion at once, and a
+    // `--keep-alive` of 18446744073709552s wrapped to 384 ms.
     let far = std::time::Duration::from_secs(3_000_000_000_000_000 * 3600);
+    let wraps = std::time::Duration::from_secs(18_446_744_073_709_552);
     let config = ServeConfig {
         client_hello_timeout: far,
         header_timeout: far,
         body_idle_timeout: far,
+        request_timeout: far,
+        keep_alive: wraps,
+        write_timeout: wraps,
         ..ServeConfig::for_tests()
     };
     let server = start_with(config, common::embedded_catalog()).await;
-    for http in BOTH {
-        let client = client(&server, http);
-        let answer = common::post_raw(
-            &client,
-            &common::validate_url(&server),
-            common::crontab_review(3),
-        )
-        .await;
+    let validate = common::validate_url(&server);
+    let convert = url(&server, "/convert");
+    let crontabs = crate::convert::docs_crontabs();
+    let review =
+        crate::convert::review(crate::convert::REVIEW_V1, "far", "example.com/v1", crontabs);
+    let clients: Vec<_> = BOTH
+        .into_iter()
+        .map(|http| (http, client(&server, http)))
+        .collect();
+    for (http, client) in &clients {
+        let answer = common::post_raw(client, &validate, common::crontab_review(3)).await;
         assert_eq!(answer.response()["allowed"], true, "{http:?}");
+        let converted = crate::convert::convert_ok(client, &convert, &review).await;
+        assert_eq!(converted.len(), 2, "{http:?}");
     }
+    // Past the 384 ms the wrapped keep-alive gave, the connections are
+    // still open.
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let text = String::from_utf8(server.state().metrics.render().expect("renders")).expect("UTF-8");
+    let idle = common::metric(
+        &text,
+        "celhook_connections_closed_total",
+        &[("reason", "idle")],
+    );
+    assert_eq!(idle, Some(0.0), "connections closed as idle");
     server.stop().await.expect("stops");
 }
