@@ -346,47 +346,46 @@ impl Walk {
             if !fits(None, factor) {
                 self.errors.push(out_of_range("MultipleOf"));
             }
-            let ok = match native(factor) {
-                // kube-openapi cuts the factor to an integer for an integer
-                // value; one cut to zero or less (`multipleOf: 0.5`) is its
-                // own error, on the factor.
-                Some(_) if factor.trunc() < 1.0 => {
-                    let f = factor.trunc() as i64;
-                    self.errors.push(self.invalid(
-                        path,
-                        &Json::from(f),
-                        format!("factor MultipleOf declared for {path} must be positive: {f}"),
-                    ));
-                    true
-                }
-                Some(i) => i % factor.trunc() as i64 == 0,
-                // As numbers, a factor of zero or less is the same error.
-                None if factor <= 0.0 => {
-                    self.errors.push(self.invalid(
-                        path,
-                        &Json::from(factor),
-                        format!(
-                            "factor MultipleOf declared for {path} must be positive: {}",
-                            crate::cel::format_double(factor)
-                        ),
-                    ));
-                    true
-                }
-                None => {
-                    let m = if factor < 1.0 {
-                        1.0 / factor * v
-                    } else {
-                        v / factor
-                    };
-                    float_is_integer(m)
-                }
+            // kube-openapi cuts the factor to an integer for an integer
+            // value; a factor (so cut) of zero or less is its own error, on
+            // the factor (`multipleOf: 0.5` against `3`).
+            let integer = native(factor);
+            let positive = match integer {
+                Some(_) => factor.trunc() >= 1.0,
+                None => factor > 0.0,
             };
-            if !ok {
+            if !positive {
+                let shown_factor = match integer {
+                    Some(_) => Json::from(factor.trunc() as i64),
+                    None => Json::from(factor),
+                };
                 self.errors.push(self.invalid(
                     path,
-                    value,
-                    format!("{path} in body should be a multiple of {}", shown(factor)),
+                    &shown_factor,
+                    format!(
+                        "factor MultipleOf declared for {path} must be positive: {}",
+                        shown(factor)
+                    ),
                 ));
+            } else {
+                let ok = match integer {
+                    Some(i) => i % factor.trunc() as i64 == 0,
+                    None => {
+                        let m = if factor < 1.0 {
+                            1.0 / factor * v
+                        } else {
+                            v / factor
+                        };
+                        float_is_integer(m)
+                    }
+                };
+                if !ok {
+                    self.errors.push(self.invalid(
+                        path,
+                        value,
+                        format!("{path} in body should be a multiple of {}", shown(factor)),
+                    ));
+                }
             }
         }
         for (bound, lower) in [(node.minimum, true), (node.maximum, false)] {

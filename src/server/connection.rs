@@ -89,8 +89,7 @@ impl Served {
     ) -> Self {
         let mut h1 = hyper::server::conn::http1::Builder::new();
         h1.timer(TokioTimer::new())
-            // hyper adds it to an `Instant` unchecked: kept to a century.
-            .header_read_timeout(settings.header_timeout.min(super::limits::CENTURY))
+            .header_read_timeout(settings.header_timeout)
             .max_header_size(MAX_HEADER_BYTES)
             .keep_alive(true);
         let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -306,7 +305,7 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 // touches `last_busy`): an old last write alone is no stall.
                 let progress = traffic.last_write_ms().max(activity.last_busy_ms());
                 if activity.sending() > 0
-                    && now.saturating_sub(progress) > millis(settings.write_timeout)
+                    && now.saturating_sub(progress) > settings.write_timeout.as_millis() as u64
                 {
                     metrics.observe_connection_closed("write_stall");
                     tracing::debug!("closing a connection whose answer could not be written");
@@ -314,12 +313,12 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 }
                 if traffic
                     .header_block_since_ms()
-                    .is_some_and(|since| now.saturating_sub(since) > millis(settings.header_timeout))
+                    .is_some_and(|since| now.saturating_sub(since) > settings.header_timeout.as_millis() as u64)
                 {
                     metrics.observe_connection_closed("header_timeout");
                     return;
                 }
-                if activity.is_idle() && activity.idle_ms() > millis(settings.keep_alive) {
+                if activity.is_idle() && activity.idle_ms() > settings.keep_alive.as_millis() as u64 {
                     close(conn.as_mut(), "idle");
                 }
                 if goaway_when_answered && activity.answered() > 0 {
@@ -329,10 +328,4 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
             }
         }
     }
-}
-
-/// A timeout in milliseconds, as far as a u64 goes (`as` would wrap a huge
-/// `--keep-alive` to a short one).
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

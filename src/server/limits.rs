@@ -186,7 +186,7 @@ pub async fn read_body(
     let mut buf: Vec<u8> = Vec::new();
     let mut len = 0usize;
     loop {
-        let wait = later(Instant::now(), rules.idle).min(rules.deadline);
+        let wait = (Instant::now() + rules.idle).min(rules.deadline);
         let frame =
             match tokio::time::timeout_at(wait, poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)))
                 .await
@@ -287,33 +287,9 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(total).ok()
 }
 
-/// `now` plus `budget`, or a century on for a budget past what an
-/// `Instant` holds (`--request-timeout 1000000000h`): a flag's value must
-/// not make every request panic.
-pub(super) fn later(now: tokio::time::Instant, budget: Duration) -> tokio::time::Instant {
-    now.checked_add(budget).unwrap_or_else(|| now + CENTURY)
-}
-
-/// What a timeout past what an `Instant` holds stands for.
-pub(super) const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_budget_past_what_an_instant_holds_is_a_century_on_not_a_panic() {
-        let now = tokio::time::Instant::now();
-        assert_eq!(
-            later(now, Duration::from_secs(5)),
-            now + Duration::from_secs(5)
-        );
-        let far = later(now, Duration::MAX);
-        assert!(far > now + Duration::from_secs(99 * 365 * 24 * 3600));
-        // The duration parser gives such a budget for a huge flag value.
-        let huge = parse_go_duration("1000000000000000h").expect("parses");
-        assert!(later(now, huge) > now);
-    }
 
     #[test]
     fn parses_the_durations_the_api_server_sends() {

@@ -32,7 +32,6 @@ use tokio_rustls::LazyConfigAcceptor;
 
 use super::activity::Activity;
 use super::connection::{self, Phase, Served};
-use super::limits::later;
 use super::lock;
 
 /// What the accept path shares: the served side, and the handshake limits.
@@ -214,7 +213,7 @@ fn admit(tcp: TcpStream, peer: SocketAddr, shared: &Arc<Accept>) {
     tokio::spawn(async move {
         // A connection waiting for its address's slot holds a place among
         // `--max-connections`, so the waiting ones are bounded too.
-        let hello_deadline = later(accepted, shared.served.settings.client_hello_timeout);
+        let hello_deadline = accepted + shared.served.settings.client_hello_timeout;
         let Some(source) = shared.sources.enter(peer.ip(), hello_deadline).await else {
             let metrics = &shared.served.state.metrics;
             metrics.observe_connection_refused("source_limit");
@@ -264,12 +263,8 @@ async fn try_handshake(
     shared: &Accept,
 ) -> Result<(tokio_rustls::server::TlsStream<TcpStream>, bool), Failure> {
     let settings = &shared.served.settings;
-    // `later`: a timeout past what an `Instant` holds is a century on.
-    let hello_deadline = later(accepted, settings.client_hello_timeout);
-    let deadline = later(
-        accepted,
-        settings.header_timeout.max(settings.client_hello_timeout),
-    );
+    let hello_deadline = accepted + settings.client_hello_timeout;
+    let deadline = accepted + settings.header_timeout.max(settings.client_hello_timeout);
     let timeout = |what: &'static str| (what, format!("{what}: the client was too slow"));
 
     // The first byte tells TLS (a handshake record, 0x16) from plain HTTP.

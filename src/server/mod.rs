@@ -155,6 +155,7 @@ fn runtime(config: &ServeConfig) -> std::io::Result<tokio::runtime::Runtime> {
 /// until [`RunningServer::stop`]. Errors are [`TlsError`] (bad certificate
 /// files: a configuration error) or I/O errors from binding, with context.
 pub async fn spawn(config: ServeConfig, catalog: Catalog) -> anyhow::Result<RunningServer> {
+    let config = config.capped();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let material = tls::load(&config.tls, &provider)?;
     if material.self_signed {

@@ -104,7 +104,7 @@ async fn review(
         req.uri().query().unwrap_or(""),
         state.limits.request_timeout,
     );
-    let deadline = limits::later(tokio::time::Instant::now(), budget);
+    let deadline = tokio::time::Instant::now() + budget;
     match read_and_run(state, activity, (endpoint, scope), req, budget, deadline).await {
         Ok(res) => res.map(|body| body.timed(timer)),
         Err(err) => {
@@ -165,9 +165,7 @@ async fn read_and_run(
     // gets a Failure naming the reason rather than a bare 504.
     let std_deadline = match endpoint {
         Endpoint::Validate => deadline.into_std(),
-        // A budget past what an `Instant` holds made the deadline a
-        // century on (`limits::later`): a twentieth of that, not of it.
-        Endpoint::Convert => deadline.into_std() - budget.min(super::limits::CENTURY) / 20,
+        Endpoint::Convert => deadline.into_std() - budget / 20,
     };
     let (reply, answered) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
@@ -272,8 +270,7 @@ fn try_inline(
     span: &tracing::Span,
     deadline: tokio::time::Instant,
 ) -> Option<Result<Response<Body>, WebhookError>> {
-    let inline_deadline =
-        limits::later(tokio::time::Instant::now(), state.limits.inline_budget).min(deadline);
+    let inline_deadline = (tokio::time::Instant::now() + state.limits.inline_budget).min(deadline);
     let scope = crate::cel::interrupt::enter_inline(inline_deadline.into_std());
     let answer =
         span.in_scope(|| guarded(Endpoint::Validate, || answer_admission(state, checks, body)));

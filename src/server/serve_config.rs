@@ -35,6 +35,10 @@ pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 128;
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:8443";
 /// Default for `--inline-budget`.
 pub const DEFAULT_INLINE_BUDGET: Duration = Duration::from_millis(1);
+/// The longest any timeout means: a value past it (`--request-timeout
+/// 1000000000h`) stands for it, so that no deadline, `Instant` sum or
+/// millisecond count made from a flag can overflow.
+pub const LONGEST_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// When admission reviews ready at the same moment are answered back to
 /// back in a round (`--review-rounds`, [`super::batch`]).
@@ -168,6 +172,26 @@ impl ServeConfig {
         }
     }
 
+    /// This config with every timeout at most [`LONGEST_TIMEOUT`]; the
+    /// server takes its config through here.
+    pub fn capped(mut self) -> Self {
+        for d in [
+            &mut self.shutdown_timeout,
+            &mut self.shutdown_delay,
+            &mut self.reload_interval,
+            &mut self.client_hello_timeout,
+            &mut self.body_idle_timeout,
+            &mut self.write_timeout,
+            &mut self.request_timeout,
+            &mut self.inline_budget,
+            &mut self.keep_alive,
+            &mut self.header_timeout,
+        ] {
+            *d = (*d).min(LONGEST_TIMEOUT);
+        }
+        self
+    }
+
     /// For tests: `127.0.0.1`, a free port, a generated certificate, one
     /// worker and a quick stop.
     pub fn for_tests() -> Self {
@@ -216,5 +240,32 @@ impl Limits {
             convert_bytes: limits::BodyBudget::new(config.max_convert_in_flight_bytes),
             body_idle_timeout: config.body_idle_timeout,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_past_what_an_instant_holds_is_the_longest_one() {
+        let far = Duration::from_secs(3_000_000_000_000_000 * 3600);
+        let config = ServeConfig {
+            request_timeout: Duration::MAX,
+            keep_alive: far,
+            header_timeout: Duration::from_secs(5),
+            ..ServeConfig::new()
+        }
+        .capped();
+        assert_eq!(config.request_timeout, LONGEST_TIMEOUT);
+        assert_eq!(config.keep_alive, LONGEST_TIMEOUT);
+        assert_eq!(config.header_timeout, Duration::from_secs(5));
+        // Any deadline made from it fits an `Instant`.
+        let now = tokio::time::Instant::now();
+        assert!(now.checked_add(config.request_timeout).is_some());
+        // The duration parser gives such a value for a huge flag.
+        let huge = limits::parse_go_duration("3000000000000000h").expect("parses");
+        assert!(now.checked_add(huge).is_none());
+        assert!(now.checked_add(huge.min(LONGEST_TIMEOUT)).is_some());
     }
 }

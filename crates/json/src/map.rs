@@ -20,7 +20,7 @@ pub struct Map {
 
 /// Up to this many entries a lookup compares keys in order (lengths
 /// first), which beats a binary search's branches on small objects.
-const LINEAR: usize = 8;
+pub(crate) const LINEAR: usize = 8;
 
 /// `a == b` for keys: short ones (most field names) compared in one or
 /// two machine words, without the call of `memcmp` a slice comparison

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{key_order, same_key, Map, Number, Str, Value};
+use crate::{same_key, Map, Number, Str, Value};
 
 /// A run in one of the tape's vectors (or bytes of its strings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,26 +275,19 @@ impl<'t> NodeRef<'t> {
 
     /// Deep equality with a value of any tape, as the tree's `==`.
     pub fn equals(self, other: NodeRef<'_>) -> bool {
+        if let (Some(a), Some(b)) = (self.as_object(), other.as_object()) {
+            return a.len() == b.len()
+                && a.iter()
+                    .zip(b.iter())
+                    .all(|((ka, va), (kb, vb))| same_key(ka, kb) && va.equals(vb));
+        }
+        if let (Some(a), Some(b)) = (self.as_array(), other.as_array()) {
+            return a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y));
+        }
         match (self.node(), other.node()) {
             (Node::Str(_), Node::Str(_)) => self.as_str() == other.as_str(),
-            (Node::Object(_), Node::Object(_)) => {
-                let (a, b) = (self.as_object(), other.as_object());
-                let (Some(a), Some(b)) = (a, b) else {
-                    return false;
-                };
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b.iter())
-                        .all(|((ka, va), (kb, vb))| same_key(ka, kb) && va.equals(vb))
-            }
-            (Node::Array(_), Node::Array(_)) => {
-                let (a, b) = (self.as_array(), other.as_array());
-                let (Some(a), Some(b)) = (a, b) else {
-                    return false;
-                };
-                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
-            }
-            // Numbers compare as `Number`s do: by representation.
+            // Numbers compare as `Number`s do: by representation. (Spans
+            // of two containers never meet here: those returned above.)
             (x, y) => x == y,
         }
     }
@@ -359,20 +352,14 @@ impl<'t> ObjectRef<'t> {
 
     /// Where `key` is among the entries.
     pub fn position(self, key: &str) -> Option<usize> {
-        // Small objects (most) by comparing in order, as `Map` does.
-        if self.entries.len() <= 8 {
+        // As `Map::position`: small objects (most) in order, others by a
+        // binary search.
+        if self.entries.len() <= crate::map::LINEAR {
             return (0..self.entries.len()).find(|&i| same_key(self.key(i), key));
         }
-        let (mut lo, mut hi) = (0, self.entries.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match key_order(self.key(mid), key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        self.entries
+            .binary_search_by(|(k, _)| self.tape.str_at(*k).cmp(key))
+            .ok()
     }
 
     pub fn get(self, key: &str) -> Option<NodeRef<'t>> {
