@@ -123,6 +123,32 @@ for line in open(sys.argv[1]):
   NORULES_PORT=$(cat "$WORK/server/norules.port")
   echo "servers: 17 rules on 127.0.0.1:$RULES_PORT, no rules on 127.0.0.1:$NORULES_PORT" >&2
   lt() { "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q "$@"; }
+  # A shared run that also records where the CPU went: the server's (all
+  # its threads, from /proc) and the generator's (rusage), over the run and
+  # its warm-up, with the reviews the server answered meanwhile (its
+  # request histogram). Sharing two cores, the generator's CPU a request is
+  # part of what each side's throughput pays, and it moves from run to run.
+  measured() {
+    python3 - "$1" "$2" "$3" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q "${@:4}" <<'PY'
+import json, os, resource, ssl, subprocess, sys, urllib.request
+out, pid, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def ticks():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+def answered():
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    text = urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx, timeout=30).read().decode()
+    return sum(float(l.split()[-1]) for l in text.splitlines()
+               if l.startswith("celhook_request_duration_seconds_count") and 'handler="validate"' in l)
+s0, n0 = ticks(), answered()
+report = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+s1, n1 = ticks(), answered()
+r = json.loads(report)
+r["cpu"] = {"server_s": s1 - s0, "generator_s": u.ru_utime + u.ru_stime, "answered": n1 - n0}
+json.dump(r, open(out, "w"))
+PY
+  }
   body=$FIX/review-create.json
   rm -f "$WORK"/server/*.json "$WORK"/server/*.cpu
   # Alternating runs, both servers and both HTTP versions within each pair,
@@ -131,10 +157,12 @@ for line in open(sys.argv[1]):
   for i in $(seq 1 "$PAIRS"); do
     for http in 1.1 2; do
       tag=h${http%%.*}
-      lt --http "$http" --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
-        admission --review "$body" > "$WORK/server/rules-$tag-$i.json"
-      lt --http "$http" --url "https://127.0.0.1:$NORULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
-        admission --review "$body" > "$WORK/server/norules-$tag-$i.json"
+      measured "$WORK/server/rules-$tag-$i.json" "${pids[0]}" "$RULES_PORT" --http "$http" \
+        --url "https://127.0.0.1:$RULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
+        admission --review "$body"
+      measured "$WORK/server/norules-$tag-$i.json" "${pids[1]}" "$NORULES_PORT" --http "$http" \
+        --url "https://127.0.0.1:$NORULES_PORT/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
+        admission --review "$body"
     done
   done
   load "server throughput end"
@@ -350,6 +378,20 @@ for tag, label in (("h1", "HTTP/1.1, as the API server calls webhooks (a pool of
               f"no rules {b['throughput_rps']:.0f}/s (p50 {b['latency']['p50_ms']:.3f} ms, failed {b['failed']}); "
               f"ratio {a['throughput_rps']/b['throughput_rps']:.2f}")
     r = [a["throughput_rps"] / b["throughput_rps"] for a, b in zip(rules, norule)]
+
+    def us_each(run, side):
+        c = run.get("cpu", {})
+        return c[side] * 1e6 / c["answered"] if c.get("answered") else None
+
+    split = [(us_each(a, "server_s"), us_each(a, "generator_s"), us_each(b, "server_s"), us_each(b, "generator_s"))
+             for a, b in zip(rules, norule)]
+    split = [x for x in split if None not in x]
+    if split:
+        med = lambda i: statistics.median(x[i] for x in split)
+        print(f"- where the CPU went (medians of the runs, per answered review, warm-up included): the server "
+              f"{med(0):.1f} us with the rules, {med(2):.1f} us without; the generator {med(1):.1f} and {med(3):.1f} us. "
+              f"Two shared cores give each side about 2 s / (server + generator) a second, so the CPU ratio "
+              f"{(med(2) + med(3)) / (med(0) + med(1)):.2f} is the throughput ratio the machine allows")
     versions = sorted({x.get("http_version", "?") for x in rules + norule})
     print(f"- **throughput ratio rules / no rules: median {statistics.median(r):.2f}** (min {min(r):.2f}; issue 6: >= 0.7 over HTTP/2; issue 17: >= 0.80 over HTTP/1.1); "
           f"negotiated: {', '.join(versions)} (HTTP/2 answers {sum(x['http2_answers'] for x in rules + norule)}, "
