@@ -19,17 +19,8 @@ use prometheus::IntGauge;
 const WINDOW: Duration = Duration::from_millis(100);
 /// A window is saturated at this many parks per review or fewer.
 const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
-/// Once saturated, it stays so until windows park more than this
-/// [`CALM_WINDOWS`] times in a row, or one window has too few reviews.
+/// Once saturated, it stays so until a window parks more than this.
 const CALM_PARKS_PER_REVIEW: f64 = 0.3;
-/// Calm windows in a row that end saturation. Sharing its CPUs with other
-/// processes, a saturated server has a window now and then just past the
-/// threshold (a preemption parks the workers while the load stays): one
-/// such window ended the rounds, and five more had to pass before they
-/// came back, about a tenth of a run without them. A load that really
-/// falls stays below saturation, so the second window ends them 100 ms
-/// later at most.
-const CALM_WINDOWS: u32 = 2;
 /// Saturated windows in a row before rounds start: a load's first few
 /// hundred milliseconds (handshakes, a backlog) look saturated, and do not
 /// last long enough to be worth every review waiting for a round.
@@ -42,8 +33,6 @@ const MIN_REVIEWS: u64 = 100;
 struct Verdict {
     /// Saturated windows in a row, up to [`SUSTAINED`].
     streak: u32,
-    /// While saturated: calm windows in a row, below [`CALM_WINDOWS`].
-    calm: u32,
     saturated: bool,
 }
 
@@ -58,21 +47,12 @@ impl Verdict {
         } else {
             0
         };
-        let calm = if self.saturated && busy && per_review > CALM_PARKS_PER_REVIEW {
-            self.calm + 1
-        } else {
-            0
-        };
         let saturated = if self.saturated {
-            busy && calm < CALM_WINDOWS
+            busy && per_review <= CALM_PARKS_PER_REVIEW
         } else {
             streak >= SUSTAINED
         };
-        Verdict {
-            streak,
-            calm: if saturated { calm } else { 0 },
-            saturated,
-        }
+        Verdict { streak, saturated }
     }
 }
 
@@ -87,7 +67,6 @@ pub(super) struct Saturation {
     last_reviews: AtomicU64,
     last_parks: AtomicU64,
     streak: AtomicU32,
-    calm: AtomicU32,
     saturated: AtomicBool,
     gauge: IntGauge,
 }
@@ -103,7 +82,6 @@ impl Saturation {
             last_reviews: AtomicU64::new(0),
             last_parks: AtomicU64::new(0),
             streak: AtomicU32::new(0),
-            calm: AtomicU32::new(0),
             saturated: AtomicBool::new(false),
             gauge,
         }
@@ -140,12 +118,10 @@ impl Saturation {
         let answered = reviews.saturating_sub(self.last_reviews.swap(reviews, Relaxed));
         let was = Verdict {
             streak: self.streak.load(Relaxed),
-            calm: self.calm.load(Relaxed),
             saturated: self.saturated.load(Relaxed),
         };
         let now = was.next(parked, answered);
         self.streak.store(now.streak, Relaxed);
-        self.calm.store(now.calm, Relaxed);
         self.saturated.store(now.saturated, Relaxed);
         if now.saturated != was.saturated {
             self.gauge.set(i64::from(now.saturated));
@@ -194,27 +170,8 @@ mod tests {
         assert!(!after(&burst).saturated);
 
         let mut ended = vec![(50, 1_000); SUSTAINED as usize];
-        ended.extend(vec![(500, 1_000); CALM_WINDOWS as usize]);
+        ended.push((500, 1_000));
         assert_eq!(after(&ended), Verdict::default());
-    }
-
-    #[test]
-    fn once_saturated_one_calm_window_alone_does_not_end_it() {
-        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
-        // A preemption's window, then saturated again: still in rounds,
-        // and the count of calm windows starts over.
-        windows.push((340, 1_000));
-        let v = after(&windows);
-        assert!(v.saturated);
-        assert_eq!(v.calm, 1);
-        windows.push((120, 1_000));
-        windows.push((340, 1_000));
-        let v = after(&windows);
-        assert!(v.saturated);
-        assert_eq!(v.calm, 1);
-        // A window of few reviews is the load gone: it ends them at once.
-        windows.push((0, MIN_REVIEWS - 1));
-        assert_eq!(after(&windows), Verdict::default());
     }
 
     #[test]
