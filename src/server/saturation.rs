@@ -10,7 +10,8 @@
 //! processes: preempted time counts as busy. The count of parks per review,
 //! from the runtime's stable metrics, does.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use prometheus::IntGauge;
@@ -19,8 +20,20 @@ use prometheus::IntGauge;
 const WINDOW: Duration = Duration::from_millis(100);
 /// A window is saturated at this many parks per review or fewer.
 const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
-/// Once saturated, it stays so until a window parks more than this.
+/// Once saturated, it stays so until a window parks more than this while
+/// the load falls, or two do in a row.
 const CALM_PARKS_PER_REVIEW: f64 = 0.3;
+/// A window with fewer reviews than this share of the one before shows
+/// the load falling. A calm window that does not is as often a
+/// preemption: sharing its CPUs with other processes (the load generator
+/// on two cores), a saturated server has a window now and then just past
+/// the threshold while the load stays. Ending rounds there cost a tenth
+/// to a half of a run's reviews their rounds (five windows pass before
+/// they come back), so such a window must be followed by another. A load
+/// that falls ends them at once: kept a window longer, rounds held 1.8%
+/// of a run at half the maximum, and its server p99 rose from 2.6 to 3
+/// times the p50 (docs/performance-log.md, session 37).
+const FALLING_SHARE: f64 = 0.75;
 /// Saturated windows in a row before rounds start: a load's first few
 /// hundred milliseconds (handshakes, a backlog) look saturated, and do not
 /// last long enough to be worth every review waiting for a round.
@@ -34,6 +47,10 @@ struct Verdict {
     /// Saturated windows in a row, up to [`SUSTAINED`].
     streak: u32,
     saturated: bool,
+    /// While saturated, the last window was calm but the load held.
+    calm: bool,
+    /// The reviews of the last window.
+    answered: u64,
 }
 
 impl Verdict {
@@ -47,12 +64,24 @@ impl Verdict {
         } else {
             0
         };
-        let saturated = if self.saturated {
-            busy && per_review <= CALM_PARKS_PER_REVIEW
+        let calm = busy && per_review > CALM_PARKS_PER_REVIEW;
+        let falling = (answered as f64) < self.answered as f64 * FALLING_SHARE;
+        let (saturated, calm) = if self.saturated {
+            match (busy, calm) {
+                (false, _) => (false, false),
+                (true, false) => (true, false),
+                (true, true) if falling || self.calm => (false, false),
+                (true, true) => (true, true),
+            }
         } else {
-            streak >= SUSTAINED
+            (streak >= SUSTAINED, false)
         };
-        Verdict { streak, saturated }
+        Verdict {
+            streak,
+            saturated,
+            calm,
+            answered,
+        }
     }
 }
 
@@ -66,7 +95,9 @@ pub(super) struct Saturation {
     reviews: AtomicU64,
     last_reviews: AtomicU64,
     last_parks: AtomicU64,
-    streak: AtomicU32,
+    /// The verdict's state, used by the one review a window that samples.
+    verdict: Mutex<Verdict>,
+    /// Its answer, read by every review.
     saturated: AtomicBool,
     gauge: IntGauge,
 }
@@ -81,7 +112,7 @@ impl Saturation {
             reviews: AtomicU64::new(0),
             last_reviews: AtomicU64::new(0),
             last_parks: AtomicU64::new(0),
-            streak: AtomicU32::new(0),
+            verdict: Mutex::default(),
             saturated: AtomicBool::new(false),
             gauge,
         }
@@ -116,12 +147,12 @@ impl Saturation {
         let reviews = self.reviews.load(Relaxed);
         let parked = parks.saturating_sub(self.last_parks.swap(parks, Relaxed));
         let answered = reviews.saturating_sub(self.last_reviews.swap(reviews, Relaxed));
-        let was = Verdict {
-            streak: self.streak.load(Relaxed),
-            saturated: self.saturated.load(Relaxed),
+        let (was, now) = {
+            let mut verdict = self.verdict.lock().unwrap_or_else(PoisonError::into_inner);
+            let was = *verdict;
+            *verdict = was.next(parked, answered);
+            (was, *verdict)
         };
-        let now = was.next(parked, answered);
-        self.streak.store(now.streak, Relaxed);
         self.saturated.store(now.saturated, Relaxed);
         if now.saturated != was.saturated {
             self.gauge.set(i64::from(now.saturated));
@@ -169,9 +200,35 @@ mod tests {
         burst.extend(vec![(50, 1_000); SUSTAINED as usize - 1]);
         assert!(!after(&burst).saturated);
 
+        // The load halves: its first calm window ends the rounds.
         let mut ended = vec![(50, 1_000); SUSTAINED as usize];
-        ended.push((500, 1_000));
-        assert_eq!(after(&ended), Verdict::default());
+        ended.push((500, 500));
+        let v = after(&ended);
+        assert!(!v.saturated && !v.calm);
+        assert_eq!(v.streak, 0);
+    }
+
+    #[test]
+    fn at_a_load_that_holds_two_calm_windows_in_a_row_end_saturation() {
+        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
+        // A preemption's window at the same load: still saturated.
+        windows.push((340, 960));
+        let v = after(&windows);
+        assert!(v.saturated && v.calm);
+        // Saturated again: the count of calm windows starts over.
+        windows.push((120, 1_000));
+        windows.push((340, 980));
+        let v = after(&windows);
+        assert!(v.saturated && v.calm);
+        // The second in a row ends it.
+        windows.push((400, 1_000));
+        let v = after(&windows);
+        assert!(!v.saturated && !v.calm);
+        // As does a window of few reviews (the load gone), at once.
+        let mut gone = vec![(50, 1_000); SUSTAINED as usize];
+        gone.push((340, 1_000));
+        gone.push((0, MIN_REVIEWS - 1));
+        assert!(!after(&gone).saturated);
     }
 
     #[test]
