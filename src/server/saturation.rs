@@ -27,9 +27,9 @@ const CALM_PARKS_PER_REVIEW: f64 = 0.3;
 /// the load falling. A calm window that does not is as often a
 /// preemption: sharing its CPUs with other processes (the load generator
 /// on two cores), a saturated server has a window now and then just past
-/// the threshold while the load stays. Ending rounds there cost a tenth
-/// to a half of a run's reviews their rounds (five windows pass before
-/// they come back), so such a window must be followed by another. A load
+/// the threshold while the load stays. Ending rounds there (five windows
+/// pass before they come back) left as few as a fifth of a run's reviews
+/// in rounds, so such a window must be followed by another. A load
 /// that falls ends them at once: kept a window longer, rounds held 1.8%
 /// of a run at half the maximum, and its server p99 rose from 2.6 to 3
 /// times the p50 (docs/performance-log.md, session 37).
