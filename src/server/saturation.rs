@@ -20,20 +20,25 @@ use prometheus::IntGauge;
 const WINDOW: Duration = Duration::from_millis(100);
 /// A window is saturated at this many parks per review or fewer.
 const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
-/// Once saturated, it stays so until a window parks more than this while
-/// the load falls, or two do in a row.
+/// Once saturated, a window that parks more than this is calm: the load
+/// may have fallen below saturation.
 const CALM_PARKS_PER_REVIEW: f64 = 0.3;
-/// A window with fewer reviews than this share of the one before shows
-/// the load falling. A calm window that does not is as often a
-/// preemption: sharing its CPUs with other processes (the load generator
-/// on two cores), a saturated server has a window now and then just past
-/// the threshold while the load stays. Ending rounds there (five windows
-/// pass before they come back) left as few as a fifth of a run's reviews
-/// in rounds, so such a window must be followed by another. A load
-/// that falls ends them at once: kept a window longer, rounds held 1.8%
-/// of a run at half the maximum, and its server p99 rose from 2.6 to 3
-/// times the p50 (docs/performance-log.md, session 37).
+/// A calm window ends saturation at once when the load fell: it has
+/// fewer reviews than this share of the window before. Otherwise a calm
+/// window is as likely a preemption: sharing its CPUs with other
+/// processes (the load generator on two cores), a saturated server has a
+/// window now and then just past the threshold while the load stays.
+/// Ending rounds there (five windows pass before they come back) left as
+/// few as a fifth of a run's reviews in rounds. Kept a window longer
+/// whatever the load does, rounds held 1.8% of a run at half the maximum
+/// just after a saturated one, and its server p99 rose from 2.6 to 3
+/// times the p50 (docs/performance-log.md, session 37). Counts are per
+/// window, so a fall that starts late in one shows in the next.
 const FALLING_SHARE: f64 = 0.75;
+/// A calm window at a load that holds ends saturation when another of the
+/// windows just before it was calm too: a load that parks about every
+/// third review, around the threshold, is not saturated.
+const CALM_WINDOWS_SEEN: u32 = 4;
 /// Saturated windows in a row before rounds start: a load's first few
 /// hundred milliseconds (handshakes, a backlog) look saturated, and do not
 /// last long enough to be worth every review waiting for a round.
@@ -47,8 +52,9 @@ struct Verdict {
     /// Saturated windows in a row, up to [`SUSTAINED`].
     streak: u32,
     saturated: bool,
-    /// While saturated, the last window was calm but the load held.
-    calm: bool,
+    /// While saturated, which of the last [`CALM_WINDOWS_SEEN`] windows
+    /// were calm (bit 0 the last).
+    calm_windows: u8,
     /// The reviews of the last window.
     answered: u64,
 }
@@ -64,22 +70,23 @@ impl Verdict {
         } else {
             0
         };
-        let calm = busy && per_review > CALM_PARKS_PER_REVIEW;
+        let calm = per_review > CALM_PARKS_PER_REVIEW;
         let falling = (answered as f64) < self.answered as f64 * FALLING_SHARE;
-        let (saturated, calm) = if self.saturated {
-            match (busy, calm) {
-                (false, _) => (false, false),
-                (true, false) => (true, false),
-                (true, true) if falling || self.calm => (false, false),
-                (true, true) => (true, true),
-            }
+        let seen = (1u8 << (CALM_WINDOWS_SEEN - 1)) - 1;
+        let saturated = if self.saturated {
+            busy && !(calm && (falling || self.calm_windows & seen != 0))
         } else {
-            (streak >= SUSTAINED, false)
+            streak >= SUSTAINED
+        };
+        let calm_windows = if saturated && self.saturated {
+            ((self.calm_windows << 1) | u8::from(calm)) & (seen << 1 | 1)
+        } else {
+            0
         };
         Verdict {
             streak,
             saturated,
-            calm,
+            calm_windows,
             answered,
         }
     }
@@ -93,13 +100,21 @@ pub(super) struct Saturation {
     /// Nanoseconds after `base` at which the next sample is due.
     due: AtomicU64,
     reviews: AtomicU64,
-    last_reviews: AtomicU64,
-    last_parks: AtomicU64,
-    /// The verdict's state, used by the one review a window that samples.
-    verdict: Mutex<Verdict>,
-    /// Its answer, read by every review.
+    /// The sampler's state, used by the one review a window that samples
+    /// (two, when one is held up past the next window's end: the lock
+    /// keeps their windows apart and in order).
+    sampler: Mutex<Sampler>,
+    /// The verdict's answer, read by every review.
     saturated: AtomicBool,
     gauge: IntGauge,
+}
+
+/// The counters at the last sample, and the verdict.
+#[derive(Debug, Default)]
+struct Sampler {
+    reviews: u64,
+    parks: u64,
+    verdict: Verdict,
 }
 
 impl Saturation {
@@ -110,9 +125,7 @@ impl Saturation {
             base: Instant::now(),
             due: AtomicU64::new(0),
             reviews: AtomicU64::new(0),
-            last_reviews: AtomicU64::new(0),
-            last_parks: AtomicU64::new(0),
-            verdict: Mutex::default(),
+            sampler: Mutex::default(),
             saturated: AtomicBool::new(false),
             gauge,
         }
@@ -140,19 +153,17 @@ impl Saturation {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let mut sampler = self.sampler.lock().unwrap_or_else(PoisonError::into_inner);
         let metrics = handle.metrics();
         let parks: u64 = (0..metrics.num_workers())
             .map(|w| metrics.worker_park_count(w))
             .sum();
         let reviews = self.reviews.load(Relaxed);
-        let parked = parks.saturating_sub(self.last_parks.swap(parks, Relaxed));
-        let answered = reviews.saturating_sub(self.last_reviews.swap(reviews, Relaxed));
-        let (was, now) = {
-            let mut verdict = self.verdict.lock().unwrap_or_else(PoisonError::into_inner);
-            let was = *verdict;
-            *verdict = was.next(parked, answered);
-            (was, *verdict)
-        };
+        let parked = parks.saturating_sub(std::mem::replace(&mut sampler.parks, parks));
+        let answered = reviews.saturating_sub(std::mem::replace(&mut sampler.reviews, reviews));
+        let was = sampler.verdict;
+        let now = was.next(parked, answered);
+        sampler.verdict = now;
         self.saturated.store(now.saturated, Relaxed);
         if now.saturated != was.saturated {
             self.gauge.set(i64::from(now.saturated));
@@ -163,7 +174,14 @@ impl Saturation {
                 "I/O threads' saturation changed"
             );
         }
-        tracing::trace!(target: "celhook::rounds", parked, answered, saturated = now.saturated, "I/O threads' load");
+        tracing::trace!(
+            target: "celhook::rounds",
+            parked,
+            answered,
+            saturated = now.saturated,
+            calm_windows = now.calm_windows,
+            "I/O threads' load"
+        );
     }
 }
 
@@ -204,31 +222,56 @@ mod tests {
         let mut ended = vec![(50, 1_000); SUSTAINED as usize];
         ended.push((500, 500));
         let v = after(&ended);
-        assert!(!v.saturated && !v.calm);
-        assert_eq!(v.streak, 0);
+        assert!(!v.saturated);
+        assert_eq!((v.streak, v.calm_windows), (0, 0));
+    }
+
+    /// Saturated windows, then `tail`.
+    fn saturated_then(tail: &[(u64, u64)]) -> Verdict {
+        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
+        windows.extend_from_slice(tail);
+        after(&windows)
     }
 
     #[test]
-    fn at_a_load_that_holds_two_calm_windows_in_a_row_end_saturation() {
-        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
-        // A preemption's window at the same load: still saturated.
-        windows.push((340, 960));
-        let v = after(&windows);
-        assert!(v.saturated && v.calm);
-        // Saturated again: the count of calm windows starts over.
-        windows.push((120, 1_000));
-        windows.push((340, 980));
-        let v = after(&windows);
-        assert!(v.saturated && v.calm);
-        // The second in a row ends it.
-        windows.push((400, 1_000));
-        let v = after(&windows);
-        assert!(!v.saturated && !v.calm);
+    fn at_a_load_that_holds_a_calm_window_alone_does_not_end_saturation() {
+        // A preemption's window at about the same load.
+        let v = saturated_then(&[(340, 960)]);
+        assert!(v.saturated);
+        assert_eq!(v.calm_windows, 1);
+        // Three windows later it is forgotten: another one is alone too.
+        let v = saturated_then(&[
+            (340, 960),
+            (120, 1_000),
+            (60, 1_000),
+            (200, 1_000),
+            (340, 980),
+        ]);
+        assert!(v.saturated);
+        assert_eq!(v.calm_windows, 1);
+        // A second within four windows ends it.
+        assert!(!saturated_then(&[(340, 960), (120, 1_000), (60, 1_000), (340, 980)]).saturated);
+        assert!(!saturated_then(&[(340, 960), (400, 1_000)]).saturated);
         // As does a window of few reviews (the load gone), at once.
-        let mut gone = vec![(50, 1_000); SUSTAINED as usize];
-        gone.push((340, 1_000));
-        gone.push((0, MIN_REVIEWS - 1));
-        assert!(!after(&gone).saturated);
+        assert!(!saturated_then(&[(340, 1_000), (0, MIN_REVIEWS - 1)]).saturated);
+    }
+
+    #[test]
+    fn a_load_around_the_calm_threshold_is_not_saturated() {
+        // Parking about every third review, a window on either side of
+        // the threshold in turn: the second calm one ends it.
+        let v = saturated_then(&[(310, 1_000), (290, 1_000), (310, 1_000)]);
+        assert!(!v.saturated);
+    }
+
+    #[test]
+    fn only_a_calm_window_with_a_quarter_fewer_reviews_is_a_fall() {
+        assert!(!saturated_then(&[(500, 749)]).saturated);
+        assert!(saturated_then(&[(500, 750)]).saturated);
+        // Fewer reviews, still saturated: not a calm window.
+        let v = saturated_then(&[(100, 500)]);
+        assert!(v.saturated);
+        assert_eq!(v.calm_windows, 0);
     }
 
     #[test]
@@ -257,11 +300,11 @@ mod tests {
         let s = Saturation::new(gauge.clone());
         assert_eq!(gauge.get(), 0);
         assert!(!s.review());
-        assert_eq!(s.last_reviews.load(Relaxed), 1);
+        assert_eq!(s.sampler.lock().expect("sampler").reviews, 1);
         // The next sample is a window away.
         assert!(s.due.load(Relaxed) >= nanos(WINDOW));
         assert!(!s.review());
         assert_eq!(s.reviews.load(Relaxed), 2);
-        assert_eq!(s.last_reviews.load(Relaxed), 1);
+        assert_eq!(s.sampler.lock().expect("sampler").reviews, 1);
     }
 }
