@@ -20,25 +20,12 @@ use prometheus::IntGauge;
 const WINDOW: Duration = Duration::from_millis(100);
 /// A window is saturated at this many parks per review or fewer.
 const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
-/// Once saturated, a window that parks more than this is calm: the load
-/// may have fallen below saturation.
+/// Once saturated, it stays so until a window parks more than this. Not
+/// two such windows: sharing its CPUs, a saturated server has one now and
+/// then at the same load, but rounds kept a window longer at a load that
+/// falls held 1.8% of a run at half the maximum, and its server p99 rose
+/// from 2.6 to 3 times the p50 (docs/performance-log.md, session 37).
 const CALM_PARKS_PER_REVIEW: f64 = 0.3;
-/// A calm window ends saturation at once when the load fell: it has
-/// fewer reviews than this share of the window before. Otherwise a calm
-/// window is as likely a preemption: sharing its CPUs with other
-/// processes (the load generator on two cores), a saturated server has a
-/// window now and then just past the threshold while the load stays.
-/// Ending rounds there (five windows pass before they come back) left as
-/// few as a fifth of a run's reviews in rounds. Kept a window longer
-/// whatever the load does, rounds held 1.8% of a run at half the maximum
-/// just after a saturated one, and its server p99 rose from 2.6 to 3
-/// times the p50 (docs/performance-log.md, session 37). Counts are per
-/// window, so a fall that starts late in one shows in the next.
-const FALLING_SHARE: f64 = 0.75;
-/// A calm window at a load that holds ends saturation when another of the
-/// windows just before it was calm too: a load that parks about every
-/// third review, around the threshold, is not saturated.
-const CALM_WINDOWS_SEEN: u32 = 4;
 /// Saturated windows in a row before rounds start: a load's first few
 /// hundred milliseconds (handshakes, a backlog) look saturated, and do not
 /// last long enough to be worth every review waiting for a round.
@@ -52,11 +39,6 @@ struct Verdict {
     /// Saturated windows in a row, up to [`SUSTAINED`].
     streak: u32,
     saturated: bool,
-    /// While saturated, which of the last [`CALM_WINDOWS_SEEN`] windows
-    /// were calm (bit 0 the last).
-    calm_windows: u8,
-    /// The reviews of the last window.
-    answered: u64,
 }
 
 impl Verdict {
@@ -70,25 +52,12 @@ impl Verdict {
         } else {
             0
         };
-        let calm = per_review > CALM_PARKS_PER_REVIEW;
-        let falling = (answered as f64) < self.answered as f64 * FALLING_SHARE;
-        let seen = (1u8 << (CALM_WINDOWS_SEEN - 1)) - 1;
         let saturated = if self.saturated {
-            busy && !(calm && (falling || self.calm_windows & seen != 0))
+            busy && per_review <= CALM_PARKS_PER_REVIEW
         } else {
             streak >= SUSTAINED
         };
-        let calm_windows = if saturated && self.saturated {
-            ((self.calm_windows << 1) | u8::from(calm)) & (seen << 1 | 1)
-        } else {
-            0
-        };
-        Verdict {
-            streak,
-            saturated,
-            calm_windows,
-            answered,
-        }
+        Verdict { streak, saturated }
     }
 }
 
@@ -174,14 +143,7 @@ impl Saturation {
                 "I/O threads' saturation changed"
             );
         }
-        tracing::trace!(
-            target: "celhook::rounds",
-            parked,
-            answered,
-            saturated = now.saturated,
-            calm_windows = now.calm_windows,
-            "I/O threads' load"
-        );
+        tracing::trace!(target: "celhook::rounds", parked, answered, saturated = now.saturated, "I/O threads' load");
     }
 }
 
@@ -218,60 +180,9 @@ mod tests {
         burst.extend(vec![(50, 1_000); SUSTAINED as usize - 1]);
         assert!(!after(&burst).saturated);
 
-        // The load halves: its first calm window ends the rounds.
         let mut ended = vec![(50, 1_000); SUSTAINED as usize];
-        ended.push((500, 500));
-        let v = after(&ended);
-        assert!(!v.saturated);
-        assert_eq!((v.streak, v.calm_windows), (0, 0));
-    }
-
-    /// Saturated windows, then `tail`.
-    fn saturated_then(tail: &[(u64, u64)]) -> Verdict {
-        let mut windows = vec![(50, 1_000); SUSTAINED as usize];
-        windows.extend_from_slice(tail);
-        after(&windows)
-    }
-
-    #[test]
-    fn at_a_load_that_holds_a_calm_window_alone_does_not_end_saturation() {
-        // A preemption's window at about the same load.
-        let v = saturated_then(&[(340, 960)]);
-        assert!(v.saturated);
-        assert_eq!(v.calm_windows, 1);
-        // Three windows later it is forgotten: another one is alone too.
-        let v = saturated_then(&[
-            (340, 960),
-            (120, 1_000),
-            (60, 1_000),
-            (200, 1_000),
-            (340, 980),
-        ]);
-        assert!(v.saturated);
-        assert_eq!(v.calm_windows, 1);
-        // A second within four windows ends it.
-        assert!(!saturated_then(&[(340, 960), (120, 1_000), (60, 1_000), (340, 980)]).saturated);
-        assert!(!saturated_then(&[(340, 960), (400, 1_000)]).saturated);
-        // As does a window of few reviews (the load gone), at once.
-        assert!(!saturated_then(&[(340, 1_000), (0, MIN_REVIEWS - 1)]).saturated);
-    }
-
-    #[test]
-    fn a_load_around_the_calm_threshold_is_not_saturated() {
-        // Parking about every third review, a window on either side of
-        // the threshold in turn: the second calm one ends it.
-        let v = saturated_then(&[(310, 1_000), (290, 1_000), (310, 1_000)]);
-        assert!(!v.saturated);
-    }
-
-    #[test]
-    fn only_a_calm_window_with_a_quarter_fewer_reviews_is_a_fall() {
-        assert!(!saturated_then(&[(500, 749)]).saturated);
-        assert!(saturated_then(&[(500, 750)]).saturated);
-        // Fewer reviews, still saturated: not a calm window.
-        let v = saturated_then(&[(100, 500)]);
-        assert!(v.saturated);
-        assert_eq!(v.calm_windows, 0);
+        ended.push((500, 1_000));
+        assert_eq!(after(&ended), Verdict::default());
     }
 
     #[test]
