@@ -24,7 +24,9 @@
 # logs), so another server on a fixed port cannot break the run. Throughput
 # is measured over HTTP/1.1 keep-alive, the load generator's default and how
 # the API server calls webhooks (a pool of connections, one request at a time
-# on each), and over HTTP/2; the tail runs use HTTP/1.1.
+# on each), and over HTTP/2; the tail runs use HTTP/1.1. Each throughput run
+# also records the server's and the generator's CPU per answered review, so
+# that the report can say how much of a pair's ratio is the machine's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEER_BENCH=${PEER_BENCH:-$ROOT/../shared/peer-bench}
