@@ -69,6 +69,12 @@ impl Batch {
         }
     }
 
+    /// Brings the saturation verdict (and its gauge) up to date for a
+    /// scrape, also when no review has come since the load ended.
+    pub(super) fn refresh_saturation(&self) {
+        self.saturation.refresh();
+    }
+
     /// Runs `work` in the next round of queued work and returns its result,
     /// or `None` when it panicked (on the review path the work's own
     /// `guarded` answers a panic before it gets here).

@@ -546,6 +546,7 @@ struct FailedRule<'a> {
 
 /// `GET /metrics`: every metric in the Prometheus text format.
 fn metrics(state: &AppState) -> Response<Body> {
+    state.batch.refresh_saturation();
     match state.metrics.render() {
         Ok(body) => {
             let mut res = Response::new(Body::full(body));

@@ -42,10 +42,12 @@ struct Verdict {
 }
 
 impl Verdict {
-    /// The verdict after a window in which the workers parked `parked`
-    /// times and `answered` reviews arrived.
-    fn next(self, parked: u64, answered: u64) -> Verdict {
-        let busy = answered >= MIN_REVIEWS;
+    /// The verdict after a window `windows` times [`WINDOW`] long in which
+    /// the workers parked `parked` times and `answered` reviews arrived.
+    fn next(self, parked: u64, answered: u64, windows: f64) -> Verdict {
+        // A sample waits for a review or a scrape, so its window may be
+        // longer than [`WINDOW`]: the reviews are judged at its rate.
+        let busy = answered as f64 >= MIN_REVIEWS as f64 * windows.max(1.0);
         let per_review = parked as f64 / answered.max(1) as f64;
         let streak = if busy && per_review <= SATURATED_PARKS_PER_REVIEW {
             (self.streak + 1).min(SUSTAINED)
@@ -83,6 +85,8 @@ pub(super) struct Saturation {
 struct Sampler {
     reviews: u64,
     parks: u64,
+    /// Nanoseconds after `base` of the last sample.
+    at: u64,
     verdict: Verdict,
 }
 
@@ -103,21 +107,34 @@ impl Saturation {
     /// Counts a review and tells whether the I/O threads are saturated.
     pub(super) fn review(&self) -> bool {
         self.reviews.fetch_add(1, Relaxed);
+        self.sample_if_due();
+        self.saturated.load(Relaxed)
+    }
+
+    /// Samples if a window has ended since the last sample, for a scrape
+    /// of the gauge: only reviews sample otherwise, so a server that fell
+    /// idle while saturated showed 1 until its next review.
+    pub(super) fn refresh(&self) {
+        self.sample_if_due();
+    }
+
+    fn sample_if_due(&self) {
         let now = nanos(self.base.elapsed());
         let due = self.due.load(Relaxed);
-        // One review a window samples (the others lose the exchange).
+        // One caller a window samples (the others lose the exchange).
         if now >= due
             && self
                 .due
                 .compare_exchange(due, now + nanos(WINDOW), Relaxed, Relaxed)
                 .is_ok()
         {
-            self.sample();
+            self.sample(now);
         }
-        self.saturated.load(Relaxed)
     }
 
-    fn sample(&self) {
+    /// Judges the window since the last sample, `now` nanoseconds after
+    /// `base`.
+    fn sample(&self, now: u64) {
         // Outside a runtime (never on the review path) there is nothing to read.
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
@@ -131,7 +148,9 @@ impl Saturation {
         let parked = parks.saturating_sub(std::mem::replace(&mut sampler.parks, parks));
         let answered = reviews.saturating_sub(std::mem::replace(&mut sampler.reviews, reviews));
         let was = sampler.verdict;
-        let now = was.next(parked, answered);
+        let windows = now.saturating_sub(std::mem::replace(&mut sampler.at, now)) as f64
+            / nanos(WINDOW) as f64;
+        let now = was.next(parked, answered, windows);
         sampler.verdict = now;
         self.saturated.store(now.saturated, Relaxed);
         if now.saturated != was.saturated {
@@ -159,8 +178,21 @@ mod tests {
         windows
             .iter()
             .fold(Verdict::default(), |v, &(parked, answered)| {
-                v.next(parked, answered)
+                v.next(parked, answered, 1.0)
             })
+    }
+
+    #[test]
+    fn a_long_window_is_judged_at_its_rate() {
+        let mut v = after(&vec![(50, 1_000); SUSTAINED as usize]);
+        assert!(v.saturated);
+        // The load's last reviews, in a window a scrape closed a second
+        // after the one before: 347 reviews are 35 a window.
+        v = v.next(60, 347, 10.0);
+        assert!(!v.saturated);
+        // At 100 ms, as many are a busy window.
+        let v = after(&vec![(50, 1_000); SUSTAINED as usize]).next(60, 347, 1.0);
+        assert!(v.saturated);
     }
 
     #[test]
@@ -202,6 +234,28 @@ mod tests {
         let mut then_idle = vec![(0, 1_000); SUSTAINED as usize];
         then_idle.push((0, 3));
         assert!(!after(&then_idle).saturated);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_scrape_after_the_load_is_gone_ends_saturation() {
+        let gauge = IntGauge::new("saturated", "test").expect("gauge");
+        let s = Saturation::new(gauge.clone());
+        // Saturated, as after a load: the verdict, its answer and the gauge.
+        s.sampler.lock().expect("sampler").verdict = Verdict {
+            streak: SUSTAINED,
+            saturated: true,
+        };
+        s.saturated.store(true, Relaxed);
+        gauge.set(1);
+        // A scrape a window later, with no review since: no load, not
+        // saturated; and the next review is answered as it arrives.
+        s.refresh();
+        assert_eq!(gauge.get(), 0);
+        assert!(!s.saturated.load(Relaxed));
+        // Within the window, a second scrape samples nothing.
+        let due = s.due.load(Relaxed);
+        s.refresh();
+        assert_eq!(s.due.load(Relaxed), due);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
