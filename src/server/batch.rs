@@ -269,6 +269,20 @@ mod tests {
     }
 
     #[test]
+    fn a_refresh_judges_saturation_for_the_gauge() {
+        let gauge = prometheus::IntGauge::new("saturated", "test").expect("gauge");
+        let batch = Batch::new(ReviewRounds::Auto, gauge.clone());
+        gauge.set(7);
+        // What `/metrics` does before it renders: the verdict taken now,
+        // the gauge set from it, inside the server's runtime.
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(async { batch.refresh_saturation() });
+        assert_eq!(gauge.get(), 0);
+    }
+
+    #[test]
     fn a_round_is_bounded_and_every_review_is_still_answered() {
         let batch = Arc::new(batch());
         let ran = Arc::new(AtomicUsize::new(0));
