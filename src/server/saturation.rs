@@ -20,11 +20,11 @@ use prometheus::IntGauge;
 const WINDOW: Duration = Duration::from_millis(100);
 /// A window is saturated at this many parks per review or fewer.
 const SATURATED_PARKS_PER_REVIEW: f64 = 0.1;
-/// Once saturated, it stays so until a window parks more than this. Not
-/// two such windows: sharing its CPUs, a saturated server has one now and
-/// then at the same load, but rounds kept a window longer at a load that
-/// falls held 1.8% of a run at half the maximum, and its server p99 rose
-/// from 2.6 to 3 times the p50 (docs/performance-log.md, session 37).
+/// Once saturated, it stays so until a window parks more than this. One
+/// such window, not two: sharing its CPUs, a saturated server has one now
+/// and then at the same load, but waiting for a second after a load fell
+/// kept 1.8% of a half-load run in rounds, and its server p99 rose from
+/// 2.6 to 3 times the p50 (docs/performance-log.md, session 37).
 const CALM_PARKS_PER_REVIEW: f64 = 0.3;
 /// Saturated windows in a row before rounds start: a load's first few
 /// hundred milliseconds (handshakes, a backlog) look saturated, and do not
@@ -107,18 +107,14 @@ impl Saturation {
     /// Counts a review and tells whether the I/O threads are saturated.
     pub(super) fn review(&self) -> bool {
         self.reviews.fetch_add(1, Relaxed);
-        self.sample_if_due();
+        self.refresh();
         self.saturated.load(Relaxed)
     }
 
-    /// Samples if a window has ended since the last sample, for a scrape
-    /// of the gauge: only reviews sample otherwise, so a server that fell
-    /// idle while saturated showed 1 until its next review.
+    /// Samples if a window has ended since the last sample: on each review,
+    /// and on a scrape of the gauge, which otherwise showed 1 on a server
+    /// that fell idle while saturated until its next review.
     pub(super) fn refresh(&self) {
-        self.sample_if_due();
-    }
-
-    fn sample_if_due(&self) {
         let now = nanos(self.base.elapsed());
         let due = self.due.load(Relaxed);
         // One caller a window samples (the others lose the exchange).
@@ -141,7 +137,7 @@ impl Saturation {
         let mut sampler = self.sampler.lock().unwrap_or_else(PoisonError::into_inner);
         // Read under the lock with the counters, so that a sampler held up
         // before it cannot set the window's start back.
-        let now = nanos(self.base.elapsed());
+        let time = nanos(self.base.elapsed());
         let metrics = handle.metrics();
         let parks: u64 = (0..metrics.num_workers())
             .map(|w| metrics.worker_park_count(w))
@@ -150,7 +146,7 @@ impl Saturation {
         let parked = parks.saturating_sub(std::mem::replace(&mut sampler.parks, parks));
         let answered = reviews.saturating_sub(std::mem::replace(&mut sampler.reviews, reviews));
         let was = sampler.verdict;
-        let windows = now.saturating_sub(std::mem::replace(&mut sampler.at, now)) as f64
+        let windows = time.saturating_sub(std::mem::replace(&mut sampler.at, time)) as f64
             / nanos(WINDOW) as f64;
         let now = was.next(parked, answered, windows);
         sampler.verdict = now;

@@ -45,8 +45,9 @@ pub(crate) struct StrIndex<'a> {
     prefix: Vec<Prefix>,
 }
 
-/// One entry of [`StrIndex::prefix`].
-#[derive(Clone, Copy)]
+/// One entry of [`StrIndex::prefix`]; the totals entry's fields that
+/// describe an element (bytes, characters, first reader, count) are zero.
+#[derive(Clone, Copy, Default)]
 struct Prefix {
     read_cost: u64,
     nonempty: u64,
@@ -54,19 +55,6 @@ struct Prefix {
     chars: u64,
     first: u32,
     same: u32,
-}
-
-impl Prefix {
-    /// The totals entry's fields that describe an element (its bytes,
-    /// characters, first reader and count) are zero: it is none.
-    const NONE: Prefix = Prefix {
-        read_cost: 0,
-        nonempty: 0,
-        bytes: 0,
-        chars: 0,
-        first: 0,
-        same: 0,
-    };
 }
 
 /// What comparing `x` (of `x_len` bytes, `x_chars` characters past the
@@ -171,7 +159,7 @@ impl<'a> StrIndex<'a> {
         index.prefix.push(Prefix {
             read_cost: cost,
             nonempty,
-            ..Prefix::NONE
+            ..Prefix::default()
         });
         Indexed::Built(index)
     }
