@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use celhook_json::{Map, Value as Json};
+use celhook_json::{Map, Parser, Value as Json};
 use serde::{Deserialize, Serialize};
 
 /// The annotation holding the stash.
@@ -89,17 +89,32 @@ pub fn restores_metadata(entries: &[Entry]) -> bool {
 /// annotation and overflowed the stack when the result was copied).
 const MAX_NESTING: usize = 128;
 
+/// The levels the annotation's text opens around a stashed value: the
+/// object of versions, a version's list of entries, and the entry.
+const STASH_WRAPPING: u8 = 3;
+
 /// The stash an annotation's value holds.
 pub fn parse(raw: &Json) -> Result<Stash, String> {
     let text = raw
         .as_str()
         .ok_or_else(|| format!("annotation {ANNOTATION} must be a string"))?;
-    let stash: Stash = serde_json::from_str(text)
-        .map_err(|e| format!("annotation {ANNOTATION} is not a valid stash: {e}"))?;
+    let invalid =
+        |e: &dyn std::fmt::Display| format!("annotation {ANNOTATION} is not a valid stash: {e}");
+    // celhook's parser rather than serde_json's: a stashed value sits
+    // under the stash's own three levels (versions, entries, an entry), so
+    // the limit an object's text has would refuse values as deep as the
+    // object celhook stashed them from. Past those three levels, the
+    // nesting check below judges the entry.
+    let parser = Parser::new(text);
+    let depth = parser.depth().saturating_add(STASH_WRAPPING);
+    let mut parser = parser.at_depth(depth);
+    let tree = parser.value().map_err(|e| invalid(&e))?;
+    parser.end().map_err(|e| invalid(&e))?;
+    let stash: Stash = celhook_json::from_value(tree).map_err(|e| invalid(&e))?;
     for (version, entries) in &stash {
         for entry in entries {
-            // Only `value` is put into the object (`was` is compared);
-            // serde_json's own limit keeps its nesting small.
+            // Only `value` is put into the object (`was` is compared, and
+            // nests no deeper than the parser let it).
             let inner = entry.value.as_ref().map_or(0, nesting);
             if entry.path.len() + inner > MAX_NESTING {
                 return Err(format!(
@@ -313,6 +328,34 @@ mod tests {
         );
         let err = parse(&annotation(20_000, "1")).expect_err("20,000 keys");
         assert!(err.contains("a path of 20000 keys"), "{err}");
+    }
+
+    #[test]
+    fn a_value_as_deep_as_an_object_may_hold_round_trips() {
+        // The deepest text the parser builds for a request: 127 levels.
+        let deep = |levels: usize| {
+            celhook_json::from_str(&format!("{}1{}", "[".repeat(levels), "]".repeat(levels)))
+        };
+        let object = deep(127).expect("an object's limit");
+        assert!(deep(128).is_err(), "the parser's limit moved");
+        // `spec` and `x` hold the first two of those levels' places.
+        let Json::Array(inner) = &object else {
+            unreachable!()
+        };
+        let Json::Array(value) = &inner[0] else {
+            unreachable!()
+        };
+        let stash = Stash::from([(
+            "example.com/v1".to_string(),
+            vec![Entry {
+                path: vec!["spec".into(), "x".into()],
+                value: Some(Json::Array(value.clone())),
+                was: None,
+            }],
+        )]);
+        let mut o = json!({"metadata": {"name": "a"}});
+        put(&mut o, &stash).unwrap();
+        assert_eq!(take(&mut o).expect("what put wrote"), stash);
     }
 
     #[test]
