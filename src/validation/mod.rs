@@ -171,6 +171,12 @@ impl Node {
             return FieldRead::Whole;
         }
         while let Some((name, read)) = self.reads_by_name.get(*cursor) {
+            // Most keys of a planned object are read: equal is tried first,
+            // in a word or two, before their order.
+            if celhook_json::same_key(name, field) {
+                *cursor += 1;
+                return self.read_of(Some(*read));
+            }
             match celhook_json::key_order(name, field) {
                 std::cmp::Ordering::Less => *cursor += 1,
                 std::cmp::Ordering::Equal => {
