@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use celhook_json::{Map, Parser, Value as Json};
+use celhook_json::{Map, Value as Json};
 use serde::{Deserialize, Serialize};
 
 /// The annotation holding the stash.
@@ -91,7 +91,12 @@ const MAX_NESTING: usize = 128;
 
 /// The levels the annotation's text opens around a stashed value: the
 /// object of versions, a version's list of entries, and the entry.
-const STASH_WRAPPING: u8 = 3;
+const STASH_WRAPPING: usize = 3;
+
+/// The deepest text a stash may be: a value as deep as a request's object
+/// may hold (127 levels, the 128th opening refused as serde_json refuses
+/// it) inside the stash's own levels.
+const MAX_TEXT_NESTING: usize = 127 + STASH_WRAPPING;
 
 /// The stash an annotation's value holds.
 pub fn parse(raw: &Json) -> Result<Stash, String> {
@@ -100,21 +105,26 @@ pub fn parse(raw: &Json) -> Result<Stash, String> {
         .ok_or_else(|| format!("annotation {ANNOTATION} must be a string"))?;
     let invalid =
         |e: &dyn std::fmt::Display| format!("annotation {ANNOTATION} is not a valid stash: {e}");
-    // celhook's parser rather than serde_json's: a stashed value sits
-    // under the stash's own three levels (versions, entries, an entry), so
-    // the limit an object's text has would refuse values as deep as the
-    // object celhook stashed them from. Past those three levels, the
-    // nesting check below judges the entry.
-    let parser = Parser::new(text);
-    let depth = parser.depth().saturating_add(STASH_WRAPPING);
-    let mut parser = parser.at_depth(depth);
-    let tree = parser.value().map_err(|e| invalid(&e))?;
-    parser.end().map_err(|e| invalid(&e))?;
-    let stash: Stash = celhook_json::from_value(tree).map_err(|e| invalid(&e))?;
+    // serde_json's own nesting limit counts the stash's levels too, and
+    // refused values as deep as the objects celhook stashed them from; it
+    // cannot be raised, only lifted, so the text's depth is bounded here
+    // first and the typed parse (duplicate fields refused, errors with
+    // their positions) runs without it.
+    let deepest = text_nesting(text);
+    if deepest > MAX_TEXT_NESTING {
+        return Err(invalid(&format_args!(
+            "it nests {deepest} levels, past the {MAX_TEXT_NESTING} a stash of an object's values may"
+        )));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let stash = Stash::deserialize(&mut de)
+        .and_then(|stash| de.end().map(|()| stash))
+        .map_err(|e| invalid(&e))?;
     for (version, entries) in &stash {
         for entry in entries {
             // Only `value` is put into the object (`was` is compared, and
-            // nests no deeper than the parser let it).
+            // nests no deeper than the text).
             let inner = entry.value.as_ref().map_or(0, nesting);
             if entry.path.len() + inner > MAX_NESTING {
                 return Err(format!(
@@ -126,6 +136,36 @@ pub fn parse(raw: &Json) -> Result<Stash, String> {
         }
     }
     Ok(stash)
+}
+
+/// The deepest nesting of arrays and objects in a JSON text: its brackets
+/// counted outside strings. Only a bound, taken before a parse that checks
+/// the text (a malformed one fails there); written out because no parser
+/// at hand reports a text's depth without building it.
+fn text_nesting(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The containers `v` nests, itself included (0 for a scalar).
@@ -356,6 +396,30 @@ mod tests {
         let mut o = json!({"metadata": {"name": "a"}});
         put(&mut o, &stash).unwrap();
         assert_eq!(take(&mut o).expect("what put wrote"), stash);
+    }
+
+    #[test]
+    fn a_stash_text_is_bounded_before_its_parse_and_parsed_strictly() {
+        assert_eq!(text_nesting(r#"{"a":[{"b":"[[{{\"]]"}],"c":{}}"#), 3);
+        assert_eq!(
+            text_nesting(r#""\\"[["#),
+            2,
+            "the quote after an escaped backslash ends the string"
+        );
+        let deep = |levels: usize| {
+            let value = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+            Json::from(format!(
+                r#"{{"example.com/v2":[{{"path":["a"],"value":{value}}}]}}"#
+            ))
+        };
+        let err = parse(&deep(128)).expect_err("131 levels of text");
+        assert!(err.contains("it nests 131 levels, past the 130"), "{err}");
+        // Past the text's bound, the entry's own: a path of one key and a
+        // value of 127 levels are 128, which the entry check allows.
+        assert!(parse(&deep(127)).is_ok());
+        let twice = Json::from(r#"{"example.com/v2":[{"path":["a"],"value":1,"value":2}]}"#);
+        let err = parse(&twice).expect_err("a field twice");
+        assert!(err.contains("duplicate field `value` at line 1"), "{err}");
     }
 
     #[test]
