@@ -82,21 +82,21 @@ pub fn restores_metadata(entries: &[Entry]) -> bool {
         .any(|e| e.path.first().is_some_and(|f| f == "metadata"))
 }
 
-/// How deep a stashed value may sit: the nesting the parser allows a
-/// request's object. Anything celhook stashed came from such an object; an
-/// entry past it was written by someone else, and restoring it would build
-/// a tree deeper than any request's (a path of 20,000 keys fits in an
+/// How deep a stashed value may sit, its path's objects counted: the
+/// nesting the parser allows a request's object (the 128th opening is
+/// refused). Anything celhook stashed came from such an object; an entry
+/// past it was written by someone else, and restoring it would build a
+/// tree deeper than any request's (a path of 20,000 keys fits in an
 /// annotation and overflowed the stack when the result was copied).
-const MAX_NESTING: usize = 128;
+const MAX_NESTING: usize = 127;
 
 /// The levels the annotation's text opens around a stashed value: the
 /// object of versions, a version's list of entries, and the entry.
 const STASH_WRAPPING: usize = 3;
 
-/// The deepest text a stash may be: a value as deep as a request's object
-/// may hold (127 levels, the 128th opening refused as serde_json refuses
-/// it) inside the stash's own levels.
-const MAX_TEXT_NESTING: usize = 127 + STASH_WRAPPING;
+/// The deepest text a stash may be: the deepest entry inside the stash's
+/// own levels.
+const MAX_TEXT_NESTING: usize = MAX_NESTING + STASH_WRAPPING;
 
 /// The stash an annotation's value holds.
 pub fn parse(raw: &Json) -> Result<Stash, String> {
@@ -360,10 +360,10 @@ mod tests {
             ))
         };
         assert!(parse(&annotation(120, "1")).is_ok());
-        assert!(parse(&annotation(120, "[[[[[[[[1]]]]]]]]")).is_ok());
-        let err = parse(&annotation(120, "[[[[[[[[[1]]]]]]]]]")).expect_err("129 levels");
+        assert!(parse(&annotation(120, "[[[[[[[1]]]]]]]")).is_ok());
+        let err = parse(&annotation(120, "[[[[[[[[1]]]]]]]]")).expect_err("128 levels");
         assert!(
-            err.contains("nests 129 levels (a path of 120 keys)"),
+            err.contains("nests 128 levels (a path of 120 keys), past the 127"),
             "{err}"
         );
         let err = parse(&annotation(20_000, "1")).expect_err("20,000 keys");
@@ -372,24 +372,20 @@ mod tests {
 
     #[test]
     fn a_value_as_deep_as_an_object_may_hold_round_trips() {
-        // The deepest text the parser builds for a request: 127 levels.
-        let deep = |levels: usize| {
-            celhook_json::from_str(&format!("{}1{}", "[".repeat(levels), "]".repeat(levels)))
+        // The deepest object the parser builds for a request: 127 levels,
+        // the object and `spec` among them, so `spec.x` may hold 125.
+        let object = |levels: usize| {
+            let value = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+            celhook_json::from_str(&format!(r#"{{"spec":{{"x":{value}}}}}"#))
         };
-        let object = deep(127).expect("an object's limit");
-        assert!(deep(128).is_err(), "the parser's limit moved");
-        // `spec` and `x` hold the first two of those levels' places.
-        let Json::Array(inner) = &object else {
-            unreachable!()
-        };
-        let Json::Array(value) = &inner[0] else {
-            unreachable!()
-        };
+        assert!(object(126).is_err(), "the parser's limit moved");
+        let mut object = object(125).expect("an object's limit");
+        let value = object["spec"]["x"].take();
         let stash = Stash::from([(
             "example.com/v1".to_string(),
             vec![Entry {
                 path: vec!["spec".into(), "x".into()],
-                value: Some(Json::Array(value.clone())),
+                value: Some(value),
                 was: None,
             }],
         )]);
@@ -414,9 +410,11 @@ mod tests {
         };
         let err = parse(&deep(128)).expect_err("131 levels of text");
         assert!(err.contains("it nests 131 levels, past the 130"), "{err}");
-        // Past the text's bound, the entry's own: a path of one key and a
-        // value of 127 levels are 128, which the entry check allows.
-        assert!(parse(&deep(127)).is_ok());
+        // Within the text's bound, the entry's own: a path of one key and a
+        // value of 126 levels are an object's 127; one level more is not.
+        assert!(parse(&deep(126)).is_ok());
+        let err = parse(&deep(127)).expect_err("128 levels");
+        assert!(err.contains("nests 128 levels (a path of 1 keys)"), "{err}");
         let twice = Json::from(r#"{"example.com/v2":[{"path":["a"],"value":1,"value":2}]}"#);
         let err = parse(&twice).expect_err("a field twice");
         assert!(err.contains("duplicate field `value` at line 1"), "{err}");
