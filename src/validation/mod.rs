@@ -171,20 +171,17 @@ impl Node {
             return FieldRead::Whole;
         }
         while let Some((name, read)) = self.reads_by_name.get(*cursor) {
-            // Most keys of a planned object are read: equal is tried first,
-            // in a word or two, before their order.
+            // Most keys of a planned object are read: equality (exact bytes,
+            // in a word or two) is tried before their order, which then only
+            // tells a name to pass from one past the key.
             if celhook_json::same_key(name, field) {
                 *cursor += 1;
                 return self.read_of(Some(*read));
             }
-            match celhook_json::key_order(name, field) {
-                std::cmp::Ordering::Less => *cursor += 1,
-                std::cmp::Ordering::Equal => {
-                    *cursor += 1;
-                    return self.read_of(Some(*read));
-                }
-                std::cmp::Ordering::Greater => break,
+            if celhook_json::key_order(name, field).is_gt() {
+                break;
             }
+            *cursor += 1;
         }
         FieldRead::Nothing
     }
