@@ -104,26 +104,56 @@ impl Borrow<str> for Key<'_> {
 }
 
 impl<'a> StrIndex<'a> {
+    /// The kept reads of a scan slot counted; `Unusable` when one is not a
+    /// string.
     pub(super) fn build(reads: &[Option<(u64, Value<'a>)>], kind: LoopKind) -> Indexed<'a> {
+        Self::build_from(
+            reads.len(),
+            reads.iter().map(|read| match read {
+                Some((cost, Value::Str(s))) => Some((*cost, s.clone())),
+                _ => None,
+            }),
+            kind,
+        )
+    }
+
+    /// Strings read straight from a list's JSON (`lookup`'s direct reads),
+    /// each charged `cost`, counted.
+    pub(super) fn build_strs(reads: &[&'a str], cost: u64, kind: LoopKind) -> Indexed<'a> {
+        Self::build_from(
+            reads.len(),
+            reads.iter().map(|s| Some((cost, Str::Borrowed(s)))),
+            kind,
+        )
+    }
+
+    fn build_from(
+        n: usize,
+        reads: impl Iterator<Item = Option<(u64, Str<'a>)>>,
+        kind: LoopKind,
+    ) -> Indexed<'a> {
         let chained = kind == LoopKind::Filter;
         let mut index = StrIndex {
-            counts: HashMap::with_capacity_and_hasher(reads.len(), Default::default()),
-            next: if chained {
-                vec![None; reads.len()]
-            } else {
-                Vec::new()
-            },
-            prefix: Vec::with_capacity(reads.len() + 1),
+            counts: HashMap::with_capacity_and_hasher(n, Default::default()),
+            next: if chained { vec![None; n] } else { Vec::new() },
+            prefix: Vec::with_capacity(n + 1),
         };
         let (mut cost, mut nonempty) = (0u64, 0u64);
-        for (i, read) in reads.iter().enumerate() {
-            let Some((read_cost, Value::Str(s))) = read else {
+        for (i, read) in reads.enumerate() {
+            let Some((read_cost, s)) = read else {
                 return Indexed::Unusable;
             };
             let Ok(at) = u32::try_from(i) else {
                 return Indexed::Unusable;
             };
-            let first = match index.counts.entry(Key(s.clone())) {
+            let (bytes, nonempty_read) = (s.len(), !s.is_empty());
+            // Only a long string's comparisons read its characters.
+            let chars = if bytes > SHORT_STRING_BYTES {
+                str_size(&s)
+            } else {
+                0
+            };
+            let first = match index.counts.entry(Key(s)) {
                 Entry::Occupied(mut e) => {
                     let (count, first, last) = e.get_mut();
                     if chained {
@@ -141,20 +171,15 @@ impl<'a> StrIndex<'a> {
             index.prefix.push(Prefix {
                 read_cost: cost,
                 nonempty,
-                bytes: s.len(),
-                // Only a long string's comparisons read its characters.
-                chars: if s.len() > SHORT_STRING_BYTES {
-                    str_size(s)
-                } else {
-                    0
-                },
+                bytes,
+                chars,
                 first: first as u32,
                 same: 0,
             });
             // The first element's entry counts the string's reads.
             index.prefix[first].same += 1;
-            cost = cost.saturating_add(*read_cost);
-            nonempty += u64::from(!s.is_empty());
+            cost = cost.saturating_add(read_cost);
+            nonempty += u64::from(nonempty_read);
         }
         index.prefix.push(Prefix {
             read_cost: cost,
@@ -204,15 +229,17 @@ pub(super) fn tally<'a>(
 }
 
 /// [`tally`] of element `i`'s own read of the index's list (the outer
-/// loop over the very list the inner loop counted): its string's count
-/// and first element are kept per element, so nothing is hashed.
+/// loop over the very list the inner loop counted), for a loop that
+/// answers a bool (not `filter`): its string's count and first element
+/// are kept per element, so nothing is hashed, and no value is made.
+#[inline(always)]
 pub(super) fn tally_own<'a>(
     index: &StrIndex<'a>,
     kind: LoopKind,
-    list: &List<'a>,
+    n: usize,
     other_cost: u64,
     i: usize,
-) -> Option<(u64, Value<'a>)> {
+) -> Option<(u64, bool)> {
     // The last entry holds the totals, not an element.
     let p = index
         .prefix
@@ -226,7 +253,7 @@ pub(super) fn tally_own<'a>(
         0
     };
     let found = Some((u64::from(count), first as usize));
-    tally_found(index, kind, list, other_cost, (p.bytes, x_chars), found)
+    tally_bool(index, kind, n, other_cost, (p.bytes, x_chars), found)
 }
 
 /// What [`tally`] charges and answers for a string `x` of `x_len` bytes
@@ -238,44 +265,78 @@ fn tally_found<'a>(
     kind: LoopKind,
     list: &List<'a>,
     other_cost: u64,
-    (x_len, x_chars): (usize, u64),
+    x: (usize, u64),
     found: Option<(u64, usize)>,
 ) -> Option<(u64, Value<'a>)> {
-    let n = list.len();
-    // Runs once per element of an outer loop: `compares` inlines to one
-    // multiply for a short `x`, and only a long one calls out (the former
-    // pair of closures, called each time, cost ~50 instructions an
-    // element). `steps` is at most the list's length, which is the
-    // index's (its list key holds the length).
-    let reads = |steps: usize| -> u64 {
-        let p = index.prefix[steps];
-        p.read_cost + steps as u64 * other_cost + compares(index, x_len, x_chars, steps, p)
-    };
+    if kind != LoopKind::Filter {
+        let (total, result) = tally_bool(index, kind, list.len(), other_cost, x, found)?;
+        return Some((total, Value::Bool(result)));
+    }
     let matches = found.map_or(0, |(count, _)| count);
-    let (total, result) = if kind == LoopKind::ExistsOne {
-        (reads(n) + 2 * matches + 2, Value::Bool(matches == 1))
-    } else if kind == LoopKind::Filter {
-        let mut out = Vec::with_capacity(matches as usize);
-        let mut at = found.map(|(_, first)| first);
-        while let Some(i) = at {
-            out.push(list.get(i)?);
-            at = index.next[i].map(|i| i as usize);
+    let mut out = Vec::with_capacity(matches as usize);
+    let mut at = found.map(|(_, first)| first);
+    while let Some(i) = at {
+        out.push(list.get(i)?);
+        at = index.next[i].map(|i| i as usize);
+    }
+    let n = list.len();
+    Some((
+        reads(index, other_cost, x, n) + 13 * matches + 1,
+        Value::list(out),
+    ))
+}
+
+/// What comparing `x` with the reads of the first `steps` elements
+/// charges, their reads and the other side included. `steps` is at most
+/// the list's length, which is the index's (its list key holds the
+/// length). Runs once per element of an outer loop: `compares` inlines to
+/// one multiply for a short `x`, and only a long one calls out.
+#[inline(always)]
+fn reads(
+    index: &StrIndex<'_>,
+    other_cost: u64,
+    (x_len, x_chars): (usize, u64),
+    steps: usize,
+) -> u64 {
+    let p = index.prefix[steps];
+    p.read_cost + steps as u64 * other_cost + compares(index, x_len, x_chars, steps, p)
+}
+
+/// [`tally_found`] of a loop that answers a bool: `exists_one` (2 per
+/// match and 2 at the end), `exists` and `all` (the first equal element
+/// decides).
+#[inline(always)]
+fn tally_bool(
+    index: &StrIndex<'_>,
+    kind: LoopKind,
+    n: usize,
+    other_cost: u64,
+    x: (usize, u64),
+    found: Option<(u64, usize)>,
+) -> Option<(u64, bool)> {
+    match kind {
+        LoopKind::ExistsOne => {
+            let matches = found.map_or(0, |(count, _)| count);
+            Some((
+                reads(index, other_cost, x, n) + 2 * matches + 2,
+                matches == 1,
+            ))
         }
-        (reads(n) + 13 * matches + 1, Value::list(out))
-    } else {
-        let (decide, step, condition) = quantifier(kind);
-        let (steps, end, result) = match found {
-            Some((_, first)) => {
-                let steps = first + 1;
-                let more = if steps < n { condition } else { 0 };
-                (steps, more + 1, decide)
-            }
-            None => (n, 1, !decide),
-        };
-        (
-            steps as u64 * step + reads(steps) + end,
-            Value::Bool(result),
-        )
-    };
-    Some((total, result))
+        LoopKind::All | LoopKind::Exists => {
+            let (decide, step, condition) = quantifier(kind);
+            let (steps, end, result) = match found {
+                Some((_, first)) => {
+                    let steps = first + 1;
+                    let more = if steps < n { condition } else { 0 };
+                    (steps, more + 1, decide)
+                }
+                None => (n, 1, !decide),
+            };
+            Some((
+                steps as u64 * step + reads(index, other_cost, x, steps) + end,
+                result,
+            ))
+        }
+        _ => None,
+    }
 }

@@ -105,24 +105,28 @@ impl<'a> Frame<'a> {
     /// Grows the frame to `slots` variables (null past those it holds) and
     /// the memo cells of `cells`, none of them bound or filled yet.
     fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
-        // Filled by `resize_with`: `resize` clones its value through the
-        // generic clone of a `Value`, a call per slot.
+        // Filled a slot at a time, in line: a program has a few slots and
+        // cells, and `resize` or `resize_with` was a call each (and
+        // `resize` clones a `Value` through its generic clone), about a
+        // twentieth of a rule's evaluation.
         // Most rules have no variable past `self` and `oldSelf`, already
-        // pushed: no call for an empty fill.
-        if slots > self.vars.len() {
-            self.vars.resize_with(slots, || Value::Null);
+        // pushed: nothing to fill.
+        while self.vars.len() < slots {
+            self.vars.push(Value::Null);
         }
         // Read only when a loop or `cel.bind` binds a slot (the checker's
         // `bind_var` numbers them after `self`, `oldSelf` and any
         // environment variables, so the program has more than two), or by
         // a memo keyed on a binding: without either (most rules) it stays
-        // empty, and no fill is called.
+        // empty.
         if slots > 2 || cells.by_binding > 0 {
-            self.bound.resize(slots, 0);
+            while self.bound.len() < slots {
+                self.bound.push(0);
+            }
         }
-        // Most programs keep nothing: no calls for cells they lack.
-        if cells.by_binding > 0 {
-            self.memos.resize_with(cells.by_binding, || None);
+        // Most programs keep nothing: no fill for cells they lack.
+        while self.memos.len() < cells.by_binding {
+            self.memos.push(None);
         }
         // Grown only: a map a program lacks stays (empty) for a later
         // program's cell, which spares freeing and allocating it again.
@@ -132,8 +136,8 @@ impl<'a> Frame<'a> {
                 ElemMemo::with_hasher(foldhash::fast::FixedState::default())
             });
         }
-        if cells.by_scan > 0 {
-            self.scans.resize_with(cells.by_scan, || None);
+        while self.scans.len() < cells.by_scan {
+            self.scans.push(None);
         }
         self.cost = 0;
         self.limit = limit;

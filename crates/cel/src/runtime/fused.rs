@@ -3,7 +3,7 @@
 //! run on a JSON list's objects without binding each element.
 
 use super::*;
-use crate::ir::{FieldCmp, FieldTest};
+use crate::ir::{BinOp, FieldCmp, FieldTest};
 use crate::value::{Str, ANY};
 use celhook_json::Value as Json;
 use celhook_schema::Type;
@@ -174,8 +174,94 @@ enum Shape<'a> {
 
 /// A test of a field of the element, and how to read that field.
 struct Direct<'a> {
-    c: &'a FieldCmp,
+    test: Kernel<'a>,
+    /// Equal for tests that read the same field (`FieldCmp::read`).
+    read: u32,
     field: Field<'a>,
+}
+
+/// A [`FieldTest`] with what it compares taken out once per loop: an int
+/// comparison becomes a range, so that an element's test is two compares
+/// rather than a dispatch on the operator.
+#[derive(Clone, Copy)]
+enum Kernel<'a> {
+    /// The int in `lo..=hi` (`inside`) or out of it.
+    Int {
+        lo: i64,
+        hi: i64,
+        inside: bool,
+    },
+    /// The string equal to `t` (`eq`) or not.
+    Str {
+        eq: bool,
+        t: &'a str,
+    },
+    OneOf(&'a [std::sync::Arc<str>]),
+    /// The string's size in `lo..=hi` (`inside`) or out of it.
+    Size {
+        lo: i64,
+        hi: i64,
+        inside: bool,
+    },
+    Matches(&'a crate::matcher::Matcher),
+}
+
+impl<'a> Kernel<'a> {
+    fn of(test: &'a FieldTest) -> Option<Kernel<'a>> {
+        Some(match test {
+            FieldTest::Int(op, k) => {
+                let (lo, hi, inside) = int_range(*op, *k)?;
+                Kernel::Int { lo, hi, inside }
+            }
+            FieldTest::Str(eq, t) => Kernel::Str { eq: *eq, t },
+            FieldTest::OneOf(items) => Kernel::OneOf(items),
+            FieldTest::Size(op, k) => {
+                let (lo, hi, inside) = int_range(*op, *k)?;
+                Kernel::Size { lo, hi, inside }
+            }
+            FieldTest::Matches(re) => Kernel::Matches(re),
+        })
+    }
+
+    /// As [`judge`] judges the test it was made from.
+    #[inline(always)]
+    fn judge(self, read: Read<'_>) -> Option<(bool, u64)> {
+        // The variable and the field's selection, a unit each.
+        const READS: u64 = 2;
+        Some(match (self, read) {
+            (Kernel::Int { lo, hi, inside }, Read::Int(i)) => {
+                (((lo <= i) & (i <= hi)) == inside, READS + 1)
+            }
+            (Kernel::Str { eq, t }, Read::Str(s)) => (
+                celhook_json::same_key(s, t) == eq,
+                READS + charge::compare_cost_str(s, t),
+            ),
+            (Kernel::OneOf(items), Read::Str(s)) => (one_of(items, s), READS),
+            // `size` is a call of one unit, its comparison another.
+            (Kernel::Size { lo, hi, inside }, Read::Str(s)) => {
+                let n = i64::try_from(crate::value::str_size(s)).ok()?;
+                (((lo <= n) & (n <= hi)) == inside, READS + 2)
+            }
+            (Kernel::Matches(re), Read::Str(s)) => (re.is_match(s), READS + re.cost(s)),
+            _ => return None,
+        })
+    }
+}
+
+/// `x op k` for ints as `x` in (or, for `!=`, out of) a range: `None` for
+/// an operator that does not compare.
+fn int_range(op: BinOp, k: i64) -> Option<(i64, i64, bool)> {
+    // An empty range where no int passes (`x < i64::MIN`, `x > i64::MAX`).
+    const NONE: (i64, i64, bool) = (1, 0, true);
+    Some(match op {
+        BinOp::Eq => (k, k, true),
+        BinOp::Ne => (k, k, false),
+        BinOp::Lt => k.checked_sub(1).map_or(NONE, |hi| (i64::MIN, hi, true)),
+        BinOp::Le => (i64::MIN, k, true),
+        BinOp::Gt => k.checked_add(1).map_or(NONE, |lo| (lo, i64::MAX, true)),
+        BinOp::Ge => (k, i64::MAX, true),
+        _ => return None,
+    })
 }
 
 /// A field of list elements at its position among their schema's
@@ -240,7 +326,8 @@ impl<'a> Shape<'a> {
     fn of(body: &'a Ir, var: usize, items: &'a celhook_schema::Schema) -> Option<Shape<'a>> {
         let leaf = |ir: &'a Ir| match ir {
             Ir::FieldCmp(c) if c.slot == var && c.then.is_empty() => Some(Direct {
-                c,
+                test: Kernel::of(&c.test)?,
+                read: c.read,
                 field: Field::at(&c.field, c.position? as usize, items)?,
             }),
             _ => None,
@@ -262,7 +349,7 @@ impl<'a> Shape<'a> {
                 if a.judge(read, f)? == decide {
                     return Some(decide);
                 }
-                let read = if b.c.read == a.c.read {
+                let read = if b.read == a.read {
                     read
                 } else {
                     b.field.read(obj)?
@@ -285,10 +372,12 @@ impl<'a> super::scan::Step<'a, &'a Json> for Shape<'a> {
 }
 
 impl<'a> Direct<'a> {
+    /// Charged without a test against the limit: a shape runs only as
+    /// the body of [`super::scan::steps_of`], which tests the loop's total.
     #[inline(always)]
     fn judge(&self, read: Read<'a>, f: &mut Frame<'a>) -> Option<bool> {
-        let (r, cost) = judge(self.c, read)?;
-        f.charge(cost).ok()?;
+        let (r, cost) = self.test.judge(read)?;
+        f.cost = f.cost.saturating_add(cost);
         Some(r)
     }
 }

@@ -11,7 +11,7 @@ use super::fused::Field;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, ScanExpr};
-use crate::value::{List, Map, Str, Value, ANY};
+use crate::value::{List, Map, Value, ANY};
 use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
@@ -70,10 +70,12 @@ pub(super) fn counted_loop<'a>(
     let direct = same
         .then(|| direct_reads(element, inner.var, items, item_schema))
         .flatten()
-        .and_then(|reads| match StrIndex::build(&reads, inner.kind) {
-            Indexed::Built(index) => Some((reads, index)),
-            _ => None,
-        });
+        .and_then(
+            |reads| match StrIndex::build_strs(&reads, DIRECT_READ, inner.kind) {
+                Indexed::Built(index) => Some(index),
+                _ => None,
+            },
+        );
     let cache = if direct.is_none() {
         count_reads(inner, scan, &range, *slot, element, f)?;
         f.scans[scan.cell].take()
@@ -81,7 +83,7 @@ pub(super) fn counted_loop<'a>(
         None
     };
     let index = match &direct {
-        Some((_, index)) => Some(index),
+        Some(index) => Some(index),
         None => cache
             .as_ref()
             .and_then(|cache| cache.counted(&range, *slot)),
@@ -89,11 +91,11 @@ pub(super) fn counted_loop<'a>(
     // Over the very list the inner loop read, the outer element's field
     // is the inner loop's kept read of the same element.
     let kept = match &direct {
-        Some((reads, _)) => Some(&reads[..]),
+        Some(_) => Some(Kept::Direct),
         None => cache
             .as_ref()
             .filter(|_| same)
-            .map(|cache| cache.slot_reads(*slot, items.len())),
+            .map(|cache| Kept::Scanned(cache.slot_reads(*slot, items.len()))),
     };
     let result = index.and_then(|index| {
         scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
@@ -101,11 +103,14 @@ pub(super) fn counted_loop<'a>(
                 return None;
             }
             f.charge_within(range_cost)?;
-            let counted = match kept {
+            let (total, found) = match kept {
                 // The element's own read, counted with the others.
-                Some(reads) => {
-                    let (cost, _) = reads.get(i)?.as_ref()?;
-                    tally_own(index, inner.kind, &range, *cost, i)?
+                Some(kept) => {
+                    let cost = match kept {
+                        Kept::Direct => DIRECT_READ,
+                        Kept::Scanned(reads) => reads.get(i)?.as_ref()?.0,
+                    };
+                    tally_own(index, inner.kind, range.len(), cost, i)?
                 }
                 None => {
                     let Json::Object(obj) = items.get(i)? else {
@@ -117,11 +122,11 @@ pub(super) fn counted_loop<'a>(
                             schema: item_schema,
                         })
                     })?;
-                    tally(index, inner.kind, &range, other_cost, &x)?
+                    match tally(index, inner.kind, &range, other_cost, &x)? {
+                        (total, Value::Bool(found)) => (total, found),
+                        _ => return None,
+                    }
                 }
-            };
-            let (total, Value::Bool(found)) = counted else {
-                return None;
             };
             f.charge_within(total)?;
             Some(found)
@@ -136,17 +141,29 @@ pub(super) fn counted_loop<'a>(
     result
 }
 
+/// What a direct read charges: `q.f` walked charges the variable, then
+/// the selection.
+const DIRECT_READ: u64 = 2;
+
+/// Where the outer element's own read comes from.
+#[derive(Clone, Copy)]
+enum Kept<'r, 'a> {
+    /// Read straight from the JSON, each charged [`DIRECT_READ`].
+    Direct,
+    /// Kept by the inner loop's scan, each with its charge.
+    Scanned(&'r [Option<(u64, Value<'a>)>]),
+}
+
 /// Every element's field that `element` (`q.f`, of the inner loop's
 /// variable `var`) reads, when it is a plain string at its schema
-/// position in each: what the scan cache would keep, each read charged as
-/// the walk charges `q.f` (the variable, then the selection). `None` when
-/// any element's is not such a string.
+/// position in each: what the scan cache would keep, each read charged
+/// [`DIRECT_READ`]. `None` when any element's is not such a string.
 fn direct_reads<'a>(
     element: &'a Ir,
     var: usize,
     items: &'a [Json],
     item_schema: &'a Schema,
-) -> Option<Vec<Option<(u64, Value<'a>)>>> {
+) -> Option<Vec<&'a str>> {
     let field = direct_field(element, var, item_schema)?;
     // The first element read before anything is allocated (a field that
     // is no string fails there, on every evaluation), then one allocation
@@ -158,7 +175,7 @@ fn direct_reads<'a>(
     }
     let mut reads = Vec::with_capacity(items.len());
     for item in items {
-        reads.push(Some((2, Value::Str(Str::Borrowed(field.read_str(item)?)))));
+        reads.push(field.read_str(item)?);
     }
     Some(reads)
 }

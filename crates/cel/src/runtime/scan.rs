@@ -364,44 +364,50 @@ pub(super) fn steps_of<'a, T>(
     f: &mut Frame<'a>,
     mut body: impl Step<'a, T>,
 ) -> Option<Value<'a>> {
+    // The loop's own charges add up in a register and meet the limit once,
+    // at the end: costs only grow, so a run whose total stays within the
+    // limit passed it at every step, and one past it gives `None`, after
+    // which the plain loop runs and stops where cel-go stops.
     let n = elements.len();
-    match kind {
+    let mut cost = 0u64;
+    let result = match kind {
         LoopKind::All | LoopKind::Exists => {
             let (decide, step, condition) = quantifier(kind);
+            let mut result = !decide;
+            let mut end = 1;
             for (i, e) in elements.enumerate() {
-                f.charge(step).ok()?;
+                cost += step;
                 if body.step(e, f)? == decide {
-                    f.charge(if i + 1 < n { condition } else { 0 } + 1).ok()?;
-                    return Some(Value::Bool(decide));
+                    result = decide;
+                    end += if i + 1 < n { condition } else { 0 };
+                    break;
                 }
             }
-            f.charge(1).ok()?;
-            Some(Value::Bool(!decide))
+            cost += end;
+            Value::Bool(result)
         }
         LoopKind::ExistsOne => {
-            let mut count = 0i64;
+            let mut count = 0u64;
             for e in elements {
-                if body.step(e, f)? {
-                    count += 1;
-                    f.charge(2).ok()?;
-                }
+                count += u64::from(body.step(e, f)?);
             }
-            f.charge(2).ok()?;
-            Some(Value::Bool(count == 1))
+            cost += 2 * count + 2;
+            Value::Bool(count == 1)
         }
         LoopKind::Filter => {
             let mut out = Vec::new();
             for (i, e) in elements.enumerate() {
                 if body.step(e, f)? {
                     out.push(list.get(i)?);
-                    f.charge(13).ok()?;
                 }
             }
-            f.charge(1).ok()?;
-            Some(Value::list(out))
+            cost += 13 * out.len() as u64 + 1;
+            Value::list(out)
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    f.charge_within(cost)?;
+    Some(result)
 }
 
 /// The other side of a comparison, with its charge (not charged).
