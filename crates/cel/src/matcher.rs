@@ -30,12 +30,22 @@ pub(crate) struct Matcher {
     /// the text's first byte, unanchored, so the state is found once here
     /// rather than on each call (a third of a short name's match).
     dfa: Option<(dense::DFA<Vec<u32>>, StateID)>,
+    /// The same DFA as a byte table where it has few states (see [`Table`]).
+    table: Option<Table>,
     /// The pattern's length in characters as written (the compiled regex
     /// is RE2's syntax translated), which prices the call.
     pattern_len: u32,
     /// Its factor of what `matches` charges (see [`Matcher::cost`]).
     pattern_factor: u64,
+    /// What `matches` charges on strings of each size below
+    /// [`COSTS_KEPT`]: the charge is a float product rounded up, as
+    /// cel-go computes it, which costs more than a string's match.
+    costs: Box<[u64]>,
 }
+
+/// The string sizes whose charges a matcher keeps (names, labels, most
+/// values rules match).
+const COSTS_KEPT: u64 = 64;
 
 impl Matcher {
     /// `regex` compiled from a pattern of `pattern_len` characters.
@@ -57,11 +67,17 @@ impl Matcher {
                 // dead or quit state) is left to the regex, as before.
                 (!dfa.is_special_state(state) || dfa.is_accel_state(state)).then_some((dfa, state))
             });
+        let table = dfa.as_ref().and_then(|(dfa, start)| Table::of(dfa, *start));
+        let pattern_factor = scaled(u64::from(pattern_len), 0.25);
         Matcher {
             regex,
             dfa,
+            table,
             pattern_len,
-            pattern_factor: scaled(u64::from(pattern_len), 0.25),
+            pattern_factor,
+            costs: (0..COSTS_KEPT)
+                .map(|size| scaled(1 + size, 0.1) * pattern_factor)
+                .collect(),
         }
     }
 
@@ -74,12 +90,21 @@ impl Matcher {
     /// times a quarter of the pattern's, both rounded up).
     #[inline]
     pub(crate) fn cost(&self, s: &str) -> u64 {
-        scaled(1 + str_size(s), 0.1) * self.pattern_factor
+        let size = str_size(s);
+        match usize::try_from(size).ok().and_then(|at| self.costs.get(at)) {
+            Some(&cost) => cost,
+            None => scaled(1 + size, 0.1) * self.pattern_factor,
+        }
     }
 
     /// Whether the pattern matches anywhere in `s`, as `Regex::is_match`.
     #[inline]
     pub(crate) fn is_match(&self, s: &str) -> bool {
+        if let Some(table) = &self.table {
+            if let Some(found) = table.run(s) {
+                return found;
+            }
+        }
         match &self.dfa {
             Some((dfa, start)) => run(dfa, *start, s).unwrap_or_else(|| self.regex.is_match(s)),
             None => self.regex.is_match(s),
@@ -109,6 +134,123 @@ fn run(dfa: &dense::DFA<Vec<u32>>, start: StateID, s: &str) -> Option<bool> {
         }
     }
     Some(dfa.is_match_state(dfa.next_eoi_state(state)))
+}
+
+/// At most this many states go into a [`Table`] (16 KiB of rows); the
+/// patterns rules use for names and images have a handful.
+const TABLE_STATES: usize = 64;
+
+/// A small DFA as one row of 256 next states per state, each byte a
+/// single indexed load (`next_state` looks the byte's class up and then
+/// the transition: a third of a short name's match). The states that
+/// decide (a match, no match possible, a quit) are numbered after the
+/// others, so that one comparison per byte finds them.
+#[derive(Debug)]
+struct Table {
+    /// Per state that goes on, its next states; state 0 is the start.
+    rows: Vec<[u8; 256]>,
+    /// What the states from `rows.len()` on decide.
+    verdicts: Vec<Verdict>,
+    /// Per state that goes on, whether the text ending there matches.
+    at_end: Vec<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// A match ended before this byte.
+    Match,
+    /// Nothing can match from here.
+    NoMatch,
+    /// The DFA gave up (a quit byte): only the regex answers.
+    Quit,
+}
+
+impl Table {
+    /// The states reachable from `start`, when there are at most
+    /// [`TABLE_STATES`] and `start` goes on.
+    fn of(dfa: &dense::DFA<Vec<u32>>, start: StateID) -> Option<Table> {
+        let verdict = |id: StateID| {
+            if !dfa.is_special_state(id) {
+                None
+            } else if dfa.is_match_state(id) {
+                Some(Verdict::Match)
+            } else if dfa.is_dead_state(id) {
+                Some(Verdict::NoMatch)
+            } else if dfa.is_quit_state(id) {
+                Some(Verdict::Quit)
+            } else {
+                // An accelerated state: special only for speed.
+                None
+            }
+        };
+        if verdict(start).is_some() {
+            return None;
+        }
+        // The states that go on, from the start, and those that decide.
+        let mut going = vec![start];
+        let mut deciding: Vec<StateID> = Vec::new();
+        let mut i = 0;
+        while let Some(&id) = going.get(i) {
+            for byte in 0..=255u8 {
+                let to = dfa.next_state(id, byte);
+                let known = if verdict(to).is_some() {
+                    &mut deciding
+                } else {
+                    &mut going
+                };
+                if !known.contains(&to) {
+                    known.push(to);
+                }
+            }
+            if going.len() + deciding.len() > TABLE_STATES {
+                return None;
+            }
+            i += 1;
+        }
+        let number = |id: StateID| -> Option<u8> {
+            let at = match going.iter().position(|&g| g == id) {
+                Some(at) => at,
+                None => going.len() + deciding.iter().position(|&d| d == id)?,
+            };
+            u8::try_from(at).ok()
+        };
+        let mut rows = Vec::with_capacity(going.len());
+        for &id in &going {
+            let mut row = [0u8; 256];
+            for (byte, next) in (0..=255u8).zip(row.iter_mut()) {
+                *next = number(dfa.next_state(id, byte))?;
+            }
+            rows.push(row);
+        }
+        Some(Table {
+            rows,
+            verdicts: deciding
+                .iter()
+                .map(|&id| verdict(id))
+                .collect::<Option<_>>()?,
+            at_end: going
+                .iter()
+                .map(|&id| dfa.is_match_state(dfa.next_eoi_state(id)))
+                .collect(),
+        })
+    }
+
+    /// As [`run`] answers, on the table.
+    #[inline]
+    fn run(&self, s: &str) -> Option<bool> {
+        let mut state = 0usize;
+        for &b in s.as_bytes() {
+            state = usize::from(self.rows.get(state)?[usize::from(b)]);
+            if state >= self.rows.len() {
+                return match self.verdicts.get(state - self.rows.len())? {
+                    Verdict::Match => Some(true),
+                    Verdict::NoMatch => Some(false),
+                    Verdict::Quit => None,
+                };
+            }
+        }
+        self.at_end.get(state).copied()
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +300,7 @@ mod tests {
             "a\nb",
         ];
         let mut direct = 0;
+        let mut tabled = 0;
         for p in patterns {
             let m = Matcher::new(Regex::new(p).expect("pattern"), 0);
             for s in inputs {
@@ -169,20 +312,26 @@ mod tests {
                 {
                     direct += 1;
                 }
+                if let Some(found) = m.table.as_ref().and_then(|t| t.run(s)) {
+                    assert_eq!(found, m.regex.is_match(s), "table: {p:?} on {s:?}");
+                    tabled += 1;
+                }
             }
         }
         // Most answers came from the DFA, not the fallback.
         assert!(direct > patterns.len() * inputs.len() * 3 / 4, "{direct}");
+        assert!(tabled > patterns.len() * inputs.len() / 2, "{tabled}");
     }
 
-    /// The pattern's factor kept at load gives what the library's
-    /// `matches` cost gives, at sizes whose float products round up.
+    /// The charges kept at load give what the library's `matches` cost
+    /// gives, at every size kept and past them (some float products round
+    /// up where an integer division would not).
     #[test]
     fn charges_as_the_library_does() {
         let regex = Regex::new("a").expect("pattern");
         for pattern_len in [0, 1, 4, 5, 29, 40, 1000] {
             let m = Matcher::new(regex.clone(), pattern_len);
-            for n in [0, 1, 9, 10, 29, 30, 99, 1000] {
+            for n in (0..=130).chain([1000]) {
                 for s in ["x".repeat(n), "é".repeat(n)] {
                     let v = crate::value::Value::Str(crate::value::Str::Borrowed(&s));
                     let library = crate::library::core::matches_cost(&v, pattern_len as usize);

@@ -102,7 +102,6 @@ pub(super) fn counted_loop<'a>(
             if crate::interrupt::tick() {
                 return None;
             }
-            f.charge_within(range_cost)?;
             let (total, found) = match kept {
                 // The element's own read, counted with the others.
                 Some(kept) => {
@@ -128,7 +127,9 @@ pub(super) fn counted_loop<'a>(
                     }
                 }
             };
-            f.charge_within(total)?;
+            // The range, then the inner loop's steps; tested against the limit
+            // with the outer loop's total (`steps_of`).
+            f.cost = f.cost.saturating_add(range_cost).saturating_add(total);
             Some(found)
         })
     });
