@@ -7,10 +7,9 @@
 //! pair, when it compares a field of its own element, does not walk its
 //! body at all (`lookup`).
 
-use std::borrow::Borrow;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
+
+use hashbrown::hash_table::{Entry, HashTable};
 
 use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
 use super::loops::quantifier;
@@ -27,8 +26,12 @@ pub(crate) enum Indexed<'a> {
 
 /// The string reads of one slot of a scanned loop, counted.
 pub(crate) struct StrIndex<'a> {
-    /// Per string: how many elements read it, the first and the last.
-    counts: HashMap<Key<'a>, (u64, usize, usize), foldhash::fast::FixedState>,
+    /// Per element, the string it read.
+    keys: Vec<Str<'a>>,
+    /// Per string read, the first and the last element that read it (how
+    /// many did is in the first's `prefix` entry), found by the string's
+    /// hash: a table of indices, so that no string is copied into it.
+    counts: HashTable<(u32, u32)>,
     /// Per element, the next element that read the same string (`None`
     /// for the last): `filter` takes the equal elements in order. Empty
     /// for the other loops, which need only the counts.
@@ -80,27 +83,9 @@ fn long_compares(index: &StrIndex<'_>, x_len: usize, x_chars: u64, steps: usize)
         .sum()
 }
 
-/// A read as a map key, looked up by `&str`.
-struct Key<'a>(Str<'a>);
-
-impl PartialEq for Key<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        *self.0 == *other.0
-    }
-}
-
-impl Eq for Key<'_> {}
-
-impl Hash for Key<'_> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        (*self.0).hash(h);
-    }
-}
-
-impl Borrow<str> for Key<'_> {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
+/// The hash of a string in [`StrIndex::counts`].
+fn hash_of(s: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(s)
 }
 
 impl<'a> StrIndex<'a> {
@@ -134,7 +119,8 @@ impl<'a> StrIndex<'a> {
     ) -> Indexed<'a> {
         let chained = kind == LoopKind::Filter;
         let mut index = StrIndex {
-            counts: HashMap::with_capacity_and_hasher(n, Default::default()),
+            keys: Vec::with_capacity(n),
+            counts: HashTable::with_capacity(n),
             next: if chained { vec![None; n] } else { Vec::new() },
             prefix: Vec::with_capacity(n + 1),
         };
@@ -153,21 +139,26 @@ impl<'a> StrIndex<'a> {
             } else {
                 0
             };
-            let first = match index.counts.entry(Key(s)) {
+            let keys = &index.keys;
+            let first = match index.counts.entry(
+                hash_of(&s),
+                |&(first, _)| *keys[first as usize] == *s,
+                |&(first, _)| hash_of(&keys[first as usize]),
+            ) {
                 Entry::Occupied(mut e) => {
-                    let (count, first, last) = e.get_mut();
+                    let (first, last) = e.get_mut();
                     if chained {
-                        index.next[*last] = Some(at);
+                        index.next[*last as usize] = Some(at);
                     }
-                    *count += 1;
-                    *last = i;
-                    *first
+                    *last = at;
+                    *first as usize
                 }
                 Entry::Vacant(e) => {
-                    e.insert((1, i, i));
+                    e.insert((at, at));
                     i
                 }
             };
+            index.keys.push(s);
             index.prefix.push(Prefix {
                 read_cost: cost,
                 nonempty,
@@ -187,6 +178,15 @@ impl<'a> StrIndex<'a> {
             ..Prefix::default()
         });
         Indexed::Built(index)
+    }
+
+    /// How many elements read `x`, and the first of them.
+    fn find(&self, x: &str) -> Option<(u64, usize)> {
+        let &(first, _) = self
+            .counts
+            .find(hash_of(x), |&(first, _)| *self.keys[first as usize] == *x)?;
+        let first = first as usize;
+        Some((u64::from(self.prefix[first].same), first))
     }
 }
 
@@ -224,7 +224,7 @@ pub(super) fn tally<'a>(
     } else {
         0
     };
-    let found = index.counts.get(x).map(|&(count, first, _)| (count, first));
+    let found = index.find(x);
     tally_found(index, kind, list, other_cost, (x.len(), x_chars), found)
 }
 
