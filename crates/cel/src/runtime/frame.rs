@@ -104,7 +104,22 @@ impl<'a> Frame<'a> {
 
     /// Grows the frame to `slots` variables (null past those it holds) and
     /// the memo cells of `cells`, none of them bound or filled yet.
+    #[inline]
     fn size(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
+        self.cost = 0;
+        self.limit = limit;
+        self.elem_cells = cells.by_element;
+        // Most rules bind nothing past `self` and `oldSelf` and keep
+        // nothing: the frame is ready as it is.
+        if slots <= 2 && cells.by_binding == 0 && cells.by_element == 0 && cells.by_scan == 0 {
+            return;
+        }
+        self.grow(slots, cells);
+    }
+
+    /// [`Frame::size`] for a program that binds or keeps something.
+    #[inline(never)]
+    fn grow(&mut self, slots: usize, cells: crate::ir::Cells) {
         // Filled a slot at a time, in line: a program has a few slots and
         // cells, and `resize` or `resize_with` was a call each (and
         // `resize` clones a `Value` through its generic clone), about a
@@ -130,7 +145,6 @@ impl<'a> Frame<'a> {
         }
         // Grown only: a map a program lacks stays (empty) for a later
         // program's cell, which spares freeing and allocating it again.
-        self.elem_cells = cells.by_element;
         if self.elem_memos.len() < cells.by_element {
             self.elem_memos.resize_with(cells.by_element, || {
                 ElemMemo::with_hasher(foldhash::fast::FixedState::default())
@@ -139,8 +153,6 @@ impl<'a> Frame<'a> {
         while self.scans.len() < cells.by_scan {
             self.scans.push(None);
         }
-        self.cost = 0;
-        self.limit = limit;
     }
 
     /// Drops what the evaluation held, keeping the allocations.
