@@ -354,6 +354,59 @@ mod tests {
         }
     }
 
+    /// The byte table answers exactly as the DFA it was built from, on
+    /// texts that stop early, run long (where the DFA may accelerate) or
+    /// end in a match state; past 64 states there is no table, and the
+    /// DFA alone answers.
+    #[test]
+    fn the_table_answers_as_its_automaton_up_to_its_size() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "xxxxxxxxab",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxb",
+            "aaab",
+            "http-2",
+            "-x",
+            "é",
+            "a\nb",
+            "registry.example.com/payments/checkout:3.14.2",
+        ];
+        for p in [
+            "ab",
+            "^[a-z]([-a-z0-9]*[a-z0-9])?$",
+            "a|bc$",
+            "x*",
+            "[^a]",
+            "é+",
+            "^$",
+        ] {
+            let m = Matcher::new(Regex::new(p).expect("pattern"), 0);
+            let (dfa, start) = m.dfa.as_ref().expect("a small DFA");
+            let table = m.table.as_ref().expect("a table");
+            for t in texts {
+                assert_eq!(table.run(t), run(dfa, *start, t), "{p:?} on {t:?}");
+            }
+        }
+        // `^a{k}$` takes about k states: the table is built up to 64 and
+        // not past them, and the answers do not change at the boundary.
+        let mut tabled = Vec::new();
+        for k in 55..=75 {
+            let m = Matcher::new(Regex::new(&format!("^a{{{k}}}$")).expect("pattern"), 0);
+            assert!(m.dfa.is_some(), "{k}");
+            tabled.push(m.table.is_some());
+            for n in [k - 1, k, k + 1] {
+                let t = "a".repeat(n);
+                assert_eq!(m.is_match(&t), n == k, "a{{{k}}} on {n} a's");
+            }
+        }
+        assert!(
+            tabled.first() == Some(&true) && tabled.last() == Some(&false),
+            "{tabled:?}"
+        );
+    }
+
     #[test]
     fn a_large_automaton_stays_with_the_regex() {
         let m = Matcher::new(Regex::new("\\w{50}").expect("pattern"), 5);

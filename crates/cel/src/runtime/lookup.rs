@@ -127,9 +127,14 @@ pub(super) fn counted_loop<'a>(
                     }
                 }
             };
-            // The range, then the inner loop's steps; tested against the limit
-            // with the outer loop's total (`steps_of`).
+            // The range, then the inner loop's steps: exactly against the
+            // limit with the outer loop's total (`steps_of`), and here only
+            // to give up once past it, since a long string's tally reads
+            // every element before it (a list's length squared).
             f.cost = f.cost.saturating_add(range_cost).saturating_add(total);
+            if f.cost > f.limit {
+                return None;
+            }
             Some(found)
         })
     });

@@ -367,7 +367,11 @@ pub(super) fn steps_of<'a, T>(
     // The loop's own charges add up in a register and meet the limit once,
     // at the end: costs only grow, so a run whose total stays within the
     // limit passed it at every step, and one past it gives `None`, after
-    // which the plain loop runs and stops where cel-go stops.
+    // which the plain loop runs and stops where cel-go stops. A run bound
+    // to fail may so go on to the list's end, work that grows with the
+    // list alone (fused tests charge without a test of their own); a body
+    // whose work per element grows with the list gives up itself once past
+    // the limit (`lookup::counted_loop`).
     let n = elements.len();
     let mut cost = 0u64;
     let result = match kind {
