@@ -130,7 +130,15 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     let start = f.cost;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let result = match Shape::of(&l.body, l.var, item_schema) {
-        Some(shape) => super::scan::steps_of(l.kind, items.iter(), list, f, shape),
+        // A loop of its own for each form: the form is then no branch of
+        // every element's step.
+        Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a)),
+        Some(Shape::And(a, b)) => {
+            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b))
+        }
+        Some(Shape::Or(a, b)) => {
+            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b))
+        }
         None => general(l, items, list, item_schema, f),
     };
     if result.is_none() {
@@ -338,36 +346,42 @@ impl<'a> Shape<'a> {
             one => Shape::One(leaf(one)?),
         })
     }
+}
 
+/// A body of one test, inlined into its loop's steps.
+struct One<'a>(Direct<'a>);
+
+impl<'a> super::scan::Step<'a, &'a Json> for One<'a> {
     #[inline(always)]
-    fn test(&self, obj: &'a celhook_json::Map, f: &mut Frame<'a>) -> Option<bool> {
-        match self {
-            Shape::One(a) => a.judge(a.field.read(obj)?, f),
-            Shape::And(a, b) | Shape::Or(a, b) => {
-                let decide = matches!(self, Shape::Or(..));
-                let read = a.field.read(obj)?;
-                if a.judge(read, f)? == decide {
-                    return Some(decide);
-                }
-                let read = if b.read == a.read {
-                    read
-                } else {
-                    b.field.read(obj)?
-                };
-                b.judge(read, f)
-            }
+    fn step(&mut self, item: &'a Json, f: &mut Frame<'a>) -> Option<bool> {
+        match item {
+            Json::Object(obj) => self.0.judge(self.0.field.read(obj)?, f),
+            _ => None,
         }
     }
 }
 
-/// A shape is the body of its loop's steps, inlined into them.
-impl<'a> super::scan::Step<'a, &'a Json> for Shape<'a> {
+/// A body of two tests joined by `&&` (`OR` false) or `||` (true),
+/// inlined into its loop's steps.
+struct Both<'a, const OR: bool>(Direct<'a>, Direct<'a>);
+
+impl<'a, const OR: bool> super::scan::Step<'a, &'a Json> for Both<'a, OR> {
     #[inline(always)]
     fn step(&mut self, item: &'a Json, f: &mut Frame<'a>) -> Option<bool> {
-        match item {
-            Json::Object(obj) => self.test(obj, f),
-            _ => None,
+        let Json::Object(obj) = item else {
+            return None;
+        };
+        let (a, b) = (&self.0, &self.1);
+        let read = a.field.read(obj)?;
+        if a.judge(read, f)? == OR {
+            return Some(OR);
         }
+        let read = if b.read == a.read {
+            read
+        } else {
+            b.field.read(obj)?
+        };
+        b.judge(read, f)
     }
 }
 
