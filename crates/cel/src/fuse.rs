@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, ChainLink, FieldCmp, FieldTest, Ir, LoopKind};
+use crate::ir::{BinOp, ChainLink, FieldCmp, FieldTest, IntRange, Ir, LoopKind};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -117,7 +117,7 @@ fn fusable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldCmp> {
         Ir::Matches(target, re) => (&**target, FieldTest::Matches(re.clone())),
         Ir::Bin(op, a, b) => match (&**a, &**b) {
             (Ir::Size(arg), Ir::Const(Const::Int(k))) if op.compares() => {
-                (&**arg, FieldTest::Size(*op, *k))
+                (&**arg, FieldTest::Size(IntRange::of(*op, *k)?))
             }
             (a, b) => (a, constant_test(*op, b)?),
         },
@@ -144,7 +144,7 @@ fn constant_test(op: BinOp, b: &Ir) -> Option<FieldTest> {
         (BinOp::Eq | BinOp::Ne, Ir::Const(Const::Str(s))) => {
             FieldTest::Str(op == BinOp::Eq, s.clone())
         }
-        (_, Ir::Const(Const::Int(k))) if op.compares() => FieldTest::Int(op, *k),
+        (_, Ir::Const(Const::Int(k))) if op.compares() => FieldTest::Int(IntRange::of(op, *k)?),
         (BinOp::In, Ir::ConstList(items)) => {
             let strings: Option<Vec<Arc<str>>> = items
                 .iter()

@@ -108,8 +108,8 @@ pub(crate) struct FieldCmp {
 /// What a [`FieldCmp`] tests the field's value with.
 #[derive(Debug)]
 pub(crate) enum FieldTest {
-    /// An int comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`).
-    Int(BinOp, i64),
+    /// An int comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`) with a constant.
+    Int(IntRange),
     /// `==` (true) or `!=` (false) a string.
     Str(bool, Arc<str>),
     /// `in` a literal list of strings.
@@ -117,7 +117,63 @@ pub(crate) enum FieldTest {
     /// `matches` a pattern compiled at load.
     Matches(Arc<crate::matcher::Matcher>),
     /// `size(field)` compared with an int.
-    Size(BinOp, i64),
+    Size(IntRange),
+}
+
+/// An int comparison with a constant as the range the int must fall in
+/// (or, for `!=`, out of): a test is then two compares, with no dispatch
+/// on the operator.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IntRange {
+    lo: i64,
+    hi: i64,
+    inside: bool,
+}
+
+impl IntRange {
+    /// `x op k` as a range; `None` for an operator that does not compare.
+    pub(crate) fn of(op: BinOp, k: i64) -> Option<IntRange> {
+        // Empty, where no int passes (`x < i64::MIN`, `x > i64::MAX`).
+        const NONE: IntRange = IntRange {
+            lo: 1,
+            hi: 0,
+            inside: true,
+        };
+        let (lo, hi, inside) = match op {
+            BinOp::Eq => (k, k, true),
+            BinOp::Ne => (k, k, false),
+            BinOp::Lt => {
+                return Some(
+                    k.checked_sub(1)
+                        .map_or(NONE, |hi| Self::within(i64::MIN, hi)),
+                )
+            }
+            BinOp::Le => (i64::MIN, k, true),
+            BinOp::Gt => {
+                return Some(
+                    k.checked_add(1)
+                        .map_or(NONE, |lo| Self::within(lo, i64::MAX)),
+                )
+            }
+            BinOp::Ge => (k, i64::MAX, true),
+            _ => return None,
+        };
+        Some(IntRange { lo, hi, inside })
+    }
+
+    fn within(lo: i64, hi: i64) -> IntRange {
+        IntRange {
+            lo,
+            hi,
+            inside: true,
+        }
+    }
+
+    /// Whether `x` passes the comparison.
+    #[inline(always)]
+    pub(crate) fn holds(self, x: i64) -> bool {
+        ((self.lo <= x) & (x <= self.hi)) == self.inside
+    }
 }
 
 /// Calls `$f` on each direct child of `$ir`, in evaluation order (a loop's

@@ -3,7 +3,7 @@
 //! run on a JSON list's objects without binding each element.
 
 use super::*;
-use crate::ir::{BinOp, FieldCmp, FieldTest};
+use crate::ir::{FieldCmp, FieldTest};
 use crate::value::{Str, ANY};
 use celhook_json::Value as Json;
 use celhook_schema::Type;
@@ -88,18 +88,24 @@ fn field_read<'a>(m: &Map<'a>, field: &str, position: Option<u32>) -> Option<Rea
 /// The test on the field read, and its charge.
 #[inline(always)]
 fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
-    let reads = 2 + c.then.len() as u64;
-    Some(match (&c.test, read) {
-        (FieldTest::Int(op, k), Read::Int(i)) => (int_compare(*op, i, *k)?, reads + 1),
+    test_read(&c.test, read, 2 + c.then.len() as u64)
+}
+
+/// `test` on the field read, and its charge: `reads` for the variable and
+/// the selections, and what the test itself costs.
+#[inline(always)]
+fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<(bool, u64)> {
+    Some(match (test, read) {
+        (FieldTest::Int(range), Read::Int(i)) => (range.holds(i), reads + 1),
         (FieldTest::Str(eq, t), Read::Str(s)) => (
             celhook_json::same_key(s, t) == *eq,
             reads + charge::compare_cost_str(s, t),
         ),
         (FieldTest::OneOf(items), Read::Str(s)) => (one_of(items, s), reads),
         // `size` is a call of one unit, its comparison another.
-        (FieldTest::Size(op, k), Read::Str(s)) => {
+        (FieldTest::Size(range), Read::Str(s)) => {
             let n = i64::try_from(crate::value::str_size(s)).ok()?;
-            (int_compare(*op, n, *k)?, reads + 2)
+            (range.holds(n), reads + 2)
         }
         (FieldTest::Matches(re), Read::Str(s)) => (re.is_match(s), reads + re.cost(s)),
         _ => return None,
@@ -182,94 +188,10 @@ enum Shape<'a> {
 
 /// A test of a field of the element, and how to read that field.
 struct Direct<'a> {
-    test: Kernel<'a>,
+    test: &'a FieldTest,
     /// Equal for tests that read the same field (`FieldCmp::read`).
     read: u32,
     field: Field<'a>,
-}
-
-/// A [`FieldTest`] with what it compares taken out once per loop: an int
-/// comparison becomes a range, so that an element's test is two compares
-/// rather than a dispatch on the operator.
-#[derive(Clone, Copy)]
-enum Kernel<'a> {
-    /// The int in `lo..=hi` (`inside`) or out of it.
-    Int {
-        lo: i64,
-        hi: i64,
-        inside: bool,
-    },
-    /// The string equal to `t` (`eq`) or not.
-    Str {
-        eq: bool,
-        t: &'a str,
-    },
-    OneOf(&'a [std::sync::Arc<str>]),
-    /// The string's size in `lo..=hi` (`inside`) or out of it.
-    Size {
-        lo: i64,
-        hi: i64,
-        inside: bool,
-    },
-    Matches(&'a crate::matcher::Matcher),
-}
-
-impl<'a> Kernel<'a> {
-    fn of(test: &'a FieldTest) -> Option<Kernel<'a>> {
-        Some(match test {
-            FieldTest::Int(op, k) => {
-                let (lo, hi, inside) = int_range(*op, *k)?;
-                Kernel::Int { lo, hi, inside }
-            }
-            FieldTest::Str(eq, t) => Kernel::Str { eq: *eq, t },
-            FieldTest::OneOf(items) => Kernel::OneOf(items),
-            FieldTest::Size(op, k) => {
-                let (lo, hi, inside) = int_range(*op, *k)?;
-                Kernel::Size { lo, hi, inside }
-            }
-            FieldTest::Matches(re) => Kernel::Matches(re),
-        })
-    }
-
-    /// As [`judge`] judges the test it was made from.
-    #[inline(always)]
-    fn judge(self, read: Read<'_>) -> Option<(bool, u64)> {
-        // The variable and the field's selection, a unit each.
-        const READS: u64 = 2;
-        Some(match (self, read) {
-            (Kernel::Int { lo, hi, inside }, Read::Int(i)) => {
-                (((lo <= i) & (i <= hi)) == inside, READS + 1)
-            }
-            (Kernel::Str { eq, t }, Read::Str(s)) => (
-                celhook_json::same_key(s, t) == eq,
-                READS + charge::compare_cost_str(s, t),
-            ),
-            (Kernel::OneOf(items), Read::Str(s)) => (one_of(items, s), READS),
-            // `size` is a call of one unit, its comparison another.
-            (Kernel::Size { lo, hi, inside }, Read::Str(s)) => {
-                let n = i64::try_from(crate::value::str_size(s)).ok()?;
-                (((lo <= n) & (n <= hi)) == inside, READS + 2)
-            }
-            (Kernel::Matches(re), Read::Str(s)) => (re.is_match(s), READS + re.cost(s)),
-            _ => return None,
-        })
-    }
-}
-
-/// `x op k` for ints as `x` in (or, for `!=`, out of) a range: `None` for
-/// an operator that does not compare.
-fn int_range(op: BinOp, k: i64) -> Option<(i64, i64, bool)> {
-    // An empty range where no int passes (`x < i64::MIN`, `x > i64::MAX`).
-    const NONE: (i64, i64, bool) = (1, 0, true);
-    Some(match op {
-        BinOp::Eq => (k, k, true),
-        BinOp::Ne => (k, k, false),
-        BinOp::Lt => k.checked_sub(1).map_or(NONE, |hi| (i64::MIN, hi, true)),
-        BinOp::Le => (i64::MIN, k, true),
-        BinOp::Gt => k.checked_add(1).map_or(NONE, |lo| (lo, i64::MAX, true)),
-        BinOp::Ge => (k, i64::MAX, true),
-        _ => return None,
-    })
 }
 
 /// A field of list elements at its position among their schema's
@@ -334,7 +256,7 @@ impl<'a> Shape<'a> {
     fn of(body: &'a Ir, var: usize, items: &'a celhook_schema::Schema) -> Option<Shape<'a>> {
         let leaf = |ir: &'a Ir| match ir {
             Ir::FieldCmp(c) if c.slot == var && c.then.is_empty() => Some(Direct {
-                test: Kernel::of(&c.test)?,
+                test: &c.test,
                 read: c.read,
                 field: Field::at(&c.field, c.position? as usize, items)?,
             }),
@@ -390,7 +312,8 @@ impl<'a> Direct<'a> {
     /// the body of [`super::scan::steps_of`], which tests the loop's total.
     #[inline(always)]
     fn judge(&self, read: Read<'a>, f: &mut Frame<'a>) -> Option<bool> {
-        let (r, cost) = self.test.judge(read)?;
+        // The variable and the field's selection, a unit each.
+        let (r, cost) = test_read(self.test, read, 2)?;
         f.cost = f.cost.saturating_add(cost);
         Some(r)
     }
