@@ -494,6 +494,16 @@ impl<'a> Parser<'a> {
 
     /// An object, built; its entries sorted once unless they came sorted.
     fn object(&mut self) -> Result<Value, Error> {
+        self.object_like(&mut Vec::new(), false)
+    }
+
+    /// [`Parser::object`] of an array's element: a key spelled as the one
+    /// at its place in `shape` (the keys of the array's first object, kept
+    /// when `keep`) is a clone of it rather than a string built from the
+    /// text. Objects of a list mostly share their keys, and a clone of a
+    /// short key copies a word or three where building it took a copy call
+    /// and a drop of its own.
+    fn object_like(&mut self, shape: &mut Vec<Str>, mut keep: bool) -> Result<Value, Error> {
         self.open()?;
         room(&mut self.entries);
         let base = self.entries.len();
@@ -502,11 +512,26 @@ impl<'a> Parser<'a> {
         // The loop of `next_key`, with the key built straight into the
         // tree's string and compared with the one before it.
         while self.key_follows(&mut first, true)? {
-            let key = self.string_value()?;
+            let at = self.entries.len() - base;
+            let key = match shape.get(at) {
+                Some(known) => match self.string_if(known.as_bytes()) {
+                    Some(()) => known.clone(),
+                    None => self.string_value()?,
+                },
+                None => self.string_value()?,
+            };
             self.colon()?;
             let value = self.value()?;
             if sorted && self.entries.len() > base {
                 sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
+            }
+            if keep {
+                // A key that needs an escape in the text is never compared
+                // with the text as it is, nor is any after it.
+                keep = key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+                if keep {
+                    shape.push(key.clone());
+                }
             }
             self.entries.push((key, value));
         }
@@ -566,8 +591,16 @@ impl<'a> Parser<'a> {
         room(&mut self.items);
         let base = self.items.len();
         let mut first = true;
+        // The keys of the first object element, for the others to share.
+        let mut shape = Vec::new();
+        let mut kept = false;
         while self.next_element(&mut first)? {
-            let item = self.value()?;
+            let item = if self.peek() == Some(b'{') {
+                let keep = !std::mem::replace(&mut kept, true);
+                self.object_like(&mut shape, keep)?
+            } else {
+                self.value()?
+            };
             self.items.push(item);
         }
         Ok(Value::Array(self.items.split_off(base)))

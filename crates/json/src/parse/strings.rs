@@ -40,6 +40,23 @@ impl<'a> Parser<'a> {
         self.decode(start, end, true).map(Err)
     }
 
+    /// The string, when it is spelled `known` without escapes: passed
+    /// over, and `Some`. Otherwise nothing is consumed.
+    #[inline(always)]
+    pub(super) fn string_if(&mut self, known: &[u8]) -> Option<()> {
+        let start = self.pos;
+        let end = start + known.len();
+        // The text's bytes `known` long, then the closing quote: `known`
+        // holds no quote, backslash or control character (the caller keeps
+        // no other), so these bytes are the whole string as the scan would
+        // find it.
+        if self.bytes.get(start..end)? == known && self.bytes.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Some(());
+        }
+        None
+    }
+
     /// A string checked and passed over. Not through `string_with`: the
     /// slice it makes of the text, though dropped, kept its bounds and
     /// character-boundary checks (a tenth of a skip).

@@ -419,3 +419,66 @@ fn integers_read_fast_are_the_integers_serde_json_reads() {
         }
     }
 }
+
+/// Objects of one array share the keys spelled as the first object's
+/// (`object_like`): keys that match it, differ, come in another order,
+/// number more or fewer, need escapes, or only look alike before the
+/// closing quote.
+#[test]
+fn array_objects_sharing_keys_parse_as_serde_json_parses_them() {
+    for text in [
+        r#"[{"a":1,"b":2},{"a":3,"b":4},{"a":5,"b":6}]"#,
+        r#"[{"a":1,"b":2},{"b":3,"a":4}]"#,
+        r#"[{"a":1},{"ab":2},{"a":3,"c":4}]"#,
+        r#"[{"ab":1},{"a":2},{"abc":3}]"#,
+        r#"[{"a":1,"a":2},{"a":3,"a":4}]"#,
+        r#"[1,{"a":1},"x",{"a":2},{}]"#,
+        r#"[{},{"a":1}]"#,
+        r#"[{"a":{"a":1,"b":2}},{"a":{"b":3}}]"#,
+        r#"[[{"a":1}],[{"a":2}],{"a":3}]"#,
+        r#"[{"a\"b":1},{"a\"b":2}]"#,
+        r#"[{"a\"b":1},{"a"b":2}]"#,
+        r#"[{"a\\b":1},{"a\b":2}]"#,
+        r#"[{"a\u0062":1},{"ab":2}]"#,
+        r#"[{"ab":1},{"a\u0062":2}]"#,
+        r#"[{"a\u0001":1},{"a\u0001":2}]"#,
+        r#"[{"q\"":1,"r":2},{"q\"":3,"r":4}]"#,
+        r#"[{"é":1},{"é":2}]"#,
+        r#"[{"ab":1},{"ab"#,
+        r#"[{"ab":1},{"ab:1}]"#,
+        r#"[{"ab":1},{"abc"}]"#,
+    ] {
+        agree(text);
+    }
+}
+
+/// Lists of objects whose keys come from a few names, some of which need
+/// escapes: the shared keys are found often, and where they differ.
+fn objects_of_few_keys() -> impl Strategy<Value = serde_json::Value> {
+    let key = prop::sample::select(vec!["a", "b", "ab", "a\"b", "a\\b", "é", "\u{1}", ""]);
+    let object = prop::collection::vec((key, any::<i8>()), 0..4).prop_map(|kv| {
+        serde_json::Value::Object(
+            kv.into_iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(v)))
+                .collect(),
+        )
+    });
+    prop::collection::vec(object, 0..6).prop_map(serde_json::Value::Array)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn lists_of_objects_parse_back_alike(v in objects_of_few_keys(), cut in any::<prop::sample::Index>(), byte in prop::sample::select(&b"[]{}\",:a\\ "[..])) {
+        let text = serde_json::to_string(&v).expect("JSON");
+        prop_assert!(from_str(&text).expect("our parse") == v, "{}", text);
+        agree(&text);
+        let mut damaged = text.into_bytes();
+        let i = cut.index(damaged.len() + 1);
+        damaged.insert(i, byte);
+        if let Ok(damaged) = String::from_utf8(damaged) {
+            agree(&damaged);
+        }
+    }
+}
