@@ -494,16 +494,14 @@ impl<'a> Parser<'a> {
 
     /// An object, built; its entries sorted once unless they came sorted.
     fn object(&mut self) -> Result<Value, Error> {
-        self.object_like(&mut Vec::new(), false)
+        self.object_keeping(None).map(|(object, _)| object)
     }
 
-    /// [`Parser::object`] of an array's element: a key spelled as the one
-    /// at its place in `shape` (the keys of the array's first object, kept
-    /// when `keep`) is a clone of it rather than a string built from the
-    /// text. Objects of a list mostly share their keys, and a clone of a
-    /// short key copies a word or three where building it took a copy call
-    /// and a drop of its own.
-    fn object_like(&mut self, shape: &mut Vec<Str>, mut keep: bool) -> Result<Value, Error> {
+    /// [`Parser::object`], and whether its keys came sorted (each after
+    /// the one before it). With `shape`, its keys are kept there up to the
+    /// first one written with an escape, for the objects after it in its
+    /// array ([`Parser::object_shaped`]).
+    fn object_keeping(&mut self, mut shape: Option<&mut Vec<Str>>) -> Result<(Value, bool), Error> {
         self.open()?;
         room(&mut self.entries);
         let base = self.entries.len();
@@ -512,25 +510,19 @@ impl<'a> Parser<'a> {
         // The loop of `next_key`, with the key built straight into the
         // tree's string and compared with the one before it.
         while self.key_follows(&mut first, true)? {
-            let at = self.entries.len() - base;
-            let key = match shape.get(at) {
-                Some(known) => match self.string_if(known.as_bytes()) {
-                    Some(()) => known.clone(),
-                    None => self.string_value()?,
-                },
-                None => self.string_value()?,
-            };
+            let key = self.string_value()?;
             self.colon()?;
             let value = self.value()?;
             if sorted && self.entries.len() > base {
                 sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
             }
-            if keep {
-                // A key that needs an escape in the text is never compared
-                // with the text as it is, nor is any after it.
-                keep = key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-                if keep {
-                    shape.push(key.clone());
+            if let Some(keys) = shape.as_deref_mut() {
+                // A key written with an escape is never compared with the
+                // text as it is, nor is any after it.
+                if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+                    keys.push(key.clone());
+                } else {
+                    shape = None;
                 }
             }
             self.entries.push((key, value));
@@ -538,6 +530,49 @@ impl<'a> Parser<'a> {
         // One copy into a vector of the exact size (a drain's collect
         // moves the entries one by one).
         let entries = self.entries.split_off(base);
+        let object = Value::Object(if sorted {
+            Map::from_sorted_unique(entries)
+        } else {
+            Map::from_entries(entries)
+        });
+        Ok((object, sorted))
+    }
+
+    /// [`Parser::object`] of an array's element after its first object:
+    /// while its keys are spelled as the first object's at their places
+    /// (`shape`, `sorted` when they came sorted), each is a clone of that
+    /// key rather than a string built from the text, and needs no check of
+    /// its order. Objects of a list mostly share their keys, and a clone
+    /// of a short key copies a few words where building one took a copy
+    /// call and a drop of its own. Built in a vector of the shape's size
+    /// rather than on the parser's stack and copied off it.
+    fn object_shaped(&mut self, shape: &[Str], sorted_shape: bool) -> Result<Value, Error> {
+        self.open()?;
+        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(shape.len());
+        let mut sorted = true;
+        // Every key so far is the shape's at its place.
+        let mut in_shape = sorted_shape;
+        let mut first = true;
+        while self.key_follows(&mut first, true)? {
+            let at = entries.len();
+            let key = match shape.get(at) {
+                Some(known) if in_shape && self.string_if(known.as_bytes()).is_some() => {
+                    known.clone()
+                }
+                _ => {
+                    in_shape = false;
+                    self.string_value()?
+                }
+            };
+            self.colon()?;
+            let value = self.value()?;
+            if !in_shape && sorted {
+                if let Some((last, _)) = entries.last() {
+                    sorted = crate::key_order(last, &key).is_lt();
+                }
+            }
+            entries.push((key, value));
+        }
         Ok(Value::Object(if sorted {
             Map::from_sorted_unique(entries)
         } else {
@@ -591,15 +626,19 @@ impl<'a> Parser<'a> {
         room(&mut self.items);
         let base = self.items.len();
         let mut first = true;
-        // The keys of the first object element, for the others to share.
-        let mut shape = Vec::new();
-        let mut kept = false;
+        // The keys of the first object element, for the others to share,
+        // once it is read (`None` before), and whether they came sorted.
+        let mut shape: Option<(Vec<Str>, bool)> = None;
         while self.next_element(&mut first)? {
-            let item = if self.peek() == Some(b'{') {
-                let keep = !std::mem::replace(&mut kept, true);
-                self.object_like(&mut shape, keep)?
-            } else {
-                self.value()?
+            let item = match &shape {
+                _ if self.peek() != Some(b'{') => self.value()?,
+                Some((keys, sorted)) => self.object_shaped(keys, *sorted)?,
+                None => {
+                    let mut keys = Vec::new();
+                    let (object, sorted) = self.object_keeping(Some(&mut keys))?;
+                    shape = Some((keys, sorted));
+                    object
+                }
             };
             self.items.push(item);
         }
