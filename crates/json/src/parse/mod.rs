@@ -82,6 +82,16 @@ pub struct Parser<'a> {
     items: Vec<Value>,
 }
 
+/// An object of `entries`, sorted and rid of repeated keys (the last
+/// stays) unless they came `sorted`, each after the one before it.
+fn object_of(entries: Vec<(Str, Value)>, sorted: bool) -> Value {
+    Value::Object(if sorted {
+        Map::from_sorted_unique(entries)
+    } else {
+        Map::from_entries(entries)
+    })
+}
+
 /// The room a build stack takes when first used: growing it from empty,
 /// request by request, was about ten reallocations and copies per review.
 /// Not taken before: a parser that only skips builds nothing.
@@ -498,8 +508,9 @@ impl<'a> Parser<'a> {
     }
 
     /// [`Parser::object`], and whether its keys came sorted (each after
-    /// the one before it). With `shape`, its keys are kept there up to the
-    /// first one written with an escape, for the objects after it in its
+    /// the one before it). With `shape`, its keys are kept there, up to
+    /// the first one that JSON cannot write without an escape (a quote, a
+    /// backslash or a control character), for the objects after it in its
     /// array ([`Parser::object_shaped`]).
     fn object_keeping(&mut self, mut shape: Option<&mut Vec<Str>>) -> Result<(Value, bool), Error> {
         self.open()?;
@@ -517,8 +528,8 @@ impl<'a> Parser<'a> {
                 sorted = crate::key_order(&self.entries[self.entries.len() - 1].0, &key).is_lt();
             }
             if let Some(keys) = shape.as_deref_mut() {
-                // A key written with an escape is never compared with the
-                // text as it is, nor is any after it.
+                // Such a key is never compared with the text as it is, nor
+                // is any after it.
                 if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
                     keys.push(key.clone());
                 } else {
@@ -530,54 +541,46 @@ impl<'a> Parser<'a> {
         // One copy into a vector of the exact size (a drain's collect
         // moves the entries one by one).
         let entries = self.entries.split_off(base);
-        let object = Value::Object(if sorted {
-            Map::from_sorted_unique(entries)
-        } else {
-            Map::from_entries(entries)
-        });
-        Ok((object, sorted))
+        Ok((object_of(entries, sorted), sorted))
     }
 
-    /// [`Parser::object`] of an array's element after its first object:
-    /// while its keys are spelled as the first object's at their places
-    /// (`shape`, `sorted` when they came sorted), each is a clone of that
-    /// key rather than a string built from the text, and needs no check of
-    /// its order. Objects of a list mostly share their keys, and a clone
-    /// of a short key copies a few words where building one took a copy
-    /// call and a drop of its own. Built in a vector of the shape's size
-    /// rather than on the parser's stack and copied off it.
+    /// [`Parser::object`] of an array's element after its first object.
+    /// While its keys are spelled as the first object's at their places
+    /// (`shape`), each is a clone of that key rather than a string built
+    /// from the text: objects of a list mostly share their keys, and a
+    /// clone of a short key copies a few words where building one took a
+    /// copy call. While they match and the first object's came sorted
+    /// (`sorted_shape`), their order needs no check either. Built in a
+    /// vector of the shape's size rather than on the parser's stack and
+    /// copied off it.
     fn object_shaped(&mut self, shape: &[Str], sorted_shape: bool) -> Result<Value, Error> {
         self.open()?;
         let mut entries: Vec<(Str, Value)> = Vec::with_capacity(shape.len());
         let mut sorted = true;
-        // Every key so far is the shape's at its place.
-        let mut in_shape = sorted_shape;
+        // `in_shape`: every key so far is the shape's at its place.
+        // `in_order`: that, and the shape came sorted, so they did too.
+        let mut in_shape = true;
+        let mut in_order = sorted_shape;
         let mut first = true;
         while self.key_follows(&mut first, true)? {
             let at = entries.len();
             let key = match shape.get(at) {
-                Some(known) if in_shape && self.string_if(known.as_bytes()).is_some() => {
-                    known.clone()
-                }
+                Some(known) if in_shape && self.string_if(known) => known.clone(),
                 _ => {
-                    in_shape = false;
+                    (in_shape, in_order) = (false, false);
                     self.string_value()?
                 }
             };
             self.colon()?;
             let value = self.value()?;
-            if !in_shape && sorted {
+            if !in_order && sorted {
                 if let Some((last, _)) = entries.last() {
                     sorted = crate::key_order(last, &key).is_lt();
                 }
             }
             entries.push((key, value));
         }
-        Ok(Value::Object(if sorted {
-            Map::from_sorted_unique(entries)
-        } else {
-            Map::from_entries(entries)
-        }))
+        Ok(object_of(entries, sorted))
     }
 
     /// In an object: true when a key follows (its opening quote
@@ -630,15 +633,15 @@ impl<'a> Parser<'a> {
         // once it is read (`None` before), and whether they came sorted.
         let mut shape: Option<(Vec<Str>, bool)> = None;
         while self.next_element(&mut first)? {
-            let item = match &shape {
-                _ if self.peek() != Some(b'{') => self.value()?,
-                Some((keys, sorted)) => self.object_shaped(keys, *sorted)?,
-                None => {
-                    let mut keys = Vec::new();
-                    let (object, sorted) = self.object_keeping(Some(&mut keys))?;
-                    shape = Some((keys, sorted));
-                    object
-                }
+            let item = if self.peek() != Some(b'{') {
+                self.value()?
+            } else if let Some((keys, sorted)) = &shape {
+                self.object_shaped(keys, *sorted)?
+            } else {
+                let mut keys = Vec::new();
+                let (object, sorted) = self.object_keeping(Some(&mut keys))?;
+                shape = Some((keys, sorted));
+                object
             };
             self.items.push(item);
         }

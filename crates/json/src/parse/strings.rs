@@ -40,21 +40,24 @@ impl<'a> Parser<'a> {
         self.decode(start, end, true).map(Err)
     }
 
-    /// The string, when it is spelled `known` without escapes: passed
-    /// over, and `Some`. Otherwise nothing is consumed.
+    /// True when the string is `known` written without escapes, then
+    /// passed over; otherwise nothing is consumed.
     #[inline(always)]
-    pub(super) fn string_if(&mut self, known: &[u8]) -> Option<()> {
+    pub(super) fn string_if(&mut self, known: &str) -> bool {
         let start = self.pos;
         let end = start + known.len();
         // The text's bytes `known` long, then the closing quote: `known`
         // holds no quote, backslash or control character (the caller keeps
         // no other), so these bytes are the whole string as the scan would
         // find it.
-        if self.bytes.get(start..end)? == known && self.bytes.get(end) == Some(&b'"') {
+        let found = self
+            .bytes
+            .get(start..end)
+            .is_some_and(|text| text == known.as_bytes() && self.bytes.get(end) == Some(&b'"'));
+        if found {
             self.pos = end + 1;
-            return Some(());
         }
-        None
+        found
     }
 
     /// A string checked and passed over. Not through `string_with`: the

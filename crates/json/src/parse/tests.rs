@@ -421,9 +421,9 @@ fn integers_read_fast_are_the_integers_serde_json_reads() {
 }
 
 /// Objects of one array share the keys spelled as the first object's
-/// (`object_like`): keys that match it, differ, come in another order,
-/// number more or fewer, need escapes, or only look alike before the
-/// closing quote.
+/// (`object_shaped`): keys that match it, differ, come in another order
+/// (the first object's sorted or not), number more or fewer, need
+/// escapes, or only look alike before the closing quote.
 #[test]
 fn array_objects_sharing_keys_parse_as_serde_json_parses_them() {
     for text in [
@@ -435,6 +435,8 @@ fn array_objects_sharing_keys_parse_as_serde_json_parses_them() {
         r#"[{"a":1,"b":2},{"a":3,"a":4},{"a":5,"b":6,"b":7}]"#,
         r#"[{"a":1,"b":2},{"b":3,"b":4},{"a":5,"b":6,"a":7}]"#,
         r#"[{"b":1,"a":2},{"b":3,"a":4}]"#,
+        r#"[{"b":1,"a":2},{"b":3,"b":4},{"b":5,"a":6,"a":7},{"a":8,"b":9}]"#,
+        r#"[{"name":"http","containerPort":80},{"name":"https","containerPort":443}]"#,
         r#"[{"a":1,"b":2},{"a":3,"b":4,"c":5},{"a":6}]"#,
         r#"[1,{"a":1},"x",{"a":2},{}]"#,
         r#"[{},{"a":1}]"#,
