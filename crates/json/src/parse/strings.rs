@@ -151,14 +151,19 @@ impl<'a> Parser<'a> {
                 let first = self.hex4()?;
                 match first {
                     0xD800..=0xDBFF => {
-                        if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                            return Err(match self.bytes.get(self.pos) {
-                                None => self.eof("EOF while parsing a string"),
-                                Some(b'"') => self.syntax("unexpected end of hex escape"),
-                                Some(_) => self.syntax("lone leading surrogate in hex escape"),
-                            });
+                        // A trailing surrogate's `\u` must follow; as serde_json,
+                        // the byte that is not it counts as read.
+                        for expected in [b'\\', b'u'] {
+                            match self.bytes.get(self.pos) {
+                                None => return Err(self.eof("EOF while parsing a string")),
+                                Some(&c) => {
+                                    self.pos += 1;
+                                    if c != expected {
+                                        return Err(self.consumed("unexpected end of hex escape"));
+                                    }
+                                }
+                            }
                         }
-                        self.pos += 2;
                         let second = self.hex4()?;
                         if !(0xDC00..=0xDFFF).contains(&second) {
                             return Err(self.consumed("lone leading surrogate in hex escape"));
@@ -184,26 +189,26 @@ impl<'a> Parser<'a> {
 
     /// Four hex digits of a `\u` escape.
     fn hex4(&mut self) -> Result<u32, Error> {
-        // Four bytes are taken before any is judged, as serde_json does.
-        if self.bytes.len() < self.pos + 4 {
+        // Four bytes are taken before any is judged, as serde_json does:
+        // a bad digit is reported after the fourth.
+        let Some(digits) = self.bytes.get(self.pos..self.pos + 4) else {
             self.pos = self.bytes.len();
             return Err(self.eof("EOF while parsing a string"));
-        }
-        let mut code = 0u32;
-        for _ in 0..4 {
-            let Some(&c) = self.bytes.get(self.pos) else {
-                return Err(self.eof("EOF while parsing a string"));
-            };
+        };
+        let mut code = Some(0u32);
+        for &c in digits {
             let digit = match c {
                 b'0'..=b'9' => c - b'0',
                 b'a'..=b'f' => c - b'a' + 10,
                 b'A'..=b'F' => c - b'A' + 10,
-                _ => return Err(self.syntax("invalid escape")),
+                _ => 16,
             };
-            code = code * 16 + u32::from(digit);
-            self.pos += 1;
+            code = code
+                .filter(|_| digit < 16)
+                .map(|n| n * 16 + u32::from(digit));
         }
-        Ok(code)
+        self.pos += 4;
+        code.ok_or_else(|| self.consumed("invalid escape"))
     }
 }
 

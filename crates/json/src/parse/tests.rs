@@ -189,6 +189,45 @@ fn errors_carry_serde_json_messages_and_positions() {
             "\"\\ud800\\u0041\"",
             "lone leading surrogate in hex escape at line 1 column 13",
         ),
+        // A `\u` escape's four bytes are read before they are judged, and
+        // so is the byte after a leading surrogate that does not go on to
+        // its trailing one.
+        ("\"\\u0}61\"", "invalid escape at line 1 column 7"),
+        ("\"\\u00\\00\"", "invalid escape at line 1 column 7"),
+        ("\"\\uZZZZ\"", "invalid escape at line 1 column 7"),
+        (
+            "\"\\udc00\"",
+            "lone leading surrogate in hex escape at line 1 column 7",
+        ),
+        (
+            "\"\\ud83d\\\u{e9}ude00\"",
+            "unexpected end of hex escape at line 1 column 9",
+        ),
+        (
+            "\"\\ud83d\"",
+            "unexpected end of hex escape at line 1 column 8",
+        ),
+        (
+            "\"\\ud83dx\"",
+            "unexpected end of hex escape at line 1 column 8",
+        ),
+        (
+            "\"\\ud83d\\x\"",
+            "unexpected end of hex escape at line 1 column 9",
+        ),
+        (
+            "\"\\ud83d\\u00\"",
+            "EOF while parsing a string at line 1 column 12",
+        ),
+        (
+            "\"\\ud83d\\",
+            "EOF while parsing a string at line 1 column 8",
+        ),
+        ("\"\\ud83d", "EOF while parsing a string at line 1 column 7"),
+        (
+            "[\"\\ud83d\\uDBFF\"]",
+            "lone leading surrogate in hex escape at line 1 column 14",
+        ),
         (
             "\"a\u{1}\"",
             "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 3",
