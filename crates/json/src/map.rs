@@ -104,6 +104,12 @@ impl Map {
         Map { entries }
     }
 
+    /// The entries the map has room for (tests of what decoding keeps).
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

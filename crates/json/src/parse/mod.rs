@@ -92,6 +92,11 @@ fn object_of(entries: Vec<(Str, Value)>, sorted: bool) -> Value {
     })
 }
 
+/// At most this many entries are reserved for an object shaped by the
+/// first of its list ([`Parser::object_shaped`]), and any room it does
+/// not fill is given back.
+const SHAPED_ROOM: usize = 16;
+
 /// The room a build stack takes when first used: growing it from empty,
 /// request by request, was about ten reallocations and copies per review.
 /// Not taken before: a parser that only skips builds nothing.
@@ -551,11 +556,14 @@ impl<'a> Parser<'a> {
     /// clone of a short key copies a few words where building one took a
     /// copy call. While they match and the first object's came sorted
     /// (`sorted_shape`), their order needs no check either. Built in a
-    /// vector of the shape's size rather than on the parser's stack and
-    /// copied off it.
+    /// vector of its own rather than on the parser's stack and copied off
+    /// it.
     fn object_shaped(&mut self, shape: &[Str], sorted_shape: bool) -> Result<Value, Error> {
         self.open()?;
-        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(shape.len());
+        // Room for the shape's keys, but never more than `SHAPED_ROOM`: a
+        // wide first object must not make each small object after it
+        // reserve its width (what is not filled is given back below).
+        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(shape.len().min(SHAPED_ROOM));
         let mut sorted = true;
         // `in_shape`: every key so far is the shape's at its place.
         // `in_order`: that, and the shape came sorted, so they did too.
@@ -579,6 +587,11 @@ impl<'a> Parser<'a> {
                 }
             }
             entries.push((key, value));
+        }
+        // An object with fewer keys than the room keeps no more than it
+        // needs.
+        if entries.len() < entries.capacity() {
+            entries.shrink_to_fit();
         }
         Ok(object_of(entries, sorted))
     }

@@ -527,3 +527,28 @@ proptest! {
         }
     }
 }
+
+/// A wide first object does not make the small objects after it keep
+/// room for its keys: a list of `{}` after one would otherwise take
+/// memory many times its text.
+#[test]
+fn objects_after_a_wide_one_keep_only_their_own_room() {
+    let wide: Vec<String> = (0..100).map(|i| format!("\"k{i:03}\":0")).collect();
+    let text = format!(
+        "[{{{}}},{{}},{{\"k000\":1}},{{\"k000\":1,\"k001\":2,\"x\":3}},{{{}}}]",
+        wide.join(","),
+        wide.join(",")
+    );
+    agree(&text);
+    let Ok(Value::Array(items)) = from_str(&text) else {
+        panic!("a list");
+    };
+    let rooms: Vec<(usize, usize)> = items
+        .iter()
+        .map(|item| match item {
+            Value::Object(m) => (m.len(), m.capacity()),
+            _ => panic!("an object"),
+        })
+        .collect();
+    assert_eq!(rooms, [(100, 100), (0, 0), (1, 1), (3, 3), (100, 100)]);
+}
