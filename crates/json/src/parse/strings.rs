@@ -195,18 +195,9 @@ impl<'a> Parser<'a> {
             self.pos = self.bytes.len();
             return Err(self.eof("EOF while parsing a string"));
         };
-        let mut code = Some(0u32);
-        for &c in digits {
-            let digit = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                b'A'..=b'F' => c - b'A' + 10,
-                _ => 16,
-            };
-            code = code
-                .filter(|_| digit < 16)
-                .map(|n| n * 16 + u32::from(digit));
-        }
+        let code = digits.iter().try_fold(0u32, |code, &c| {
+            char::from(c).to_digit(16).map(|digit| code * 16 + digit)
+        });
         self.pos += 4;
         code.ok_or_else(|| self.consumed("invalid escape"))
     }

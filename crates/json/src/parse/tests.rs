@@ -367,12 +367,17 @@ proptest! {
 
     #[test]
     fn damaged_texts_are_judged_alike(v in json_value(), cut in any::<prop::sample::Index>(), byte in prop::sample::select(&b"[]{}\",:0-9-.e \\"[..])) {
-        let mut text = serde_json::to_string(&v).expect("JSON").into_bytes();
-        let i = cut.index(text.len() + 1);
-        text.insert(i, byte);
-        if let Ok(text) = String::from_utf8(text) {
-            agree(&text);
-        }
+        agree_with_a_byte_inserted(&serde_json::to_string(&v).expect("JSON"), cut, byte);
+    }
+}
+
+/// [`agree`] on `text` with `byte` inserted at `cut`, when that is still
+/// UTF-8.
+fn agree_with_a_byte_inserted(text: &str, cut: prop::sample::Index, byte: u8) {
+    let mut damaged = text.as_bytes().to_vec();
+    damaged.insert(cut.index(damaged.len() + 1), byte);
+    if let Ok(damaged) = String::from_utf8(damaged) {
+        agree(&damaged);
     }
 }
 
@@ -519,12 +524,7 @@ proptest! {
         let text = serde_json::to_string(&v).expect("JSON");
         prop_assert!(from_str(&text).expect("our parse") == v, "{}", text);
         agree(&text);
-        let mut damaged = text.into_bytes();
-        let i = cut.index(damaged.len() + 1);
-        damaged.insert(i, byte);
-        if let Ok(damaged) = String::from_utf8(damaged) {
-            agree(&damaged);
-        }
+        agree_with_a_byte_inserted(&text, cut, byte);
     }
 }
 
