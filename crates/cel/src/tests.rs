@@ -571,6 +571,8 @@ mod limits;
 mod time;
 // A policy's lazily evaluated variables.
 mod composition;
+// Uniqueness checks answered whole.
+mod uniqueness;
 
 #[test]
 fn named_variables_replace_self_in_admission_environments() {

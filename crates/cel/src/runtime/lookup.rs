@@ -6,12 +6,13 @@
 
 use celhook_json::Value as Json;
 
+use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
 use super::counted::{tally, tally_own, Indexed, StrIndex};
 use super::fused::Field;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
-use crate::ir::{Ir, Loop, ScanExpr};
-use crate::value::{List, Map, Value, ANY};
+use crate::ir::{Ir, Loop, LoopKind, ScanExpr};
+use crate::value::{str_size, List, Map, Value, ANY};
 use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
@@ -63,14 +64,26 @@ pub(super) fn counted_loop<'a>(
     let range_cost = f.cost - start;
     f.cost = start;
     let same = l.counted_same && same_list(list, &range);
-    // A uniqueness check over a plain string field (`q.f == p.f`) counts
-    // the field read straight from each element's JSON object; any other
+    // A uniqueness check over a plain string field (`q.f == p.f`) reads
+    // the field straight from each element's JSON object, and answers a
+    // short list of distinct strings whole, or counts the reads; any other
     // inner loop reads and counts as its first runs would, in the scan
     // cache, held apart from the frame while the elements are looked up.
-    let direct = same
+    let reads = same
         .then(|| direct_reads(element, inner.var, items, item_schema))
-        .flatten()
-        .and_then(
+        .flatten();
+    if let Some(total) = reads
+        .as_deref()
+        .and_then(|reads| all_distinct_cost(l.kind, inner.kind, reads, range_cost))
+    {
+        // Within the limit, every step the lookups would take is too.
+        if f.cost.saturating_add(total) <= f.limit {
+            f.cost += total;
+            return Some(Value::Bool(true));
+        }
+    }
+    let direct =
+        reads.and_then(
             |reads| match StrIndex::build_strs(&reads, DIRECT_READ, inner.kind) {
                 Indexed::Built(index) => Some(index),
                 _ => None,
@@ -150,6 +163,59 @@ pub(super) fn counted_loop<'a>(
 /// What a direct read charges: `q.f` walked charges the variable, then
 /// the selection.
 const DIRECT_READ: u64 = 2;
+
+/// The most elements [`all_distinct_cost`] compares pair by pair; a
+/// longer list is counted in a hash table.
+const PAIRWISE: usize = 32;
+
+/// A uniqueness check (`all` of `exists_one` over the very list, each
+/// element's field read directly) on a short list of strings that are all
+/// distinct: what counting would charge, computed whole, for it holds
+/// every step the same (`None` for any other loop or list). Each outer
+/// element is charged the range and the inner steps: every element's read
+/// and the other side's (a direct read each), its string compared with
+/// every element's, and 4 for its one match and the end; the outer loop 3
+/// a step and 1 at the end. Comparing a few strings pair by pair costs
+/// less than hashing them.
+fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u64) -> Option<u64> {
+    if outer != LoopKind::All || inner != LoopKind::ExistsOne || reads.len() > PAIRWISE {
+        return None;
+    }
+    for (i, a) in reads.iter().enumerate() {
+        if reads[i + 1..].iter().any(|b| celhook_json::same_key(a, b)) {
+            return None;
+        }
+    }
+    // Characters are counted only past the short strings, whose
+    // comparisons never read them.
+    let mut chars = [0u64; PAIRWISE];
+    for (c, s) in chars.iter_mut().zip(reads) {
+        if s.len() > SHORT_STRING_BYTES {
+            *c = str_size(s);
+        }
+    }
+    let nonempty = reads.iter().filter(|s| !s.is_empty()).count() as u64;
+    let mut compares = 0u64;
+    for (a, &a_chars) in reads.iter().zip(&chars) {
+        compares += if a.len() <= SHORT_STRING_BYTES {
+            u64::from(!a.is_empty()) * nonempty
+        } else {
+            reads
+                .iter()
+                .zip(&chars)
+                .map(|(b, &b_chars)| long_compare_cost(a.len(), a_chars, b.len(), b_chars))
+                .sum()
+        };
+    }
+    let n = reads.len() as u64;
+    // Each inner step reads an element and the other side.
+    let per_element = range.saturating_add(2 * n * DIRECT_READ).saturating_add(4);
+    Some(
+        n.saturating_mul(per_element)
+            .saturating_add(compares)
+            .saturating_add(3 * n + 1),
+    )
+}
 
 /// Where the outer element's own read comes from.
 #[derive(Clone, Copy)]
