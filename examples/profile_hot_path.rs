@@ -229,9 +229,11 @@ fn columns<'a>(p: &mut celhook_json::Parser<'a>) -> Result<Columns<'a>, String> 
     Ok(c)
 }
 
-/// The perf CRD's loops over the ports, on the columns, with their
-/// charges added step by step (regular expressions left out: they cost
-/// the same on a column): what the loops would cost at least.
+/// The perf CRD's loops over the ports, on the columns (regular
+/// expressions left out: they cost the same on a column), with a running
+/// charge of about the CEL cost's shape (a sum per step, the uniqueness
+/// check's in closed form), not its exact value: what the loops' work
+/// would cost at least, the instructions being the measurement.
 fn column_loops(c: &Columns<'_>) -> u64 {
     let mut cost = 0u64;
     let n = c.len() as u64;

@@ -9,6 +9,7 @@ use celhook_json::Value as Json;
 use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
 use super::counted::{tally, tally_own, Indexed, StrIndex};
 use super::fused::Field;
+use super::loops::quantifier;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, LoopKind, ScanExpr};
@@ -168,15 +169,14 @@ const DIRECT_READ: u64 = 2;
 /// longer list is counted in a hash table.
 const PAIRWISE: usize = 32;
 
-/// A uniqueness check (`all` of `exists_one` over the very list, each
-/// element's field read directly) on a short list of strings that are all
-/// distinct: what counting would charge, computed whole, for it holds
-/// every step the same (`None` for any other loop or list). Each outer
-/// element is charged the range and the inner steps: every element's read
-/// and the other side's (a direct read each), its string compared with
-/// every element's, and 4 for its one match and the end; the outer loop 3
-/// a step and 1 at the end. Comparing a few strings pair by pair costs
-/// less than hashing them.
+/// What the lookups below would charge for a uniqueness check (`all` of
+/// `exists_one` over the very list, each element's field read directly)
+/// when every string occurs once, on a list short enough to compare pair
+/// by pair, which costs less than hashing; `None` for any other loop or
+/// list, or a repeat. Each outer element is charged the range and the
+/// inner steps (`tally_own`): every element's read and the other side's,
+/// its string compared with every element's, and its one match and the
+/// end; the outer loop its steps and its end (`quantifier`).
 fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u64) -> Option<u64> {
     if outer != LoopKind::All || inner != LoopKind::ExistsOne || reads.len() > PAIRWISE {
         return None;
@@ -187,7 +187,7 @@ fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u6
         }
     }
     // Characters are counted only past the short strings, whose
-    // comparisons never read them.
+    // comparisons never read them (as `StrIndex` keeps them).
     let mut chars = [0u64; PAIRWISE];
     for (c, s) in chars.iter_mut().zip(reads) {
         if s.len() > SHORT_STRING_BYTES {
@@ -208,13 +208,25 @@ fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u6
         };
     }
     let n = reads.len() as u64;
-    // Each inner step reads an element and the other side.
-    let per_element = range.saturating_add(2 * n * DIRECT_READ).saturating_add(4);
+    // `exists_one`'s one match (2) and its end (2), as `tally_bool`.
+    let per_element = range
+        .saturating_add(2 * n * DIRECT_READ)
+        .saturating_add(2 + 2);
+    let (_, step, _) = quantifier(outer);
+    #[cfg(test)]
+    DISTINCT_ANSWERS.with(|hits| hits.set(hits.get() + 1));
     Some(
         n.saturating_mul(per_element)
             .saturating_add(compares)
-            .saturating_add(3 * n + 1),
+            .saturating_add(step * n + 1),
     )
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many uniqueness checks [`all_distinct_cost`] summed, for the
+    /// tests to see that its lists take it.
+    pub(crate) static DISTINCT_ANSWERS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Where the outer element's own read comes from.

@@ -11,6 +11,8 @@ pub(crate) mod counted;
 mod frame;
 mod fused;
 mod lookup;
+#[cfg(test)]
+pub(crate) use lookup::DISTINCT_ANSWERS;
 mod loops;
 mod ops;
 mod scan;

@@ -5,22 +5,25 @@
 
 use super::*;
 
-/// Lists of names drawn from strings around the short-string edge (10
-/// bytes; characters of two bytes), empty ones, and numbered ones that
-/// make long lists of distinct names, about the 32 compared pair by pair.
-fn name_lists() -> Vec<Vec<String>> {
-    let pool = [
-        "",
-        "a",
-        "web",
-        "abcdefghij",
-        "abcdefghijk",
-        "ééééé",
-        "éééééé",
-        "a-name-well-over-ten-bytes",
-        "äöüäöü-äöüäöü",
-        "jaeger-thrift",
-    ];
+/// Strings around the short-string edge (10 bytes; characters of two
+/// bytes), the empty string, and long ones.
+const POOL: [&str; 10] = [
+    "",
+    "a",
+    "web",
+    "abcdefghij",
+    "abcdefghijk",
+    "ééééé",
+    "éééééé",
+    "a-name-well-over-ten-bytes",
+    "äöüäöü-äöüäöü",
+    "jaeger-thrift",
+];
+
+/// Lists of ports: names drawn from [`POOL`] and numbered names that make
+/// long lists of distinct names, about the 32 compared pair by pair; some
+/// with a repeat, some with a port whose name is missing or a number.
+fn port_lists() -> Vec<Vec<celhook_json::Value>> {
     // A fixed linear congruential sequence: the same lists on every run.
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move |bound: usize| {
@@ -32,12 +35,12 @@ fn name_lists() -> Vec<Vec<String>> {
     let mut lists = Vec::new();
     for len in 0..=40 {
         for _ in 0..6 {
-            // Distinct numbered names, some of them replaced by pool names
-            // (which may repeat), so that most lists are all distinct.
-            let mut list: Vec<String> = (0..len)
+            // Distinct numbered names, some replaced by pool names (which
+            // may repeat), so that most lists are all distinct.
+            let mut names: Vec<String> = (0..len)
                 .map(|i| {
                     if next(4) == 0 {
-                        pool[next(pool.len())].to_owned()
+                        POOL[next(POOL.len())].to_owned()
                     } else if next(3) == 0 {
                         format!("port-number-{i}")
                     } else {
@@ -47,11 +50,34 @@ fn name_lists() -> Vec<Vec<String>> {
                 .collect();
             // Now and then a repeat at the end, where it is found last.
             if len > 1 && next(5) == 0 {
-                let first = list[0].clone();
-                list[len - 1] = first;
+                names[len - 1] = names[0].clone();
             }
-            lists.push(list);
+            let mut ports: Vec<_> = names
+                .iter()
+                // `alias` sorts before `name`: the name is not the first
+                // property of its schema or of the objects that have both.
+                .map(|n| match next(3) {
+                    0 => json!({"name": n, "alias": "x"}),
+                    _ => json!({"name": n}),
+                })
+                .collect();
+            // Now and then a port the direct reads cannot take.
+            if len > 0 && next(8) == 0 {
+                ports[next(len)] = match next(2) {
+                    0 => json!({"alias": "no-name"}),
+                    _ => json!({"name": 7}),
+                };
+            }
+            lists.push(ports);
         }
+    }
+    // Exactly 32 and 33 distinct names, a long multi-byte one last.
+    for len in [32, 33] {
+        let mut ports: Vec<_> = (0..len - 1)
+            .map(|i| json!({"name": format!("n{i}")}))
+            .collect();
+        ports.push(json!({"name": "äöüäöü-äöüäöü"}));
+        lists.push(ports);
     }
     lists
 }
@@ -61,13 +87,19 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
     let s = schema(json!({
         "type": "object",
         "properties": {"ports": {"type": "array", "items": {
-            "type": "object", "properties": {"name": {"type": "string"}}
+            "type": "object", "properties": {
+                "alias": {"type": "string"},
+                "name": {"type": "string"}
+            }
         }}}
     }));
     let opts = Environment::crd_rule(false);
     let exprs = [
         "self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",
         "self.ports.all(p, self.ports.exists_one(q, p.name == q.name))",
+        // Charged after other work, and inside another loop.
+        "size(self.ports) >= 0 && self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",
+        "[1, 2].all(z, self.ports.all(p, self.ports.exists_one(q, q.name == p.name)))",
     ];
     let programs: Vec<_> = exprs
         .iter()
@@ -77,28 +109,27 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
             (expr, with, without)
         })
         .collect();
-    let objects: Vec<_> = name_lists()
+    let objects: Vec<_> = port_lists()
         .into_iter()
-        .map(|names| {
-            let ports: Vec<_> = names.iter().map(|n| json!({"name": n})).collect();
-            (names, json!({ "ports": ports }))
-        })
+        .map(|ports| json!({ "ports": ports }))
         .collect();
     // One scratch frame for every evaluation, as in a review's walk.
     let mut scratch = crate::Scratch::default();
-    let (mut distinct_short, mut distinct_long, mut repeated) = (0, 0, 0);
+    let (mut summed, mut distinct_long, mut repeated, mut irregular) = (0, 0, 0, 0);
     for (expr, with, without) in &programs {
-        for (names, obj) in &objects {
+        for obj in &objects {
+            let ports = obj["ports"].as_array().expect("a list");
+            let names: Vec<_> = ports.iter().map(|p| p.get("name")).collect();
+            let strings: Option<Vec<&str>> =
+                names.iter().map(|n| n.and_then(|v| v.as_str())).collect();
             let (answer, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
-            match to_json(&answer.expect(expr)) {
-                celhook_json::Value::Bool(true) if names.len() <= 32 => {
-                    if names.iter().any(|n| n.len() > 10) {
-                        distinct_long += 1;
-                    } else {
-                        distinct_short += 1;
-                    }
+            match (answer.map(|v| to_json(&v)), &strings) {
+                (Ok(celhook_json::Value::Bool(true)), Some(names)) if names.len() > 32 => {}
+                (Ok(celhook_json::Value::Bool(true)), Some(names)) if !names.is_empty() => {
+                    distinct_long += usize::from(names.iter().any(|n| n.len() > 10));
                 }
-                celhook_json::Value::Bool(false) => repeated += 1,
+                (Ok(celhook_json::Value::Bool(false)), Some(_)) => repeated += 1,
+                (_, None) => irregular += 1,
                 _ => {}
             }
             for limit in [u64::MAX, full, full.saturating_sub(1), full / 2, 0] {
@@ -109,17 +140,33 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
                     )
                 };
                 let this = Value::from_json(obj, &s);
+                let before = crate::runtime::DISTINCT_ANSWERS.with(std::cell::Cell::get);
                 assert_eq!(
                     shown(with.eval_in_scratch(&mut scratch, this, None, limit)),
                     shown(without.eval(Value::from_json(obj, &s), None, limit)),
-                    "{expr} on {names:?} at limit {limit}"
+                    "{expr} on {obj} at limit {limit}"
                 );
+                let after = crate::runtime::DISTINCT_ANSWERS.with(std::cell::Cell::get);
+                // The answer is summed exactly when the names are 1 to 32
+                // distinct strings (and the limit lets the loop start).
+                let distinct = strings.as_ref().is_some_and(|names| {
+                    (1..=32).contains(&names.len())
+                        && names
+                            .iter()
+                            .enumerate()
+                            .all(|(i, a)| !names[i + 1..].contains(a))
+                });
+                if limit == u64::MAX {
+                    assert_eq!(after > before, distinct, "{expr} on {obj}");
+                    summed += usize::from(distinct);
+                }
             }
         }
     }
-    // The lists reach every case: distinct short names, distinct names
-    // with long ones among them, and repeats.
-    assert!(distinct_short >= 20, "{distinct_short}");
-    assert!(distinct_long >= 20, "{distinct_long}");
-    assert!(repeated >= 20, "{repeated}");
+    // The lists reach every case: distinct names (long ones among them),
+    // repeats, and ports the direct reads cannot take.
+    assert!(summed >= 200, "{summed}");
+    assert!(distinct_long >= 40, "{distinct_long}");
+    assert!(repeated >= 40, "{repeated}");
+    assert!(irregular >= 20, "{irregular}");
 }
