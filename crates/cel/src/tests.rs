@@ -10,6 +10,33 @@ fn schema(v: celhook_json::Value) -> Schema {
     Schema::from_openapi(&p).expect("structural")
 }
 
+/// Each expression compiled with the memo pass (and the loops it plans)
+/// and without: tests compare the two on the same objects.
+fn planned_and_plain<'e>(
+    exprs: &[&'e str],
+    s: &Schema,
+    env: Environment,
+) -> Vec<(&'e str, Program, Program)> {
+    exprs
+        .iter()
+        .map(|&expr| {
+            let with = Program::compile_planned(expr, s, env, true).expect(expr);
+            let without = Program::compile_planned(expr, s, env, false).expect(expr);
+            (expr, with, without)
+        })
+        .collect()
+}
+
+/// An evaluation's result and charge, comparable.
+fn shown(
+    (r, cost): (Result<Value<'_>, EvalError>, u64),
+) -> (Result<celhook_json::Value, String>, u64) {
+    (
+        r.map(|v| to_json(&v)).map_err(|e| e.message.to_string()),
+        cost,
+    )
+}
+
 fn run(expr: &str, s: &Schema, obj: &celhook_json::Value) -> Result<celhook_json::Value, String> {
     let p = Program::compile(expr, s, Environment::crd_rule(false)).map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::from_json(obj, s), None, PER_EXPRESSION_COST_LIMIT);

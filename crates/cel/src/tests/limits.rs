@@ -324,14 +324,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut fused_loops = 0;
     let mut counted_loops = 0;
     let mut counted_same = 0;
-    let programs: Vec<_> = exprs
-        .iter()
-        .map(|expr| {
-            let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
-            let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
-            (expr, with, without)
-        })
-        .collect();
+    let programs = planned_and_plain(&exprs, &s, opts);
     // The planned programs run in one scratch frame, one after another as a
     // review's rules do, so nothing of one evaluation may reach the next;
     // the plain ones each in a frame of their own.
@@ -361,12 +354,6 @@ fn kept_field_reads_change_no_result_and_no_cost() {
             // No limit first (a run stopped by its limit gives up its kept
             // reads), then every limit that stops it.
             for limit in [u64::MAX].into_iter().chain(0..=full) {
-                let shown = |(r, cost): (Result<Value<'_>, crate::EvalError>, u64)| {
-                    (
-                        r.map(|v| to_json(&v)).map_err(|e| e.message.to_string()),
-                        cost,
-                    )
-                };
                 let this = Value::from_json(obj, &s);
                 assert_eq!(
                     shown(with.eval_in_scratch(&mut scratch, this, None, limit)),

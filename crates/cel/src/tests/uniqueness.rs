@@ -93,7 +93,6 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
             }
         }}}
     }));
-    let opts = Environment::crd_rule(false);
     let exprs = [
         "self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",
         "self.ports.all(p, self.ports.exists_one(q, p.name == q.name))",
@@ -101,14 +100,7 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
         "size(self.ports) >= 0 && self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",
         "[1, 2].all(z, self.ports.all(p, self.ports.exists_one(q, q.name == p.name)))",
     ];
-    let programs: Vec<_> = exprs
-        .iter()
-        .map(|expr| {
-            let with = Program::compile_planned(expr, &s, opts, true).expect(expr);
-            let without = Program::compile_planned(expr, &s, opts, false).expect(expr);
-            (expr, with, without)
-        })
-        .collect();
+    let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     let objects: Vec<_> = port_lists()
         .into_iter()
         .map(|ports| json!({ "ports": ports }))
@@ -133,12 +125,6 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
                 _ => {}
             }
             for limit in [u64::MAX, full, full.saturating_sub(1), full / 2, 0] {
-                let shown = |(r, cost): (Result<Value<'_>, crate::EvalError>, u64)| {
-                    (
-                        r.map(|v| to_json(&v)).map_err(|e| e.message.to_string()),
-                        cost,
-                    )
-                };
                 let this = Value::from_json(obj, &s);
                 let before = crate::runtime::DISTINCT_ANSWERS.with(std::cell::Cell::get);
                 assert_eq!(
