@@ -13,7 +13,7 @@ use super::loops::quantifier;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, LoopKind, ScanExpr};
-use crate::value::{str_size, List, Map, Value, ANY};
+use crate::value::{str_size, List, Map, Str, Value, ANY};
 use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
@@ -65,16 +65,27 @@ pub(super) fn counted_loop<'a>(
     let range_cost = f.cost - start;
     f.cost = start;
     let same = l.counted_same && same_list(list, &range);
-    // A uniqueness check over a plain string field (`q.f == p.f`) reads
-    // the field straight from each element's JSON object, and answers a
-    // short list of distinct strings whole, or counts the reads; any other
-    // inner loop reads and counts as its first runs would, in the scan
-    // cache, held apart from the frame while the elements are looked up.
-    let reads = same
-        .then(|| direct_reads(element, inner.var, items, item_schema))
-        .flatten();
+    // An inner loop comparing a plain string field (`q.f == x`) reads it
+    // straight from each element's JSON object, and a uniqueness check
+    // (`q.f == p.f` over the very list) on a short list of distinct
+    // strings is answered whole; any other inner loop reads and counts as
+    // its first runs would, in the scan cache, held apart from the frame
+    // while the elements are looked up.
+    let reads = match range {
+        List::Json {
+            items: range_items,
+            schema: range_schema,
+        } => direct_reads(
+            element,
+            inner.var,
+            range_items,
+            range_schema.items.as_deref().unwrap_or(&ANY),
+        ),
+        _ => None,
+    };
     if let Some(total) = reads
         .as_deref()
+        .filter(|_| same)
         .and_then(|reads| all_distinct_cost(l.kind, inner.kind, reads, range_cost))
     {
         // Within the limit, every step the lookups would take is too.
@@ -105,12 +116,14 @@ pub(super) fn counted_loop<'a>(
     // Over the very list the inner loop read, the outer element's field
     // is the inner loop's kept read of the same element.
     let kept = match &direct {
-        Some(_) => Some(Kept::Direct),
+        Some(_) if same => Some(Kept::Direct),
+        Some(_) => None,
         None => cache
             .as_ref()
             .filter(|_| same)
             .map(|cache| Kept::Scanned(cache.slot_reads(*slot, items.len()))),
     };
+    let outer_field = direct_field(other, l.var, item_schema);
     let result = index.and_then(|index| {
         scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
             if crate::interrupt::tick() {
@@ -124,6 +137,15 @@ pub(super) fn counted_loop<'a>(
                         Kept::Scanned(reads) => reads.get(i)?.as_ref()?.0,
                     };
                     tally_own(index, inner.kind, range.len(), cost, i)?
+                }
+                // The outer element's own plain string field.
+                None if outer_field.is_some() => {
+                    let s = outer_field.as_ref()?.read_str(items.get(i)?)?;
+                    let x = Value::Str(Str::Borrowed(s));
+                    match tally(index, inner.kind, &range, DIRECT_READ, &x)? {
+                        (total, Value::Bool(found)) => (total, found),
+                        _ => return None,
+                    }
                 }
                 None => {
                     let Json::Object(obj) = items.get(i)? else {

@@ -273,8 +273,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, self.spec.ports.exists(q, p.name == q.name))",
         "self.spec.ports.exists_one(p, self.spec.ports.exists_one(q, q.alias == p.alias))",
         // The same field of another list of the same schema: read from the
-        // outer element, not taken from the inner list's reads.
+        // outer element, not taken from the inner list's reads (a
+        // transition rule's `oldSelf.l.all(o, self.l.exists(n, n.f ==
+        // o.f))` has this form).
         "self.spec.ports.all(p, self.spec.spare.exists_one(q, q.name == p.name))",
+        "self.spec.ports.all(p, self.spec.spare.exists(q, q.name == p.name))",
+        "self.spec.spare.filter(p, self.spec.ports.exists_one(q, p.name == q.name)).size()",
+        "self.spec.spare.exists(p, self.spec.ports.all(q, q.alias != p.name))",
         // An outer element's own read looked up by an inner `all` of `!=`.
         "self.spec.ports.exists(p, self.spec.ports.all(q, q.name != p.name))",
         // Fused int and size tests at the ends of the ints (each a range
