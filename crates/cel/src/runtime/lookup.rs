@@ -138,25 +138,27 @@ pub(super) fn counted_loop<'a>(
                     };
                     tally_own(index, inner.kind, range.len(), cost, i)?
                 }
-                // The outer element's own plain string field.
-                None if outer_field.is_some() => {
-                    let s = outer_field.as_ref()?.read_str(items.get(i)?)?;
-                    let x = Value::Str(Str::Borrowed(s));
-                    match tally(index, inner.kind, &range, DIRECT_READ, &x)? {
-                        (total, Value::Bool(found)) => (total, found),
-                        _ => return None,
-                    }
-                }
                 None => {
-                    let Json::Object(obj) = items.get(i)? else {
-                        return None;
+                    let item = items.get(i)?;
+                    // The outer element's own plain string field, read
+                    // straight from the JSON; anything else (a format's
+                    // string, another type, a deeper chain) as the walk
+                    // reads it.
+                    let direct = outer_field.as_ref().and_then(|field| field.read_str(item));
+                    let (other_cost, x) = match direct {
+                        Some(s) => (DIRECT_READ, Value::Str(Str::Borrowed(s))),
+                        None => {
+                            let Json::Object(obj) = item else {
+                                return None;
+                            };
+                            fused::chain_read(other, &mut |var| {
+                                (var == l.var).then_some(Map::Json {
+                                    obj,
+                                    schema: item_schema,
+                                })
+                            })?
+                        }
                     };
-                    let (other_cost, x) = fused::chain_read(other, &mut |var| {
-                        (var == l.var).then_some(Map::Json {
-                            obj,
-                            schema: item_schema,
-                        })
-                    })?;
                     match tally(index, inner.kind, &range, other_cost, &x)? {
                         (total, Value::Bool(found)) => (total, found),
                         _ => return None,

@@ -182,6 +182,16 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                     "name": {"type": "string"}, "port": {"type": "integer"},
                     "alias": {"type": "string"}
                 }}},
+                "moved": {"type": "array", "items": {"type": "object", "properties": {
+                    "a0": {"type": "string"}, "a1": {"type": "string"},
+                    "name": {"type": "string"}
+                }}},
+                "stamps": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string", "format": "byte"}
+                }}},
+                "stamps2": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string", "format": "byte"}
+                }}},
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                 "tags": {"type": "array", "items": {"type": "string"}}
             }}
@@ -280,6 +290,13 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, self.spec.spare.exists(q, q.name == p.name))",
         "self.spec.spare.filter(p, self.spec.ports.exists_one(q, p.name == q.name)).size()",
         "self.spec.spare.exists(p, self.spec.ports.all(q, q.alias != p.name))",
+        // ... with the outer field at another schema position, of a format
+        // that converts strings, in a loop entered again, and beside a
+        // loop reading the same field.
+        "self.spec.moved.all(p, self.spec.ports.exists(q, q.name == p.name))",
+        "self.spec.stamps.exists(p, self.spec.stamps2.exists_one(q, q.name == p.name))",
+        "self.spec.spare.all(x, self.spec.moved.all(p, self.spec.ports.exists(q, q.name == p.name)))",
+        "self.spec.spare.all(p, self.spec.ports.exists(q, q.name == p.name)) || self.spec.spare.exists(p, p.name == 'zz')",
         // An outer element's own read looked up by an inner `all` of `!=`.
         "self.spec.ports.exists(p, self.spec.ports.all(q, q.name != p.name))",
         // Fused int and size tests at the ends of the ints (each a range
@@ -310,6 +327,20 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                 {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
         json!({"spec": {"ports": [{"name": "b", "port": 1, "alias": "web"}, 7, null,
             {"name": "ünï", "port": 3, "alias": "wébb"}]}}),
+        // Outer lists of two lists: a field at another position, some
+        // elements lacking properties before it; strings of a format, one
+        // that parses (base64 of "web") and one that does not; elements
+        // that are null, a number, or lack the field.
+        json!({"spec": {"ports": [{"name": "web", "port": 80}, {"name": "d2Vi"}, {"name": "m"}],
+            "moved": [{"a1": "x", "name": "m"}, {"name": "web"}, {"a0": "y", "a1": "z", "name": "d2Vi"}],
+            "stamps": [{"name": "web!"}, {"name": "d2Vi"}],
+            "stamps2": [{"name": "d2Vi"}, {"name": "web!"}, {"name": "bQ=="}],
+            "spare": [{"name": "m"}, null, 7, {"alias": "web"}]}}),
+        json!({"spec": {"ports": [{"name": "web"}, {"name": "m"}],
+            "moved": [{"name": "m"}, {"name": "web"}],
+            "stamps": [{"name": "d2Vi"}],
+            "stamps2": [{"name": "d2Vi"}],
+            "spare": [{"name": "web"}, {"name": "m"}]}}),
         // Ports at the ends of the ints, and one past them.
         json!({"spec": {"ports": [{"name": "abc", "port": 9223372036854775807_i64},
             {"name": "a", "port": -9223372036854775807_i64 - 1}, {"name": "ab", "port": 80},
