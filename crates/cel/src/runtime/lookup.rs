@@ -55,8 +55,13 @@ pub(super) fn counted_loop<'a>(
     let start = f.cost;
     // The inner range reads nothing the outer loop binds: the same list at
     // the same charge for every element, evaluated once.
-    let range = match eval(&inner.range, f) {
-        Ok(Value::List(range @ List::Json { .. })) if !range.is_empty() => range,
+    let (range, range_items, range_schema) = match eval(&inner.range, f) {
+        Ok(Value::List(
+            range @ List::Json {
+                items: range_items,
+                schema: range_schema,
+            },
+        )) if !range.is_empty() => (range, range_items, range_schema),
         _ => {
             f.cost = start;
             return None;
@@ -71,18 +76,12 @@ pub(super) fn counted_loop<'a>(
     // strings is answered whole; any other inner loop reads and counts as
     // its first runs would, in the scan cache, held apart from the frame
     // while the elements are looked up.
-    let reads = match range {
-        List::Json {
-            items: range_items,
-            schema: range_schema,
-        } => direct_reads(
-            element,
-            inner.var,
-            range_items,
-            range_schema.items.as_deref().unwrap_or(&ANY),
-        ),
-        _ => None,
-    };
+    let reads = direct_reads(
+        element,
+        inner.var,
+        range_items,
+        range_schema.items.as_deref().unwrap_or(&ANY),
+    );
     if let Some(total) = reads
         .as_deref()
         .filter(|_| same)
