@@ -46,6 +46,15 @@ pub(crate) fn plan(ir: &mut Ir) -> Cells {
     let mut cells = Cells::default();
     let mut kinds: HashMap<Chain, Kind> = HashMap::new();
     for (chain, u) in seen {
+        // A short chain on `self` or `oldSelf` read again outside any loop
+        // is cheaper to read again than to keep: a kept read costs its
+        // frame's memo cells (about 500 instructions a rule, measured on a
+        // field read three times), a read of one or two fields by schema
+        // position some 50 each.
+        let root = chain.0 == crate::check::SELF_SLOT || chain.0 == crate::check::OLD_SELF_SLOT;
+        if root && chain.1.len() < 3 && !u.repeated {
+            continue;
+        }
         if u.count > 1 || u.repeated {
             kinds.insert(chain, Kind::Binding(cells.by_binding));
             cells.by_binding += 1;

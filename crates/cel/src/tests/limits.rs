@@ -424,6 +424,38 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     );
 }
 
+/// Which re-read chains the memo pass keeps: a chain of one or two fields
+/// of `self` read again outside any loop is read again (cheaper than the
+/// memo's frame cells); a longer one, or one read on every step of a loop,
+/// is kept. The results and charges are the same either way (the test
+/// above compares both with the plain walk).
+#[test]
+fn short_chains_on_self_are_read_again_and_longer_or_looped_ones_kept() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {
+            "min": {"type": "integer"},
+            "deep": {"type": "object", "properties": {"a": {"type": "integer"}}},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        }}}
+    }));
+    let kept = |expr: &str| {
+        let p = Program::compile_planned(expr, &s, Environment::crd_rule(false), true).expect(expr);
+        p.memos.by_binding
+    };
+    assert_eq!(kept("self.spec.min >= 0 && self.spec.min <= 9"), 0);
+    assert_eq!(
+        kept("has(self.spec.deep) && self.spec.deep == self.spec.deep"),
+        0
+    );
+    assert_eq!(kept("self.spec.deep.a >= 0 && self.spec.deep.a <= 9"), 1);
+    // Read on every step: `self.spec.min` and, within it, `self.spec`.
+    assert_eq!(
+        kept("self.spec.tags.all(t, t != '' && self.spec.min > 0)"),
+        2
+    );
+}
+
 fn count_loops(ir: &crate::ir::Ir, marked: &dyn Fn(&crate::ir::Loop) -> bool) -> usize {
     let mut n = usize::from(matches!(ir, crate::ir::Ir::Loop(l) if marked(l)));
     ir.each_child(&mut |child| n += count_loops(child, marked));
