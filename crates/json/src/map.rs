@@ -27,7 +27,12 @@ pub(crate) const LINEAR: usize = 8;
 /// makes.
 #[inline(always)]
 pub fn same_key(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`same_key`] of bytes (the parser matches a known key in the text).
+#[inline(always)]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;

@@ -36,7 +36,7 @@ impl Properties {
 
     /// The schema of `name` when it is at `position`: one comparison, for
     /// positions a compiled program remembered.
-    #[inline]
+    #[inline(always)]
     pub fn get_at(&self, position: usize, name: &str) -> Option<&Schema> {
         match self.0.get(position) {
             Some((k, s)) if celhook_json::same_key(k, name) => Some(s),

@@ -50,10 +50,10 @@ impl<'a> Parser<'a> {
         // holds no quote, backslash or control character (the caller keeps
         // no other), so these bytes are the whole string as the scan would
         // find it.
-        let found = self
-            .bytes
-            .get(start..end)
-            .is_some_and(|text| text == known.as_bytes() && self.bytes.get(end) == Some(&b'"'));
+        // Compared in words, not through `memcmp`: keys are short.
+        let found = self.bytes.get(start..end).is_some_and(|text| {
+            crate::map::same_bytes(text, known.as_bytes()) && self.bytes.get(end) == Some(&b'"')
+        });
         if found {
             self.pos = end + 1;
         }
