@@ -138,12 +138,12 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     let result = match Shape::of(&l.body, l.var, item_schema) {
         // A loop of its own for each form: the form is then no branch of
         // every element's step.
-        Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a)),
+        Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a, 0)),
         Some(Shape::And(a, b)) => {
-            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b))
+            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0))
         }
         Some(Shape::Or(a, b)) => {
-            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b))
+            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b, 0))
         }
         None => general(l, items, list, item_schema, f),
     };
@@ -270,32 +270,39 @@ impl<'a> Shape<'a> {
     }
 }
 
-/// A body of one test, inlined into its loop's steps.
-struct One<'a>(Direct<'a>);
+/// A body of one test, inlined into its loop's steps, with what its
+/// tests charged so far (added up apart from the frame, so that it stays
+/// in a register: see [`super::scan::Step::charged`]).
+struct One<'a>(Direct<'a>, u64);
 
 impl<'a> super::scan::Step<'a, &'a Json> for One<'a> {
     #[inline(always)]
-    fn step(&mut self, item: &'a Json, f: &mut Frame<'a>) -> Option<bool> {
+    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
         match item {
-            Json::Object(obj) => self.0.judge(self.0.field.read(obj)?, f),
+            Json::Object(obj) => self.0.judge(self.0.field.read(obj)?, &mut self.1),
             _ => None,
         }
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.1
     }
 }
 
 /// A body of two tests joined by `&&` (`OR` false) or `||` (true),
-/// inlined into its loop's steps.
-struct Both<'a, const OR: bool>(Direct<'a>, Direct<'a>);
+/// inlined into its loop's steps, with its charges as [`One`]'s.
+struct Both<'a, const OR: bool>(Direct<'a>, Direct<'a>, u64);
 
 impl<'a, const OR: bool> super::scan::Step<'a, &'a Json> for Both<'a, OR> {
     #[inline(always)]
-    fn step(&mut self, item: &'a Json, f: &mut Frame<'a>) -> Option<bool> {
+    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
         let Json::Object(obj) = item else {
             return None;
         };
-        let (a, b) = (&self.0, &self.1);
+        let (a, b, charged) = (&self.0, &self.1, &mut self.2);
         let read = a.field.read(obj)?;
-        if a.judge(read, f)? == OR {
+        if a.judge(read, charged)? == OR {
             return Some(OR);
         }
         let read = if b.read == a.read {
@@ -303,18 +310,24 @@ impl<'a, const OR: bool> super::scan::Step<'a, &'a Json> for Both<'a, OR> {
         } else {
             b.field.read(obj)?
         };
-        b.judge(read, f)
+        b.judge(read, charged)
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.2
     }
 }
 
 impl<'a> Direct<'a> {
-    /// Charged without a test against the limit: a shape runs only as
-    /// the body of [`super::scan::steps_of`], which tests the loop's total.
+    /// Charged to `charged`, without a test against the limit: a shape
+    /// runs only as the body of [`super::scan::steps_of`], which tests the
+    /// loop's total.
     #[inline(always)]
-    fn judge(&self, read: Read<'a>, f: &mut Frame<'a>) -> Option<bool> {
+    fn judge(&self, read: Read<'a>, charged: &mut u64) -> Option<bool> {
         // The variable and the field's selection, a unit each.
         let (r, cost) = test_read(self.test, read, 2)?;
-        f.cost = f.cost.saturating_add(cost);
+        *charged = charged.saturating_add(cost);
         Some(r)
     }
 }

@@ -332,6 +332,14 @@ fn slot_bit(slot: usize) -> u64 {
 /// type of its own with an `#[inline(always)]` step.
 pub(super) trait Step<'a, T> {
     fn step(&mut self, item: T, f: &mut Frame<'a>) -> Option<bool>;
+
+    /// What the steps charged apart from the frame (a body that charges
+    /// nothing else keeps its sum where the compiler can hold it in a
+    /// register); added to the loop's own charges when it ends.
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        0
+    }
 }
 
 impl<'a, T, F: FnMut(T, &mut Frame<'a>) -> Option<bool>> Step<'a, T> for F {
@@ -410,7 +418,7 @@ pub(super) fn steps_of<'a, T>(
         }
         _ => return None,
     };
-    f.charge_within(cost)?;
+    f.charge_within(cost.saturating_add(body.charged()))?;
     Some(result)
 }
 
