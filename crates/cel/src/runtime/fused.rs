@@ -3,7 +3,7 @@
 //! run on a JSON list's objects without binding each element.
 
 use super::*;
-use crate::ir::{FieldCmp, FieldTest};
+use crate::ir::{FieldCmp, FieldTest, IntRange};
 use crate::value::{Str, ANY};
 use celhook_json::Value as Json;
 use celhook_schema::Type;
@@ -137,7 +137,37 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let result = match Shape::of(&l.body, l.var, item_schema) {
         // A loop of its own for each form: the form is then no branch of
-        // every element's step.
+        // every element's step. Int tests of one field (a range, a bound)
+        // have loops of their own too: no test to dispatch on per element.
+        Some(Shape::One(Direct {
+            test: FieldTest::Int(a),
+            field,
+            ..
+        })) => super::scan::steps_of(
+            l.kind,
+            items.iter(),
+            list,
+            f,
+            Ints::<false, false>::of(field, *a, *a),
+        ),
+        Some(Shape::And(a, b)) if let Some((field, x, y)) = Ints::<false, true>::pair(&a, &b) => {
+            super::scan::steps_of(
+                l.kind,
+                items.iter(),
+                list,
+                f,
+                Ints::<false, true>::of(field, x, y),
+            )
+        }
+        Some(Shape::Or(a, b)) if let Some((field, x, y)) = Ints::<true, true>::pair(&a, &b) => {
+            super::scan::steps_of(
+                l.kind,
+                items.iter(),
+                list,
+                f,
+                Ints::<true, true>::of(field, x, y),
+            )
+        }
         Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a, 0)),
         Some(Shape::And(a, b)) => {
             super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0))
@@ -316,6 +346,61 @@ impl<'a, const OR: bool> super::scan::Step<'a, &'a Json> for Both<'a, OR> {
     #[inline(always)]
     fn charged(&self) -> u64 {
         self.2
+    }
+}
+
+/// A body of one int test, or of two joined by `&&` (`OR` false) or `||`
+/// (true) on the same int field (`p.port > 0 && p.port < 65536`), charged
+/// as [`Direct::judge`] charges each test: its read, its selection and
+/// the comparison, a unit each.
+struct Ints<'a, const OR: bool, const TWO: bool> {
+    field: Field<'a>,
+    a: IntRange,
+    b: IntRange,
+    charged: u64,
+}
+
+impl<'a, const OR: bool, const TWO: bool> Ints<'a, OR, TWO> {
+    fn of(field: Field<'a>, a: IntRange, b: IntRange) -> Self {
+        Ints {
+            field,
+            a,
+            b,
+            charged: 0,
+        }
+    }
+
+    /// The field and ranges of two int tests of the same read.
+    fn pair(a: &Direct<'a>, b: &Direct<'a>) -> Option<(Field<'a>, IntRange, IntRange)> {
+        match (a.test, b.test) {
+            (FieldTest::Int(x), FieldTest::Int(y)) if a.read == b.read => Some((a.field, *x, *y)),
+            _ => None,
+        }
+    }
+}
+
+impl<'a, const OR: bool, const TWO: bool> super::scan::Step<'a, &'a Json> for Ints<'a, OR, TWO> {
+    #[inline(always)]
+    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
+        let Json::Object(obj) = item else {
+            return None;
+        };
+        let Read::Int(i) = self.field.read(obj)? else {
+            return None;
+        };
+        const TEST: u64 = 3;
+        self.charged = self.charged.saturating_add(TEST);
+        let first = self.a.holds(i);
+        if !TWO || first == OR {
+            return Some(first);
+        }
+        self.charged = self.charged.saturating_add(TEST);
+        Some(self.b.holds(i))
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.charged
     }
 }
 
