@@ -168,6 +168,34 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
                 Ints::<true, true>::of(field, x, y),
             )
         }
+        Some(Shape::One(Direct {
+            test: FieldTest::Str(eq, t),
+            field,
+            ..
+        })) => {
+            let step = Strs::<true> {
+                field,
+                eq: *eq,
+                one: t,
+                of: &[],
+                charged: 0,
+            };
+            super::scan::steps_of(l.kind, items.iter(), list, f, step)
+        }
+        Some(Shape::One(Direct {
+            test: FieldTest::OneOf(of),
+            field,
+            ..
+        })) => {
+            let step = Strs::<false> {
+                field,
+                eq: true,
+                one: "",
+                of,
+                charged: 0,
+            };
+            super::scan::steps_of(l.kind, items.iter(), list, f, step)
+        }
         Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a, 0)),
         Some(Shape::And(a, b)) => {
             super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0))
@@ -396,6 +424,44 @@ impl<'a, const OR: bool, const TWO: bool> super::scan::Step<'a, &'a Json> for In
         }
         self.charged = self.charged.saturating_add(TEST);
         Some(self.b.holds(i))
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.charged
+    }
+}
+
+/// A body of one string test of a field: equal to a string (`EQ`, `==`
+/// or `!=` as `eq` says) or in a literal list of strings (`in`), charged
+/// as [`test_read`] charges them.
+struct Strs<'a, const EQ: bool> {
+    field: Field<'a>,
+    eq: bool,
+    one: &'a str,
+    of: &'a [std::sync::Arc<str>],
+    charged: u64,
+}
+
+impl<'a, const EQ: bool> super::scan::Step<'a, &'a Json> for Strs<'a, EQ> {
+    #[inline(always)]
+    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
+        let Json::Object(obj) = item else {
+            return None;
+        };
+        let Read::Str(s) = self.field.read(obj)? else {
+            return None;
+        };
+        // The variable and the field's selection, a unit each.
+        const READS: u64 = 2;
+        Some(if EQ {
+            let cost = READS + charge::compare_cost_str(s, self.one);
+            self.charged = self.charged.saturating_add(cost);
+            celhook_json::same_key(s, self.one) == self.eq
+        } else {
+            self.charged = self.charged.saturating_add(READS);
+            one_of(self.of, s)
+        })
     }
 
     #[inline(always)]

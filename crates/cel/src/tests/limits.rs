@@ -269,6 +269,12 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.exists(p, p.name == 'web' && p.port == 80)",
         "self.spec.ports.all(p, p.port < 3 || p.alias != 'web')",
         "self.spec.ports.exists_one(p, p.alias in ['web', 'b'])",
+        // One string test, in a loop of its own (`fused::Strs`): `==` and
+        // `!=`, short, empty and long constants, each kind of loop.
+        "self.spec.ports.filter(p, p.name == 'web').size() >= 0",
+        "self.spec.ports.all(p, p.alias != 'a-name-well-over-ten-bytes')",
+        "self.spec.ports.exists_one(p, p.name == '')",
+        "self.spec.ports.exists(p, p.name != 'web')",
         "self.spec.ports.filter(p, p.port >= 2 || p.port == 0).size() == 2",
         "size(self.spec.name) < 4 && self.spec.name.matches('^w') || size(self.spec.opt.a) == 1",
         // Loops whose body is a counted equality loop, answered by lookups:
