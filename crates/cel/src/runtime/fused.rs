@@ -3,8 +3,8 @@
 //! run on a JSON list's objects without binding each element.
 
 use super::*;
-use crate::ir::{FieldCmp, FieldTest, IntRange};
-use crate::value::{Str, ANY};
+use crate::ir::{FieldCmp, FieldTest};
+use crate::value::Str;
 use celhook_json::Value as Json;
 use celhook_schema::Type;
 
@@ -41,7 +41,7 @@ fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
 
 /// A field value a fused test compares: the int or the string read.
 #[derive(Clone, Copy)]
-enum Read<'a> {
+pub(super) enum Read<'a> {
     Int(i64),
     Str(&'a str),
 }
@@ -94,7 +94,7 @@ fn judge(c: &FieldCmp, read: Read<'_>) -> Option<(bool, u64)> {
 /// `test` on the field read, and its charge: `reads` for the variable and
 /// the selections, and what the test itself costs.
 #[inline(always)]
-fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<(bool, u64)> {
+pub(super) fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<(bool, u64)> {
     Some(match (test, read) {
         (FieldTest::Int(range), Read::Int(i)) => (range.holds(i), reads + 1),
         (FieldTest::Str(eq, t), Read::Str(s)) => (
@@ -114,7 +114,7 @@ fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<(bool, u64)
 
 /// `s in items`, in a loop of its own: `Iterator::any` was left a call.
 #[inline(always)]
-fn one_of(items: &[std::sync::Arc<str>], s: &str) -> bool {
+pub(super) fn one_of(items: &[std::sync::Arc<str>], s: &str) -> bool {
     for t in items {
         if celhook_json::same_key(t, s) {
             return true;
@@ -123,96 +123,9 @@ fn one_of(items: &[std::sync::Arc<str>], s: &str) -> bool {
     false
 }
 
-/// A loop marked `fused_body` over a JSON list: each element's object is
-/// tested in place (no element value bound, so nothing to drop), and the
-/// steps are charged as the plain loop charges them. `None`, with the cost
-/// put back, on anything the fused comparisons do not answer (an element
-/// not an object, a field missing or of another type, a budget spent): the
-/// plain loop then runs and answers, or fails, as it would have.
-pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Option<Value<'a>> {
-    let List::Json { items, schema } = *list else {
-        return None;
-    };
-    let start = f.cost;
-    let item_schema = schema.items.as_deref().unwrap_or(&ANY);
-    let result = match Shape::of(&l.body, l.var, item_schema) {
-        // A loop of its own for each form: the form is then no branch of
-        // every element's step. Int tests of one field (a range, a bound)
-        // have loops of their own too: no test to dispatch on per element.
-        Some(Shape::One(Direct {
-            test: FieldTest::Int(a),
-            field,
-            ..
-        })) => super::scan::steps_of(
-            l.kind,
-            items.iter(),
-            list,
-            f,
-            Ints::<false, false>::of(field, *a, *a),
-        ),
-        Some(Shape::And(a, b)) if let Some((field, x, y)) = Ints::<false, true>::pair(&a, &b) => {
-            super::scan::steps_of(
-                l.kind,
-                items.iter(),
-                list,
-                f,
-                Ints::<false, true>::of(field, x, y),
-            )
-        }
-        Some(Shape::Or(a, b)) if let Some((field, x, y)) = Ints::<true, true>::pair(&a, &b) => {
-            super::scan::steps_of(
-                l.kind,
-                items.iter(),
-                list,
-                f,
-                Ints::<true, true>::of(field, x, y),
-            )
-        }
-        Some(Shape::One(Direct {
-            test: FieldTest::Str(eq, t),
-            field,
-            ..
-        })) => {
-            let step = Strs::<true> {
-                field,
-                eq: *eq,
-                one: t,
-                of: &[],
-                charged: 0,
-            };
-            super::scan::steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::One(Direct {
-            test: FieldTest::OneOf(of),
-            field,
-            ..
-        })) => {
-            let step = Strs::<false> {
-                field,
-                eq: true,
-                one: "",
-                of,
-                charged: 0,
-            };
-            super::scan::steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::One(a)) => super::scan::steps_of(l.kind, items.iter(), list, f, One(a, 0)),
-        Some(Shape::And(a, b)) => {
-            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0))
-        }
-        Some(Shape::Or(a, b)) => {
-            super::scan::steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b, 0))
-        }
-        None => general(l, items, list, item_schema, f),
-    };
-    if result.is_none() {
-        f.cost = start;
-    }
-    result
-}
-
-/// [`fused_loop`] for any fused body: its tests walked per element.
-fn general<'a>(
+/// [`super::shapes::fused_loop`] for any fused body: its tests walked per
+/// element.
+pub(super) fn general<'a>(
     l: &'a Loop,
     items: &'a [Json],
     list: &List<'a>,
@@ -231,25 +144,6 @@ fn general<'a>(
         ),
         _ => None,
     })
-}
-
-/// The usual fused bodies, one test or two joined by `&&` or `||`, each
-/// on a field of the element itself at the position the checker found:
-/// what the general walk decides per element (the body's form, the
-/// field's schema node) decided once per run, so that an element costs
-/// its field lookups and tests alone. Charged as [`test`] charges.
-enum Shape<'a> {
-    One(Direct<'a>),
-    And(Direct<'a>, Direct<'a>),
-    Or(Direct<'a>, Direct<'a>),
-}
-
-/// A test of a field of the element, and how to read that field.
-struct Direct<'a> {
-    test: &'a FieldTest,
-    /// Equal for tests that read the same field (`FieldCmp::read`).
-    read: u32,
-    field: Field<'a>,
 }
 
 /// A field of list elements at its position among their schema's
@@ -289,7 +183,7 @@ impl<'n> Field<'n> {
     /// As [`field_read`] reads it where the position applies: `None` for
     /// a missing field or one of another type.
     #[inline(always)]
-    fn read<'a>(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
+    pub(super) fn read<'a>(&self, obj: &'a celhook_json::Map) -> Option<Read<'a>> {
         match obj.get_hinted(self.name, self.position)? {
             Json::Number(n) if self.ints => n.as_i64().map(Read::Int),
             Json::String(s) if self.strings => Some(Read::Str(s)),
@@ -307,179 +201,6 @@ impl<'n> Field<'n> {
             },
             _ => None,
         }
-    }
-}
-
-impl<'a> Shape<'a> {
-    fn of(body: &'a Ir, var: usize, items: &'a celhook_schema::Schema) -> Option<Shape<'a>> {
-        let leaf = |ir: &'a Ir| match ir {
-            Ir::FieldCmp(c) if c.slot == var && c.then.is_empty() => Some(Direct {
-                test: &c.test,
-                read: c.read,
-                field: Field::at(&c.field, c.position? as usize, items)?,
-            }),
-            _ => None,
-        };
-        Some(match body {
-            Ir::And(a, b) => Shape::And(leaf(a)?, leaf(b)?),
-            Ir::Or(a, b) => Shape::Or(leaf(a)?, leaf(b)?),
-            one => Shape::One(leaf(one)?),
-        })
-    }
-}
-
-/// A body of one test, inlined into its loop's steps, with what its
-/// tests charged so far (added up apart from the frame, so that it stays
-/// in a register: see [`super::scan::Step::charged`]).
-struct One<'a>(Direct<'a>, u64);
-
-impl<'a> super::scan::Step<'a, &'a Json> for One<'a> {
-    #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        match item {
-            Json::Object(obj) => self.0.judge(self.0.field.read(obj)?, &mut self.1),
-            _ => None,
-        }
-    }
-
-    #[inline(always)]
-    fn charged(&self) -> u64 {
-        self.1
-    }
-}
-
-/// A body of two tests joined by `&&` (`OR` false) or `||` (true),
-/// inlined into its loop's steps, with its charges as [`One`]'s.
-struct Both<'a, const OR: bool>(Direct<'a>, Direct<'a>, u64);
-
-impl<'a, const OR: bool> super::scan::Step<'a, &'a Json> for Both<'a, OR> {
-    #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let (a, b, charged) = (&self.0, &self.1, &mut self.2);
-        let read = a.field.read(obj)?;
-        if a.judge(read, charged)? == OR {
-            return Some(OR);
-        }
-        let read = if b.read == a.read {
-            read
-        } else {
-            b.field.read(obj)?
-        };
-        b.judge(read, charged)
-    }
-
-    #[inline(always)]
-    fn charged(&self) -> u64 {
-        self.2
-    }
-}
-
-/// A body of one int test, or of two joined by `&&` (`OR` false) or `||`
-/// (true) on the same int field (`p.port > 0 && p.port < 65536`), charged
-/// as [`Direct::judge`] charges each test: its read, its selection and
-/// the comparison, a unit each.
-struct Ints<'a, const OR: bool, const TWO: bool> {
-    field: Field<'a>,
-    a: IntRange,
-    b: IntRange,
-    charged: u64,
-}
-
-impl<'a, const OR: bool, const TWO: bool> Ints<'a, OR, TWO> {
-    fn of(field: Field<'a>, a: IntRange, b: IntRange) -> Self {
-        Ints {
-            field,
-            a,
-            b,
-            charged: 0,
-        }
-    }
-
-    /// The field and ranges of two int tests of the same read.
-    fn pair(a: &Direct<'a>, b: &Direct<'a>) -> Option<(Field<'a>, IntRange, IntRange)> {
-        match (a.test, b.test) {
-            (FieldTest::Int(x), FieldTest::Int(y)) if a.read == b.read => Some((a.field, *x, *y)),
-            _ => None,
-        }
-    }
-}
-
-impl<'a, const OR: bool, const TWO: bool> super::scan::Step<'a, &'a Json> for Ints<'a, OR, TWO> {
-    #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let Read::Int(i) = self.field.read(obj)? else {
-            return None;
-        };
-        const TEST: u64 = 3;
-        self.charged = self.charged.saturating_add(TEST);
-        let first = self.a.holds(i);
-        if !TWO || first == OR {
-            return Some(first);
-        }
-        self.charged = self.charged.saturating_add(TEST);
-        Some(self.b.holds(i))
-    }
-
-    #[inline(always)]
-    fn charged(&self) -> u64 {
-        self.charged
-    }
-}
-
-/// A body of one string test of a field: equal to a string (`EQ`, `==`
-/// or `!=` as `eq` says) or in a literal list of strings (`in`), charged
-/// as [`test_read`] charges them.
-struct Strs<'a, const EQ: bool> {
-    field: Field<'a>,
-    eq: bool,
-    one: &'a str,
-    of: &'a [std::sync::Arc<str>],
-    charged: u64,
-}
-
-impl<'a, const EQ: bool> super::scan::Step<'a, &'a Json> for Strs<'a, EQ> {
-    #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let Read::Str(s) = self.field.read(obj)? else {
-            return None;
-        };
-        // The variable and the field's selection, a unit each.
-        const READS: u64 = 2;
-        Some(if EQ {
-            let cost = READS + charge::compare_cost_str(s, self.one);
-            self.charged = self.charged.saturating_add(cost);
-            celhook_json::same_key(s, self.one) == self.eq
-        } else {
-            self.charged = self.charged.saturating_add(READS);
-            one_of(self.of, s)
-        })
-    }
-
-    #[inline(always)]
-    fn charged(&self) -> u64 {
-        self.charged
-    }
-}
-
-impl<'a> Direct<'a> {
-    /// Charged to `charged`, without a test against the limit: a shape
-    /// runs only as the body of [`super::scan::steps_of`], which tests the
-    /// loop's total.
-    #[inline(always)]
-    fn judge(&self, read: Read<'a>, charged: &mut u64) -> Option<bool> {
-        // The variable and the field's selection, a unit each.
-        let (r, cost) = test_read(self.test, read, 2)?;
-        *charged = charged.saturating_add(cost);
-        Some(r)
     }
 }
 

@@ -123,7 +123,7 @@ pub(super) fn one_var_list<'a>(
         }
     }
     let found = if l.fused_body {
-        fused::fused_loop(l, &list, f)
+        shapes::fused_loop(l, &list, f)
     } else if l.counted_body {
         lookup::counted_loop(l, &list, f)
     } else {

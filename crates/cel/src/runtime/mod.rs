@@ -16,6 +16,7 @@ pub(crate) use lookup::DISTINCT_ANSWERS;
 mod loops;
 mod ops;
 mod scan;
+mod shapes;
 
 use frame::{exceeds, MemoCell, ScanCache};
 pub(crate) use frame::{Frame, Lazy, Vars};

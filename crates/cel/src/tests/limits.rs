@@ -265,11 +265,11 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.exists(p, !p.name.matches('^w') && p.alias == 'web')",
         "self.spec.ports.filter(p, !(size(p.alias) > 2)).map(p, p.port)",
         // Bodies of one test or two, on the same field or on two (decided
-        // once per loop, see `fused::Shape`).
+        // once per loop, see `shapes::Shape`).
         "self.spec.ports.exists(p, p.name == 'web' && p.port == 80)",
         "self.spec.ports.all(p, p.port < 3 || p.alias != 'web')",
         "self.spec.ports.exists_one(p, p.alias in ['web', 'b'])",
-        // One string test, in a loop of its own (`fused::Strs`): `==` and
+        // One string test, in a loop of its own (`shapes::Strs`): `==` and
         // `!=`, short, empty and long constants, each kind of loop.
         "self.spec.ports.filter(p, p.name == 'web').size() >= 0",
         "self.spec.ports.all(p, p.alias != 'a-name-well-over-ten-bytes')",
