@@ -80,6 +80,7 @@ fn has_path(ir: &Ir) -> bool {
         Ir::Var(_) | Ir::Select { .. } | Ir::Index(..) => true,
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => has_path(inner),
         Ir::FieldCmp(c) => has_path(&c.fallback),
+        Ir::FieldPair(c) => has_path(&c.fallback),
         _ => false,
     }
 }
@@ -137,6 +138,7 @@ fn walk<'s>(ir: &Ir, cx: &mut Cx<'s>) -> (f64, Shape<'s>) {
         Ir::Lazy(_) => (2.0, Shape::unknown()),
         Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => walk(inner, cx),
         Ir::FieldCmp(c) => walk(&c.fallback, cx),
+        Ir::FieldPair(c) => walk(&c.fallback, cx),
         Ir::Select {
             operand,
             field,

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, ChainLink, FieldCmp, FieldTest, IntRange, Ir, LoopKind};
+use crate::ir::{BinOp, ChainLink, FieldCmp, FieldPair, FieldTest, IntRange, Ir, LoopKind};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -32,7 +32,7 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
     }
     match ir {
         // Its fallback is the comparison already fused.
-        Ir::FieldCmp(_) => return,
+        Ir::FieldCmp(_) | Ir::FieldPair(_) => return,
         Ir::Loop(l) => {
             walk(&mut l.range, before_scans, depth);
             let inner = depth + usize::from(l.kind.repeats());
@@ -50,7 +50,34 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
     if let Some(fused) = fusable(ir) {
         let fallback = std::mem::replace(ir, Ir::Const(Const::Null));
         *ir = Ir::FieldCmp(Box::new(fused(fallback)));
+    } else if depth == 0 {
+        // Outside loops only: inside one, a comparison of two fields is
+        // what the scan and counted plans look for.
+        if let Some(fused) = pairable(ir) {
+            let fallback = std::mem::replace(ir, Ir::Const(Const::Null));
+            *ir = Ir::FieldPair(Box::new(fused(fallback)));
+        }
     }
+}
+
+/// The fused node of a comparison of two field chains, given the
+/// comparison as its fallback.
+fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
+    let Ir::Bin(op, a, b) = ir else {
+        return None;
+    };
+    let op = *op;
+    if !op.compares() {
+        return None;
+    }
+    let (left, left_path) = field_chain(a)?;
+    let (right, right_path) = field_chain(b)?;
+    Some(move |fallback| FieldPair {
+        op,
+        left: (left, left_path.into()),
+        right: (right, right_path.into()),
+        fallback,
+    })
 }
 
 /// Marks the loops the evaluator can run on a JSON list's objects without

@@ -83,6 +83,9 @@ pub(crate) enum Ir {
     /// A comparison of a variable's field with a constant, fused by the
     /// planner (see `fuse`).
     FieldCmp(Box<FieldCmp>),
+    /// A comparison of two fields of one variable, fused by the planner
+    /// (see `fuse`).
+    FieldPair(Box<FieldPair>),
 }
 
 /// `v.f <op> constant` (`p.port > 0`, `p.protocol == 'UDP'`, `p.protocol
@@ -104,6 +107,25 @@ pub(crate) struct FieldCmp {
     pub read: u32,
     pub fallback: Ir,
 }
+
+/// `v.f <op> w.g` outside any loop (`self.replicas <= self.maxReplicas`,
+/// `self.name == oldSelf.name`): both fields read straight from the JSON
+/// objects the variables hold when both are ints (any comparison) or both
+/// strings (`==` and `!=`); `fallback`, the comparison as planned, in
+/// every other case.
+#[derive(Debug)]
+pub(crate) struct FieldPair {
+    pub op: BinOp,
+    /// Each side's variable and its fields, in order, with their positions
+    /// as in `Ir::Select`.
+    pub left: PairSide,
+    pub right: PairSide,
+    pub fallback: Ir,
+}
+
+/// One side of a [`FieldPair`]: the variable's slot, and the fields
+/// selected on it with their positions.
+pub(crate) type PairSide = (usize, Box<[(Box<str>, Option<u32>)]>);
 
 /// What a [`FieldCmp`] tests the field's value with.
 #[derive(Debug)]
@@ -186,6 +208,7 @@ macro_rules! each_child {
             Ir::Select { operand, .. } | Ir::OptSelect { operand, .. } => $f(operand),
             Ir::Memo { inner, .. } | Ir::ElemMemo { inner, .. } => $f(inner),
             Ir::FieldCmp(c) => $f(&$($m)? c.fallback),
+            Ir::FieldPair(c) => $f(&$($m)? c.fallback),
             Ir::Not(a) | Ir::Matches(a, _) | Ir::Size(a) => $f(a),
             Ir::Index(a, b)
             | Ir::OptIndex(a, b)

@@ -600,6 +600,8 @@ mod time;
 mod composition;
 // Uniqueness checks answered whole.
 mod uniqueness;
+// Two fields compared in one step.
+mod pairs;
 
 #[test]
 fn named_variables_replace_self_in_admission_environments() {

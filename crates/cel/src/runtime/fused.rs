@@ -3,7 +3,7 @@
 //! run on a JSON list's objects without binding each element.
 
 use super::*;
-use crate::ir::{FieldCmp, FieldTest};
+use crate::ir::{FieldCmp, FieldPair, FieldTest, PairSide};
 use crate::value::Str;
 use celhook_json::Value as Json;
 use celhook_schema::Type;
@@ -37,6 +37,64 @@ fn fast<'a>(c: &FieldCmp, f: &Frame<'a>) -> Option<(bool, u64)> {
 #[inline(always)]
 fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
     judge(c, read_on(c, m)?)
+}
+
+/// [`Ir::FieldPair`]: both fields read from the JSON objects and compared
+/// in one step, charged as the walk of `fallback` charges it (the variable
+/// and each selection a unit, each side; then the comparison: 1 for ints,
+/// the strings' compare cost). Anything else runs `fallback`.
+#[inline(never)]
+pub(super) fn field_pair<'a>(c: &'a FieldPair, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    if let Some((result, cost)) = pair_fast(c, f) {
+        if f.cost.saturating_add(cost) <= f.limit {
+            f.cost += cost;
+            return Ok(Value::Bool(result));
+        }
+    }
+    eval(&c.fallback, f)
+}
+
+#[inline(always)]
+fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
+    let reads = 2 + (c.left.1.len() + c.right.1.len()) as u64;
+    Some(match (side(&c.left, f)?, side(&c.right, f)?) {
+        (Read::Int(i), Read::Int(j)) => (int_compare(c.op, i, j)?, reads + 1),
+        (Read::Str(s), Read::Str(t)) if matches!(c.op, BinOp::Eq | BinOp::Ne) => (
+            celhook_json::same_key(s, t) == (c.op == BinOp::Eq),
+            reads + charge::compare_cost_str(s, t),
+        ),
+        _ => return None,
+    })
+}
+
+/// One side of a [`FieldPair`]: its variable's field, read.
+#[inline(always)]
+fn side<'a>((slot, path): &PairSide, f: &Frame<'a>) -> Option<Read<'a>> {
+    match f.vars.get(*slot)? {
+        Value::Map(m @ Map::Json { .. }) => read_path(m, path),
+        _ => None,
+    }
+}
+
+/// The int or plain string at the end of `path` (fields with their
+/// positions) from the JSON object `m`.
+#[inline(always)]
+fn read_path<'a>(m: &Map<'a>, path: &[(Box<str>, Option<u32>)]) -> Option<Read<'a>> {
+    let ((last, last_at), between) = path.split_last()?;
+    let Some(((first, first_at), rest)) = between.split_first() else {
+        return field_read(m, last, *last_at);
+    };
+    let mut at = m.get_field(first, *first_at)?;
+    for (field, position) in rest {
+        at = match at {
+            Value::Map(next @ Map::Json { .. }) => next.get_field(field, *position)?,
+            _ => return None,
+        };
+    }
+    match at {
+        Value::Map(next @ Map::Json { .. }) => field_read(&next, last, *last_at),
+        _ => None,
+    }
 }
 
 /// A field value a fused test compares: the int or the string read.

@@ -120,6 +120,7 @@ pub(crate) fn eval<'a>(ir: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalE
         Ir::ElemMemo { cell, var, inner } => elem_memo(*cell, *var, inner, f),
         Ir::Memo { cell, var, inner } => memo(*cell, *var, inner, f),
         Ir::FieldCmp(c) => field_cmp(c, f),
+        Ir::FieldPair(c) => fused::field_pair(c, f),
         Ir::Size(arg) => size(arg, f),
         // The rarer forms live in a function of their own, which keeps this
         // one's stack frame small: it runs for every node.

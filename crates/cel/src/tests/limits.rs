@@ -231,6 +231,15 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.map(p, self.spec.ports.filter(q, p.name == q.name))",
         "self.spec.ports.all(p, self.spec.ports.all(q, q.port != p.port || q.name == p.name))",
         "self.spec.min <= self.spec.max && self.spec.max - self.spec.min < 100",
+        // Two fields of one variable compared (`Ir::FieldPair`): ints by
+        // every operator, strings by `==` and `!=`, chains of two and three
+        // fields; ordered strings, and fields of another type in the
+        // objects that mistype them, run as planned.
+        "self.spec.min < self.spec.max || self.spec.min >= self.spec.max",
+        "self.spec.min == self.spec.max || self.spec.min != self.spec.max",
+        "self.spec.max > self.spec.min && self.spec.max <= self.spec.min",
+        "self.spec.name == self.spec.opt.a || self.spec.opt.a != self.spec.name",
+        "self.spec.name < self.spec.opt.a",
         "self.spec.ports.exists(p, p.alias == self.spec.name) || self.spec.name == 'x'",
         "self.spec.ports.map(p, p.name + self.spec.name).size() > 0",
         "self.spec.ports.filter(p, p.port > self.spec.min).all(p, p.port < self.spec.max)",

@@ -1,0 +1,83 @@
+//! Comparisons of two fields (`Ir::FieldPair`): read from the JSON in one
+//! step, they must answer and charge as the plain walk does, at every
+//! limit, for `self` against itself and against `oldSelf`.
+
+use super::*;
+
+#[test]
+fn fused_field_pairs_change_no_result_and_no_cost() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "alias": {"type": "string"},
+            "stamp": {"type": "string", "format": "date-time"},
+            "min": {"type": "integer"},
+            "max": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "deep": {"type": "object", "properties": {
+                "a": {"type": "integer"},
+                "b": {"type": "object", "properties": {"c": {"type": "string"}}}
+            }}
+        }
+    }));
+    let exprs = [
+        "self.min < self.max",
+        "self.min <= self.max && self.max >= self.min",
+        "self.min == self.max || self.min != self.max",
+        "self.min > self.deep.a",
+        "self.name == self.alias",
+        "self.name != self.deep.b.c",
+        "self.name < self.alias",
+        "self.ratio == self.ratio",
+        "self.stamp == self.stamp",
+        "self.name == oldSelf.name",
+        "self.min >= oldSelf.min && oldSelf.deep.b.c != self.deep.b.c",
+        "oldSelf.max < self.max",
+    ];
+    let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
+    let fused = programs
+        .iter()
+        .filter(|(_, with, _)| matches!(with.ir, crate::ir::Ir::FieldPair(_)))
+        .count();
+    assert!(fused >= 6, "{fused} comparisons fused as field pairs");
+    let objects = [
+        json!({"name": "web", "alias": "web", "min": 1, "max": 3, "ratio": 0.5,
+               "stamp": "2026-01-01T00:00:00Z", "deep": {"a": 0, "b": {"c": "web"}}}),
+        json!({"name": "a-name-well-over-ten-bytes", "alias": "a-name-well-over-ten-bytez",
+               "min": 7, "max": 7, "deep": {"a": 9, "b": {"c": ""}}}),
+        json!({"name": "", "alias": "é", "min": -4, "max": 9223372036854775807_i64,
+               "deep": {"b": {}}}),
+        json!({"name": 3, "alias": null, "min": "7", "max": 1.5, "deep": []}),
+        json!({"min": 18446744073709551615_u64, "max": 0}),
+        json!({}),
+    ];
+    let mut scratch = crate::Scratch::default();
+    for (expr, with, without) in &programs {
+        for new in &objects {
+            for old in &objects {
+                let (_, full) = without.eval(
+                    Value::from_json(new, &s),
+                    Some(Value::from_json(old, &s)),
+                    u64::MAX,
+                );
+                for limit in [u64::MAX].into_iter().chain(0..=full) {
+                    assert_eq!(
+                        shown(with.eval_in_scratch(
+                            &mut scratch,
+                            Value::from_json(new, &s),
+                            Some(Value::from_json(old, &s)),
+                            limit
+                        )),
+                        shown(without.eval(
+                            Value::from_json(new, &s),
+                            Some(Value::from_json(old, &s)),
+                            limit
+                        )),
+                        "{expr} on {new} (old {old}) at limit {limit}"
+                    );
+                }
+            }
+        }
+    }
+}
