@@ -90,7 +90,12 @@ impl Matcher {
     /// times a quarter of the pattern's, both rounded up).
     #[inline]
     pub(crate) fn cost(&self, s: &str) -> u64 {
-        let size = str_size(s);
+        self.cost_of_size(str_size(s))
+    }
+
+    /// [`Matcher::cost`] of a string of `size` characters.
+    #[inline]
+    pub(crate) fn cost_of_size(&self, size: u64) -> u64 {
         match usize::try_from(size).ok().and_then(|at| self.costs.get(at)) {
             Some(&cost) => cost,
             None => scaled(1 + size, 0.1) * self.pattern_factor,

@@ -84,6 +84,12 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
             };
             steps_of(l.kind, items.iter(), list, f, step)
         }
+        Some(Shape::And(a, b)) if let Some(step) = Named::<false>::of(&a, &b) => {
+            steps_of(l.kind, items.iter(), list, f, step)
+        }
+        Some(Shape::Or(a, b)) if let Some(step) = Named::<true>::of(&a, &b) => {
+            steps_of(l.kind, items.iter(), list, f, step)
+        }
         Some(Shape::One(a)) => steps_of(l.kind, items.iter(), list, f, One(a, 0)),
         Some(Shape::And(a, b)) => steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0)),
         Some(Shape::Or(a, b)) => steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b, 0)),
@@ -267,6 +273,81 @@ impl<'a, const EQ: bool> Step<'a, &'a Json> for Strs<'a, EQ> {
             self.charged = self.charged.saturating_add(READS);
             one_of(self.of, s)
         })
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.charged
+    }
+}
+
+/// A body of a pattern and a size test of the same string field, joined
+/// by `&&` (`OR` false) or `||` (true), in either order (`p.name.matches(
+/// '^[a-z]...$') && size(p.name) <= 15`, how names are checked): the
+/// string's size counted once for both, each test charged as
+/// [`test_read`] charges it.
+struct Named<'a, const OR: bool> {
+    field: Field<'a>,
+    pattern: &'a crate::matcher::Matcher,
+    size: IntRange,
+    /// The pattern is the first test.
+    pattern_first: bool,
+    charged: u64,
+}
+
+impl<'a, const OR: bool> Named<'a, OR> {
+    fn of(a: &Direct<'a>, b: &Direct<'a>) -> Option<Self> {
+        if a.read != b.read {
+            return None;
+        }
+        let (pattern, size, pattern_first) = match (a.test, b.test) {
+            (FieldTest::Matches(re), FieldTest::Size(range)) => (re, range, true),
+            (FieldTest::Size(range), FieldTest::Matches(re)) => (re, range, false),
+            _ => return None,
+        };
+        Some(Named {
+            field: a.field,
+            pattern,
+            size: *size,
+            pattern_first,
+            charged: 0,
+        })
+    }
+}
+
+impl<'a, const OR: bool> Step<'a, &'a Json> for Named<'a, OR> {
+    #[inline(always)]
+    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
+        let Json::Object(obj) = item else {
+            return None;
+        };
+        let Read::Str(s) = self.field.read(obj)? else {
+            return None;
+        };
+        let chars = crate::value::str_size(s);
+        let n = i64::try_from(chars).ok()?;
+        // The variable and the field's selection, a unit each; `size` is a
+        // call of one unit, its comparison another.
+        const READS: u64 = 2;
+        let (pattern, size) = (self.pattern, self.size);
+        let mut charged = self.charged;
+        let mut test = |of_pattern: bool| {
+            if of_pattern {
+                charged = charged.saturating_add(READS + pattern.cost_of_size(chars));
+                pattern.is_match(s)
+            } else {
+                charged = charged.saturating_add(READS + 2);
+                size.holds(n)
+            }
+        };
+        let first = test(self.pattern_first);
+        let verdict = if first == OR {
+            OR
+        } else {
+            test(!self.pattern_first)
+        };
+        self.charged = charged;
+        Some(verdict)
     }
 
     #[inline(always)]

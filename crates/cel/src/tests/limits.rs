@@ -323,6 +323,12 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, p.port <= 9223372036854775807 && p.port >= -9223372036854775807)",
         "self.spec.ports.exists_one(p, p.port != 80 || p.port < -9223372036854775806)",
         "self.spec.ports.filter(p, size(p.name) != 3 && size(p.name) < 2).size()",
+        // A pattern and a size of one name (`shapes::Named`), in either
+        // order, joined either way, in each kind of loop.
+        "self.spec.ports.all(p, p.name.matches('^[a-zäöü-]+$') && size(p.name) <= 6)",
+        "self.spec.ports.exists(p, size(p.name) > 20 || p.name.matches('b$'))",
+        "self.spec.ports.filter(p, size(p.name) < 7 && p.name.matches('^[^w]')).size() >= 0",
+        "self.spec.ports.exists_one(p, p.name.matches('e') || size(p.name) == 0)",
         "self.spec.ports.exists(p, size(p.name) > 9223372036854775807)",
     ];
     let objects = [
