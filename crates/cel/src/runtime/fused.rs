@@ -102,6 +102,8 @@ fn read_path<'a>(m: &Map<'a>, path: &[(Box<str>, Option<u32>)]) -> Option<Read<'
 pub(super) enum Read<'a> {
     Int(i64),
     Str(&'a str),
+    /// A list's length, for `size` alone.
+    Len(usize),
 }
 
 /// The field a fused test reads, from the JSON object `m`.
@@ -165,6 +167,7 @@ pub(super) fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<
             let n = i64::try_from(crate::value::str_size(s)).ok()?;
             (range.holds(n), reads + 2)
         }
+        (FieldTest::Size(range), Read::Len(n)) => (range.holds(i64::try_from(n).ok()?), reads + 2),
         (FieldTest::Matches(re), Read::Str(s)) => (re.is_match(s), reads + re.cost(s)),
         _ => return None,
     })
@@ -215,6 +218,9 @@ pub(super) struct Field<'n> {
     ints: bool,
     /// A string is read as it is (its format makes no other CEL type).
     strings: bool,
+    /// A JSON list is a CEL list (the field is of type `array`): its
+    /// length is read for `size`.
+    lists: bool,
 }
 
 impl<'n> Field<'n> {
@@ -235,6 +241,7 @@ impl<'n> Field<'n> {
             position,
             ints: child.ty != Type::Number,
             strings: !crate::value::converts_strings(child),
+            lists: child.ty == Type::Array,
         })
     }
 
@@ -245,6 +252,7 @@ impl<'n> Field<'n> {
         match obj.get_hinted(self.name, self.position)? {
             Json::Number(n) if self.ints => n.as_i64().map(Read::Int),
             Json::String(s) if self.strings => Some(Read::Str(s)),
+            Json::Array(items) if self.lists => Some(Read::Len(items.len())),
             _ => None,
         }
     }
@@ -255,7 +263,7 @@ impl<'n> Field<'n> {
         match item {
             Json::Object(obj) => match self.read(obj)? {
                 Read::Str(s) => Some(s),
-                Read::Int(_) => None,
+                Read::Int(_) | Read::Len(_) => None,
             },
             _ => None,
         }

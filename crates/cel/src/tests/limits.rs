@@ -323,6 +323,9 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         "self.spec.ports.all(p, p.port <= 9223372036854775807 && p.port >= -9223372036854775807)",
         "self.spec.ports.exists_one(p, p.port != 80 || p.port < -9223372036854775806)",
         "self.spec.ports.filter(p, size(p.name) != 3 && size(p.name) < 2).size()",
+        // The size of a list field, read from the JSON (`Read::Len`).
+        "size(self.spec.ports) <= 2",
+        "size(self.spec.tags) == 3 || size(self.spec.spare) > 3",
         // A pattern and a size of one name (`shapes::Named`), in either
         // order, joined either way, in each kind of loop.
         "self.spec.ports.all(p, p.name.matches('^[a-zäöü-]+$') && size(p.name) <= 6)",
@@ -343,6 +346,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         json!({"spec": {"name": 5, "min": "x", "opt": {"a": 1}, "tags": [1, "a"],
             "ports": [{"name": 1, "port": "x"}]}}),
         json!({"spec": {}}),
+        json!({"spec": {"tags": "web", "spare": {}, "ports": 3}}),
         json!({"spec": {"tags": ["", "a-name-well-over-ten-bytes", "x", "", "y"],
             "ports": [{"name": ""}, {"name": "a-name-well-over-ten-bytes"}, {"name": "x"},
                 {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
