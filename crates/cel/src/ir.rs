@@ -83,8 +83,8 @@ pub(crate) enum Ir {
     /// A comparison of a variable's field with a constant, fused by the
     /// planner (see `fuse`).
     FieldCmp(Box<FieldCmp>),
-    /// A comparison of two fields of one variable, fused by the planner
-    /// (see `fuse`).
+    /// A comparison of two fields (of one variable, or of `self` and
+    /// `oldSelf`), fused by the planner (see `fuse`).
     FieldPair(Box<FieldPair>),
 }
 

@@ -37,6 +37,13 @@ fn shown(
     )
 }
 
+/// How many comparisons of two fields the planner fused in `ir`.
+fn count_pairs(ir: &crate::ir::Ir) -> usize {
+    let mut n = usize::from(matches!(ir, crate::ir::Ir::FieldPair(_)));
+    ir.each_child(&mut |child| n += count_pairs(child));
+    n
+}
+
 fn run(expr: &str, s: &Schema, obj: &celhook_json::Value) -> Result<celhook_json::Value, String> {
     let p = Program::compile(expr, s, Environment::crd_rule(false)).map_err(|e| e.message)?;
     let (r, _) = p.eval(Value::from_json(obj, s), None, PER_EXPRESSION_COST_LIMIT);

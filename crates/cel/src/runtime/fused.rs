@@ -78,7 +78,7 @@ fn side<'a>((slot, path): &PairSide, f: &Frame<'a>) -> Option<Read<'a>> {
     }
 }
 
-/// The int or plain string at the end of `path` (fields with their
+/// The int, plain string or list length at the end of `path` (fields with their
 /// positions) from the JSON object `m`.
 #[inline(always)]
 fn read_path<'a>(m: &Map<'a>, path: &[(Box<str>, Option<u32>)]) -> Option<Read<'a>> {

@@ -23,82 +23,84 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     };
     let start = f.cost;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
+    let items = items.iter();
+    // A loop of its own for each form: the form is then no branch of every
+    // element's step.
     let result = match Shape::of(&l.body, l.var, item_schema) {
-        // A loop of its own for each form: the form is then no branch of
-        // every element's step. Int tests of one field (a range, a bound)
-        // have loops of their own too: no test to dispatch on per element.
-        Some(Shape::One(Direct {
-            test: FieldTest::Int(a),
-            field,
-            ..
-        })) => steps_of(
-            l.kind,
-            items.iter(),
-            list,
-            f,
-            Ints::<false, false>::of(field, *a, *a),
-        ),
-        Some(Shape::And(a, b)) if let Some((field, x, y)) = Ints::<false, true>::pair(&a, &b) => {
-            steps_of(
-                l.kind,
-                items.iter(),
-                list,
-                f,
-                Ints::<false, true>::of(field, x, y),
-            )
-        }
-        Some(Shape::Or(a, b)) if let Some((field, x, y)) = Ints::<true, true>::pair(&a, &b) => {
-            steps_of(
-                l.kind,
-                items.iter(),
-                list,
-                f,
-                Ints::<true, true>::of(field, x, y),
-            )
-        }
-        Some(Shape::One(Direct {
-            test: FieldTest::Str(eq, t),
-            field,
-            ..
-        })) => {
-            let step = Strs::<true> {
-                field,
-                eq: *eq,
-                one: t,
-                of: &[],
-                charged: 0,
-            };
-            steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::One(Direct {
-            test: FieldTest::OneOf(of),
-            field,
-            ..
-        })) => {
-            let step = Strs::<false> {
-                field,
-                eq: true,
-                one: "",
-                of,
-                charged: 0,
-            };
-            steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::And(a, b)) if let Some(step) = Named::<false>::of(&a, &b) => {
-            steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::Or(a, b)) if let Some(step) = Named::<true>::of(&a, &b) => {
-            steps_of(l.kind, items.iter(), list, f, step)
-        }
-        Some(Shape::One(a)) => steps_of(l.kind, items.iter(), list, f, One(a, 0)),
-        Some(Shape::And(a, b)) => steps_of(l.kind, items.iter(), list, f, Both::<false>(a, b, 0)),
-        Some(Shape::Or(a, b)) => steps_of(l.kind, items.iter(), list, f, Both::<true>(a, b, 0)),
-        None => general(l, items, list, item_schema, f),
+        Some(Shape::One(a)) => one(l.kind, a, items, list, f),
+        Some(Shape::And(a, b)) => two::<false>(l.kind, a, b, items, list, f),
+        Some(Shape::Or(a, b)) => two::<true>(l.kind, a, b, items, list, f),
+        None => general(l, items.as_slice(), list, item_schema, f),
     };
     if result.is_none() {
         f.cost = start;
     }
     result
+}
+
+type Items<'a> = std::slice::Iter<'a, Json>;
+
+/// The steps of a body of one test: an int test, a string (in)equality and
+/// a string in a literal list each in a loop of their own, with no test to
+/// dispatch on per element.
+fn one<'a>(
+    kind: LoopKind,
+    a: Direct<'a>,
+    items: Items<'a>,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    match a.test {
+        // One test: its range stands in for the second, never run.
+        FieldTest::Int(range) => steps_of(
+            kind,
+            items,
+            list,
+            f,
+            Ints::<false, false>::of(a.field, *range, *range),
+        ),
+        FieldTest::Str(eq, t) => {
+            let step = Strs::<false> {
+                field: a.field,
+                eq: *eq,
+                one: t,
+                of: &[],
+                charged: 0,
+            };
+            steps_of(kind, items, list, f, step)
+        }
+        FieldTest::OneOf(of) => {
+            let step = Strs::<true> {
+                field: a.field,
+                eq: true,
+                one: "",
+                of,
+                charged: 0,
+            };
+            steps_of(kind, items, list, f, step)
+        }
+        _ => steps_of(kind, items, list, f, One(a, 0)),
+    }
+}
+
+/// The steps of a body of two tests joined by `&&` (`OR` false) or `||`
+/// (true): two int tests of one field, and a pattern and a size of one
+/// string, in loops of their own.
+fn two<'a, const OR: bool>(
+    kind: LoopKind,
+    a: Direct<'a>,
+    b: Direct<'a>,
+    items: Items<'a>,
+    list: &List<'a>,
+    f: &mut Frame<'a>,
+) -> Option<Value<'a>> {
+    if let Some((field, x, y)) = Ints::<OR, true>::pair(&a, &b) {
+        return steps_of(kind, items, list, f, Ints::<OR, true>::of(field, x, y));
+    }
+    if let Some(step) = Named::<OR>::of(&a, &b) {
+        return steps_of(kind, items, list, f, step);
+    }
+    steps_of(kind, items, list, f, Both::<OR>(a, b, 0))
 }
 
 /// The usual fused bodies, one test or two joined by `&&` or `||`, each
@@ -243,10 +245,10 @@ impl<'a, const OR: bool, const TWO: bool> Step<'a, &'a Json> for Ints<'a, OR, TW
     }
 }
 
-/// A body of one string test of a field: equal to a string (`EQ`, `==`
-/// or `!=` as `eq` says) or in a literal list of strings (`in`), charged
-/// as [`test_read`] charges them.
-struct Strs<'a, const EQ: bool> {
+/// A body of one string test of a field: in a literal list of strings
+/// (`LIST`, `in`), or else equal to a string (`==` or `!=` as `eq` says),
+/// charged as [`test_read`] charges them.
+struct Strs<'a, const LIST: bool> {
     field: Field<'a>,
     eq: bool,
     one: &'a str,
@@ -254,7 +256,7 @@ struct Strs<'a, const EQ: bool> {
     charged: u64,
 }
 
-impl<'a, const EQ: bool> Step<'a, &'a Json> for Strs<'a, EQ> {
+impl<'a, const LIST: bool> Step<'a, &'a Json> for Strs<'a, LIST> {
     #[inline(always)]
     fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
         let Json::Object(obj) = item else {
@@ -265,13 +267,13 @@ impl<'a, const EQ: bool> Step<'a, &'a Json> for Strs<'a, EQ> {
         };
         // The variable and the field's selection, a unit each.
         const READS: u64 = 2;
-        Some(if EQ {
+        Some(if LIST {
+            self.charged = self.charged.saturating_add(READS);
+            one_of(self.of, s)
+        } else {
             let cost = READS + charge::compare_cost_str(s, self.one);
             self.charged = self.charged.saturating_add(cost);
             celhook_json::same_key(s, self.one) == self.eq
-        } else {
-            self.charged = self.charged.saturating_add(READS);
-            one_of(self.of, s)
         })
     }
 

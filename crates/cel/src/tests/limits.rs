@@ -176,7 +176,8 @@ fn kept_field_reads_change_no_result_and_no_cost() {
                 "opt": {"type": "object", "properties": {"a": {"type": "string"}}},
                 "ports": {"type": "array", "items": {"type": "object", "properties": {
                     "name": {"type": "string"}, "port": {"type": "integer"},
-                    "alias": {"type": "string"}
+                    "alias": {"type": "string"},
+                    "hosts": {"type": "array", "items": {"type": "string"}}
                 }}},
                 "spare": {"type": "array", "items": {"type": "object", "properties": {
                     "name": {"type": "string"}, "port": {"type": "integer"},
@@ -326,6 +327,10 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         // The size of a list field, read from the JSON (`Read::Len`).
         "size(self.spec.ports) <= 2",
         "size(self.spec.tags) == 3 || size(self.spec.spare) > 3",
+        "self.spec.ports.all(p, size(p.hosts) <= 1)",
+        "self.spec.ports.exists(p, size(p.hosts) > 1 && p.port > 0)",
+        // Fields of a bound variable compared (`Ir::FieldPair`).
+        "cel.bind(s, self.spec, s.min <= s.max && s.name != s.opt.a)",
         // A pattern and a size of one name (`shapes::Named`), in either
         // order, joined either way, in each kind of loop.
         "self.spec.ports.all(p, p.name.matches('^[a-zäöü-]+$') && size(p.name) <= 6)",
@@ -350,8 +355,9 @@ fn kept_field_reads_change_no_result_and_no_cost() {
         json!({"spec": {"tags": ["", "a-name-well-over-ten-bytes", "x", "", "y"],
             "ports": [{"name": ""}, {"name": "a-name-well-over-ten-bytes"}, {"name": "x"},
                 {"name": "a-name-well-over-ten-bytes"}, {"name": ""}]}}),
-        json!({"spec": {"ports": [{"name": "b", "port": 1, "alias": "web"}, 7, null,
-            {"name": "ünï", "port": 3, "alias": "wébb"}]}}),
+        json!({"spec": {"ports": [{"name": "b", "port": 1, "alias": "web", "hosts": ["a", "b"]},
+            7, null, {"name": "ünï", "port": 3, "alias": "wébb", "hosts": "x"},
+            {"name": "c", "hosts": []}]}}),
         // Outer lists of two lists: a field at another position, some
         // elements lacking properties before it; strings of a format, one
         // that parses (base64 of "web") and one that does not; elements
@@ -382,6 +388,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     let mut planned_by_element = false;
     let mut planned_scan = false;
     let mut fused = 0;
+    let mut pairs = 0;
     let mut fused_loops = 0;
     let mut counted_loops = 0;
     let mut counted_same = 0;
@@ -400,6 +407,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
             assert_eq!(count_loops(&with.ir, &|l| l.counted_same), 1, "{expr}");
         }
         fused += count_fused(&with.ir);
+        pairs += count_pairs(&with.ir);
         fused_loops += count_loops(&with.ir, &|l| l.fused_body);
         counted_loops += count_loops(&with.ir, &|l| l.counted_body);
         counted_same += count_loops(&with.ir, &|l| l.counted_same);
@@ -435,6 +443,7 @@ fn kept_field_reads_change_no_result_and_no_cost() {
     );
     assert!(planned_scan, "the memo pass marked no loop as a scan");
     assert!(fused >= 14, "{fused} comparisons fused");
+    assert!(pairs >= 13, "{pairs} comparisons of two fields fused");
     assert!(
         fused_loops >= 8,
         "{fused_loops} loops run on JSON objects in place"
