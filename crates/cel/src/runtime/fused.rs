@@ -259,6 +259,18 @@ impl<'n> Field<'n> {
         }
     }
 
+    /// The field of list element `item` when it is an int.
+    #[inline(always)]
+    pub(super) fn read_int(&self, item: &Json) -> Option<i64> {
+        match item {
+            Json::Object(obj) => match self.read(obj)? {
+                Read::Int(i) => Some(i),
+                Read::Str(_) | Read::Len(_) => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The field of list element `item` when it is a string.
     #[inline(always)]
     pub(super) fn read_str<'a>(&self, item: &'a Json) -> Option<&'a str> {

@@ -40,6 +40,10 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
 
 type Items<'a> = std::slice::Iter<'a, Json>;
 
+/// What reading a field of the element charges: the variable and the
+/// field's selection, a unit each.
+const READS: u64 = 2;
+
 /// The steps of a body of one test: an int test, a string (in)equality and
 /// a string in a literal list each in a loop of their own, with no test to
 /// dispatch on per element.
@@ -223,13 +227,9 @@ impl<'a, const OR: bool, const TWO: bool> Ints<'a, OR, TWO> {
 impl<'a, const OR: bool, const TWO: bool> Step<'a, &'a Json> for Ints<'a, OR, TWO> {
     #[inline(always)]
     fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let Read::Int(i) = self.field.read(obj)? else {
-            return None;
-        };
-        const TEST: u64 = 3;
+        let i = self.field.read_int(item)?;
+        // An int comparison: a unit more than the read.
+        const TEST: u64 = READS + 1;
         self.charged = self.charged.saturating_add(TEST);
         let first = self.a.holds(i);
         if !TWO || first == OR {
@@ -259,14 +259,7 @@ struct Strs<'a, const LIST: bool> {
 impl<'a, const LIST: bool> Step<'a, &'a Json> for Strs<'a, LIST> {
     #[inline(always)]
     fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let Read::Str(s) = self.field.read(obj)? else {
-            return None;
-        };
-        // The variable and the field's selection, a unit each.
-        const READS: u64 = 2;
+        let s = self.field.read_str(item)?;
         Some(if LIST {
             self.charged = self.charged.saturating_add(READS);
             one_of(self.of, s)
@@ -320,17 +313,10 @@ impl<'a, const OR: bool> Named<'a, OR> {
 impl<'a, const OR: bool> Step<'a, &'a Json> for Named<'a, OR> {
     #[inline(always)]
     fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let Json::Object(obj) = item else {
-            return None;
-        };
-        let Read::Str(s) = self.field.read(obj)? else {
-            return None;
-        };
+        let s = self.field.read_str(item)?;
         let chars = crate::value::str_size(s);
         let n = i64::try_from(chars).ok()?;
-        // The variable and the field's selection, a unit each; `size` is a
-        // call of one unit, its comparison another.
-        const READS: u64 = 2;
+        // `size` is a call of one unit, its comparison another.
         let (pattern, size) = (self.pattern, self.size);
         let mut charged = self.charged;
         let mut test = |of_pattern: bool| {
@@ -364,8 +350,7 @@ impl<'a> Direct<'a> {
     /// loop's total.
     #[inline(always)]
     fn judge(&self, read: Read<'a>, charged: &mut u64) -> Option<bool> {
-        // The variable and the field's selection, a unit each.
-        let (r, cost) = test_read(self.test, read, 2)?;
+        let (r, cost) = test_read(self.test, read, READS)?;
         *charged = charged.saturating_add(cost);
         Some(r)
     }
