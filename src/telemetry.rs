@@ -126,7 +126,7 @@ where
 /// a `fmt::Write` adaptor, about 17,000 instructions for a review's six
 /// fields: 14% of a no-rule review's user-space work in the server
 /// (callgrind). Here a record writes its members straight into one buffer
-/// ([`Members`]) and appends them to the object's text. A field recorded
+/// (`Members`) and appends them to the object's text. A field recorded
 /// twice then appears twice; the parse in [`JsonLines`] keeps the last, as
 /// `JsonFields` does.
 #[derive(Debug, Clone, Copy, Default)]

@@ -199,7 +199,7 @@ fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 pub struct Charts {
     /// Completions over the measured phase.
     pub timeline: Timeline,
-    /// Response time per percentile; see [`percentile_curve`].
+    /// Response time per percentile; see `percentile_curve`.
     pub latency: Vec<(f64, f64)>,
     /// Service time per percentile (open loop only; the same in closed loop).
     pub service: Vec<(f64, f64)>,

@@ -4,7 +4,7 @@
 //! kinds no loaded CRD serves (a ConfigMap next to the custom resources)
 //! pass through unless [`OtherKinds::Refuse`]. A document that fails costs
 //! only itself: it is left out of the output and named in an error. Keys
-//! keep the input's order ([`ordered`]).
+//! keep the input's order (`ordered`).
 
 mod ordered;
 

@@ -12,7 +12,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Every endpoint, in the order of [`Endpoint::index`].
+    /// Every endpoint, in the order of `Endpoint::index`.
     pub const ALL: [Endpoint; 2] = [Endpoint::Validate, Endpoint::Convert];
 
     /// The label value (the route path without the slash).

@@ -8,7 +8,7 @@
 //! `instance`, `namespace`, `service`, `pod`, `container` and `endpoint` to
 //! every series, and a colliding label would be renamed `exported_*`
 //! (hence `handler`, not `endpoint`). Label values are bounded by the
-//! config (CRD, version, rule location) or by fixed enums ([`labels`]);
+//! config (CRD, version, rule location) or by fixed enums (`labels`);
 //! object names, namespaces and uids are never labels. Handles that the hot
 //! path uses on every request (per endpoint, per rule) are created up
 //! front, and fixed label sets start at zero, so every family is in the

@@ -3,8 +3,8 @@
 //!
 //! [`spawn`] binds and starts the server and returns a [`RunningServer`]
 //! handle; `main` and the integration tests start the server the same way.
-//! Around the routes: the accept path ([`listener`]), each connection and
-//! its watchdog ([`connection`]), an optional plain-HTTP metrics listener,
+//! Around the routes: the accept path (`listener`), each connection and
+//! its watchdog (`connection`), an optional plain-HTTP metrics listener,
 //! the reloader thread ([`reload`]) and the graceful stop
 //! ([`RunningServer::stop`]).
 

@@ -41,7 +41,7 @@ pub const DEFAULT_INLINE_BUDGET: Duration = Duration::from_millis(1);
 pub const LONGEST_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// When admission reviews ready at the same moment are answered back to
-/// back in a round (`--review-rounds`, [`super::batch`]).
+/// back in a round (`--review-rounds`, `super::batch`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReviewRounds {
     /// While the I/O threads stay saturated: more reviews a second, and
@@ -57,7 +57,7 @@ pub enum ReviewRounds {
 /// Everything the server needs, free of any CLI concern.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    /// Where the CRDs come from (kept for hot reload; [`spawn`] takes the
+    /// Where the CRDs come from (kept for hot reload; `spawn` takes the
     /// already loaded catalog).
     pub config_source: ConfigSource,
     /// The Kubernetes version the config is compiled as (also on reload).

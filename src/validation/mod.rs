@@ -139,7 +139,7 @@ impl Node {
     /// True when the node's value is read whole by its own expressions or
     /// by an element's: only a value with no old one to compare (CREATE)
     /// may be built in part below such a node, and then only what
-    /// [`Node::reads_field`] and [`Node::property`] name.
+    /// [`Node::field_read`] names.
     pub fn reads_whole(&self) -> bool {
         self.needs_whole() || self.element.is_some()
     }

@@ -308,7 +308,7 @@ fn test<'a>(ir: &'a Ir, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> 
     }
 }
 
-/// [`test`] of any body, out of line.
+/// [`test()`] of any body, out of line.
 #[inline(never)]
 fn nested<'a>(ir: &'a Ir, m: &Map<'a>, last: &mut Last<'a>, f: &mut Frame<'a>) -> Option<bool> {
     match ir {

@@ -197,8 +197,8 @@ impl<'a> Value<'a> {
 
     /// Types a JSON value by its schema node. JSON null is CEL null (object
     /// fields holding null are treated as absent before this is reached).
-    /// A string whose format [`converts_strings`] is the value it spells,
-    /// where it parses.
+    /// A string whose format converts it (see `converts_strings`) is the
+    /// value it spells, where it parses.
     pub fn from_json(v: &'a Json, schema: &'a Schema) -> Self {
         match v {
             Json::Null => Value::Null,

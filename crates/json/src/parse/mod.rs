@@ -224,7 +224,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The next value, built. Strings and numbers (most members of a
-    /// container) are parsed inline; the rest in [`Parser::other_value`],
+    /// container) are parsed inline; the rest in `Parser::other_value`,
     /// which objects and arrays recurse through, so that a scalar member
     /// costs no call of a recursive, never inlined function.
     #[inline(always)]
