@@ -636,8 +636,13 @@ async fn a_large_answer_is_sent_as_written_a_small_one_with_its_length() {
 async fn a_caller_that_stops_reading_a_streamed_answer_frees_its_slot_at_the_deadline() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // One slot: while the stalled conversion holds it, nothing else runs.
+    // The body may pause: its 20 MB cross unoptimized TLS on both ends
+    // while the other tests share the cores, and a CI run once had the
+    // writer wait 2 s for a core (408, body stalled), which is not what
+    // this test is about.
     let config = ServeConfig {
         max_concurrent_requests: 1,
+        body_idle_timeout: std::time::Duration::from_secs(30),
         ..ServeConfig::for_tests()
     };
     let server = common::start_with(config, common::embedded_catalog()).await;
