@@ -14,14 +14,24 @@ use celhook_schema::Type;
 /// a literal list). Anything else runs `fallback`.
 #[inline(always)]
 pub(super) fn field_cmp<'a>(c: &'a FieldCmp, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    if let Some((result, cost)) = fast(c, f) {
-        // Only where the limit cannot stop it midway.
+    fast_or_walk(fast(c, f), &c.fallback, f)
+}
+
+/// The verdict read from the JSON and its charge, where the limit cannot
+/// stop it midway; otherwise (or without one) the walk of `fallback`.
+#[inline(always)]
+fn fast_or_walk<'a>(
+    fast: Option<(bool, u64)>,
+    fallback: &'a Ir,
+    f: &mut Frame<'a>,
+) -> Result<Value<'a>, EvalError> {
+    if let Some((result, cost)) = fast {
         if f.cost.saturating_add(cost) <= f.limit {
             f.cost += cost;
             return Ok(Value::Bool(result));
         }
     }
-    eval(&c.fallback, f)
+    eval(fallback, f)
 }
 
 #[inline(always)]
@@ -45,13 +55,7 @@ fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
 /// the strings' compare cost). Anything else runs `fallback`.
 #[inline(never)]
 pub(super) fn field_pair<'a>(c: &'a FieldPair, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    if let Some((result, cost)) = pair_fast(c, f) {
-        if f.cost.saturating_add(cost) <= f.limit {
-            f.cost += cost;
-            return Ok(Value::Bool(result));
-        }
-    }
-    eval(&c.fallback, f)
+    fast_or_walk(pair_fast(c, f), &c.fallback, f)
 }
 
 #[inline(always)]
@@ -73,28 +77,10 @@ fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
 #[inline(never)]
 fn side<'a>((slot, path): &PairSide, f: &Frame<'a>) -> Option<Read<'a>> {
     match f.vars.get(*slot)? {
-        Value::Map(m @ Map::Json { .. }) => read_path(m, path),
-        _ => None,
-    }
-}
-
-/// The int, plain string or list length at the end of `path` (fields with their
-/// positions) from the JSON object `m`.
-#[inline(always)]
-fn read_path<'a>(m: &Map<'a>, path: &[(Box<str>, Option<u32>)]) -> Option<Read<'a>> {
-    let ((last, last_at), between) = path.split_last()?;
-    let Some(((first, first_at), rest)) = between.split_first() else {
-        return field_read(m, last, *last_at);
-    };
-    let mut at = m.get_field(first, *first_at)?;
-    for (field, position) in rest {
-        at = match at {
-            Value::Map(next @ Map::Json { .. }) => next.get_field(field, *position)?,
-            _ => return None,
-        };
-    }
-    match at {
-        Value::Map(next @ Map::Json { .. }) => field_read(&next, last, *last_at),
+        Value::Map(m @ Map::Json { .. }) => {
+            let ((field, position), then) = path.split_first()?;
+            read_chain(m, field, *position, then)
+        }
         _ => None,
     }
 }
@@ -111,11 +97,23 @@ pub(super) enum Read<'a> {
 /// The field a fused test reads, from the JSON object `m`.
 #[inline(always)]
 fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
-    if c.then.is_empty() {
-        return field_read(m, &c.field, c.position);
-    }
-    let mut at = m.get_field(&c.field, c.position)?;
-    let (last, between) = c.then.split_last()?;
+    read_chain(m, &c.field, c.position, &c.then)
+}
+
+/// The int, plain string or list length at the end of a chain of fields
+/// (`field`, then each of `then`, with their schema positions) from the
+/// JSON object `m`.
+#[inline(always)]
+fn read_chain<'a>(
+    m: &Map<'a>,
+    field: &str,
+    position: Option<u32>,
+    then: &[(Box<str>, Option<u32>)],
+) -> Option<Read<'a>> {
+    let Some(((last, last_at), between)) = then.split_last() else {
+        return field_read(m, field, position);
+    };
+    let mut at = m.get_field(field, position)?;
     for (field, position) in between {
         at = match at {
             Value::Map(next @ Map::Json { .. }) => next.get_field(field, *position)?,
@@ -123,7 +121,7 @@ fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
         };
     }
     match at {
-        Value::Map(next @ Map::Json { .. }) => field_read(&next, &last.0, last.1),
+        Value::Map(next @ Map::Json { .. }) => field_read(&next, last, *last_at),
         _ => None,
     }
 }
@@ -259,27 +257,30 @@ impl<'n> Field<'n> {
         }
     }
 
+    /// The field of list element `item` (`None` when it is no object).
+    #[inline(always)]
+    fn read_item<'a>(&self, item: &'a Json) -> Option<Read<'a>> {
+        match item {
+            Json::Object(obj) => self.read(obj),
+            _ => None,
+        }
+    }
+
     /// The field of list element `item` when it is an int.
     #[inline(always)]
     pub(super) fn read_int(&self, item: &Json) -> Option<i64> {
-        match item {
-            Json::Object(obj) => match self.read(obj)? {
-                Read::Int(i) => Some(i),
-                Read::Str(_) | Read::Len(_) => None,
-            },
-            _ => None,
+        match self.read_item(item)? {
+            Read::Int(i) => Some(i),
+            Read::Str(_) | Read::Len(_) => None,
         }
     }
 
     /// The field of list element `item` when it is a string.
     #[inline(always)]
     pub(super) fn read_str<'a>(&self, item: &'a Json) -> Option<&'a str> {
-        match item {
-            Json::Object(obj) => match self.read(obj)? {
-                Read::Str(s) => Some(s),
-                Read::Int(_) | Read::Len(_) => None,
-            },
-            _ => None,
+        match self.read_item(item)? {
+            Read::Str(s) => Some(s),
+            Read::Int(_) | Read::Len(_) => None,
         }
     }
 }
