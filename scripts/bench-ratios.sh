@@ -85,6 +85,8 @@ fi
 if [[ -z ${SKIP_SERVER:-} ]]; then
   (cd "$ROOT" && cargo build --release --quiet -p celhook -p celhook-loadtest)
   BIN=$TARGET/release
+  # shellcheck source=scripts/celhook-serve.sh
+  source "$ROOT/scripts/celhook-serve.sh"
   FIX=$ROOT/tests/fixtures/perf
   pids=()
   cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -92,26 +94,10 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   # Starts celhook on a port the kernel picks and prints that port, read
   # from the server's "listening" log line.
   serve() {
-    local name=$1 config=$2 log=$WORK/server/$1.log port=""
+    local name=$1 config=$2 log=$WORK/server/$1.log port
     ${SERVE_PREFIX:-} "$BIN/celhook" serve --config "$config" --listen 127.0.0.1:0 --log-format json > "$log" 2>&1 &
     pids+=($!)
-    for _ in $(seq 1 100); do
-      port=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        addr = json.loads(line).get("local_addr")
-    except ValueError:
-        continue
-    if addr:
-        print(addr.rsplit(":", 1)[1])
-        break
-' "$log")
-      [[ -n $port ]] && break
-      kill -0 "${pids[-1]}" 2>/dev/null || break
-      sleep 0.2
-    done
-    if [[ -z $port ]]; then
+    if ! port=$(celhook_port "$log" "${pids[-1]}"); then
       echo "celhook ($name) did not start listening; its log:" >&2
       cat "$log" >&2
       return 1
@@ -197,19 +183,6 @@ PY
     SERVE_PREFIX="taskset -c 0" serve core-pinned "$FIX/core" > "$WORK/server/core-pinned.port"
     TAIL_PID=${pids[-1]}
     declare -A pinned_pid
-    # The reviews a server has answered (its request histogram's count):
-    # the load tool's report leaves out its warm-up's. A failed scrape
-    # prints "x", and the table leaves that run out rather than the
-    # whole script stopping.
-    answered() {
-      python3 - "$1" <<'PY'
-import ssl, sys, urllib.request
-ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-text = urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/metrics", context=ctx, timeout=30).read().decode()
-print(int(sum(float(l.split()[-1]) for l in text.splitlines()
-              if l.startswith("celhook_request_duration_seconds_count") and 'handler="validate"' in l)))
-PY
-    }
     pinned_pid[max]=$TAIL_PID
     # The same CRD without rules, also alone on CPU 0 (idle while the other
     # is measured): the ratio of the two is the server's own, without the
@@ -228,11 +201,14 @@ PY
         # and system, from /proc), divided by the reviews it answered:
         # what a review costs the server, which the throughput hides when
         # the one generator core cannot keep the faster server busy.
-        before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}" || echo x)"
+        # The load tool's report leaves out its warm-up's reviews, the
+        # server's count does not; a failed scrape prints "x", and the
+        # table leaves that run out rather than the whole script stopping.
+        before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(celhook_answered "${side#*:}" || echo x)"
         "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
           --url "https://127.0.0.1:${side#*:}/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
           admission --review "$body" > "$WORK/server/pinned-${side%%:*}-$i.json"
-        after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(answered "${side#*:}" || echo x)"
+        after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(celhook_answered "${side#*:}" || echo x)"
         echo "$before $after $(getconf CLK_TCK)" > "$WORK/server/pinned-${side%%:*}-$i.cpu"
       done
     done

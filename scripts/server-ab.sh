@@ -34,40 +34,19 @@ WORK=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 
-# Starts a server on a port the kernel picks and records its pid and port.
+# shellcheck source=scripts/celhook-serve.sh
+source "$ROOT/scripts/celhook-serve.sh"
+
+# Starts a server on CPU 0, on a port the kernel picks, and records its
+# pid and port.
 start() {
-  local name=$1 bin=$2 port=""
+  local name=$1 bin=$2 port
   taskset -c 0 "$bin" serve --config "$CONFIG" --listen 127.0.0.1:0 --log-format json > "$WORK/$name.log" 2>&1 &
   pids+=($!)
   echo $! > "$WORK/$name.pid"
-  for _ in $(seq 1 100); do
-    port=$(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        addr = json.loads(line).get("local_addr")
-    except ValueError:
-        continue
-    if addr:
-        print(addr.rsplit(":", 1)[1])
-        break
-' "$WORK/$name.log")
-    [[ -n $port ]] && break
-    sleep 0.2
-  done
-  [[ -n $port ]] || { echo "$name did not start; its log:" >&2; cat "$WORK/$name.log" >&2; exit 1; }
+  port=$(celhook_port "$WORK/$name.log" "${pids[-1]}") \
+    || { echo "$name did not start; its log:" >&2; cat "$WORK/$name.log" >&2; exit 1; }
   echo "$port" > "$WORK/$name.port"
-}
-
-# The reviews a server has answered: its request histogram's count.
-answered() {
-  python3 - "$1" <<'PY'
-import ssl, sys, urllib.request
-ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-text = urllib.request.urlopen(f"https://127.0.0.1:{sys.argv[1]}/metrics", context=ctx, timeout=30).read().decode()
-print(int(sum(float(l.split()[-1]) for l in text.splitlines()
-              if l.startswith("celhook_request_duration_seconds_count") and 'handler="validate"' in l)))
-PY
 }
 
 start old "$OLD"
@@ -76,11 +55,11 @@ for i in $(seq 1 "$PAIRS"); do
   for side in old new; do
     pid=$(cat "$WORK/$side.pid")
     port=$(cat "$WORK/$side.port")
-    before="$(cut -d' ' -f14,15 "/proc/$pid/stat") $(answered "$port")"
+    before="$(cut -d' ' -f14,15 "/proc/$pid/stat") $(celhook_answered "$port")"
     taskset -c 1 "$LOADTEST" --insecure --connections 4 --format json -q --http 1.1 \
       --url "https://127.0.0.1:$port/validate?timeout=10s" -c 32 -d "$DURATION" \
       admission --review "$BODY" > "$WORK/$side-$i.json"
-    after="$(cut -d' ' -f14,15 "/proc/$pid/stat") $(answered "$port")"
+    after="$(cut -d' ' -f14,15 "/proc/$pid/stat") $(celhook_answered "$port")"
     # shellcheck disable=SC2086
     python3 - "$side" "$WORK/$side-$i.json" $before $after <<'PY'
 import json, os, sys
