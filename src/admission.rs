@@ -168,8 +168,12 @@ impl Fields for Node {
         keep_as(self.field_read(field))
     }
 
-    fn keep_after(&self, field: &str, cursor: &mut usize) -> Keep<'_> {
-        keep_as(self.field_read_after(field, cursor))
+    fn known(&self) -> &[celhook_json::PlainKey] {
+        self.known_fields()
+    }
+
+    fn keep_known(&self, i: usize) -> Keep<'_> {
+        keep_as(self.known_read(i))
     }
 
     fn holds_places(&self) -> bool {

@@ -431,3 +431,61 @@ fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
     }
     assert!(messages.iter().all(|m| *m == messages[0]), "{messages:?}");
 }
+
+#[test]
+fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
+    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = &loaded.catalog;
+    let policy = Policy::default();
+    let review = widget_review("CREATE", json!({}), None);
+    let request = &review["request"];
+    // Each is matched by name when not as written: `label` and
+    // `maxReplicas` spelled with escapes, keys the schema lacks before,
+    // between and after the known ones, a known key after an unknown one
+    // that sorts past it, and known keys repeated (the last value counts).
+    let cases = [
+        (
+            r#"{"a":0,"l\u0061bel":"blue","maxReplicas":3,"middle":true,"replicas":5,"zz":[1]}"#,
+            json!({"a": null, "label": "blue", "maxReplicas": 3, "middle": null, "replicas": 5, "zz": null}),
+        ),
+        (
+            r#"{"label":"blue","m\u0061xReplicas":3,"replicas":5}"#,
+            json!({"label": "blue", "maxReplicas": 3, "replicas": 5}),
+        ),
+        (
+            r#"{"zz":1,"label":"blue","maxReplicas":3,"replicas":5}"#,
+            json!({"zz": null, "label": "blue", "maxReplicas": 3, "replicas": 5}),
+        ),
+        (
+            r#"{"label":"blue","maxReplicas":3,"replicas":2,"replicas":5,"notes":"x"}"#,
+            json!({"label": "blue", "maxReplicas": 3, "replicas": 5, "notes": null}),
+        ),
+        (
+            r#"{"label":"blue","maxReplicas":3,"maxReplicas":4,"replicas":5}"#,
+            json!({"label": "blue", "maxReplicas": 4, "replicas": 5}),
+        ),
+    ];
+    for (spec, built) in cases {
+        let text = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-4","kind":{},"resource":{},"operation":"CREATE","userInfo":{{"username":"alice"}},"object":{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"w1"}},"spec":{spec}}}}}}}"#,
+            request["kind"], request["resource"],
+        );
+        let req = planned(catalog, &policy, text.as_bytes());
+        let object = req.object.as_ref().expect("object");
+        assert_eq!(object["spec"], built, "{spec}");
+        // Built sorted: the map's order is the key order, whatever the text's.
+        let keys: Vec<&str> = object["spec"]
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        let (_, whole) = decode_admission(text.as_bytes()).expect("decodes");
+        let a = review_of(catalog, &policy, &whole);
+        let b = review_of(catalog, &policy, &req);
+        assert_eq!(a, b, "{spec}");
+        assert!(!b.allowed, "replicas over the maximum: {spec}");
+    }
+}

@@ -5,7 +5,9 @@
 //! field is checked as strictly as a built one (see `celhook_json::parse`)
 //! but never built into a tree.
 
-use celhook_json::{Error, Map, Parser, Str, Value};
+use std::borrow::Cow;
+
+use celhook_json::{key_order, Error, Map, NextKey, Parser, PlainKey, Str, Value};
 
 /// What decoding keeps of one field of an object.
 #[derive(Clone, Copy)]
@@ -24,12 +26,20 @@ pub enum Keep<'p> {
 pub trait Fields {
     fn keep(&self, field: &str) -> Keep<'_>;
 
-    /// [`Fields::keep`] of an object's keys in ascending order, `cursor`
-    /// starting at 0 for each object (a plan may find each key from where
-    /// the last one was found).
-    fn keep_after(&self, field: &str, cursor: &mut usize) -> Keep<'_> {
-        let _ = cursor;
-        self.keep(field)
+    /// The fields the plan knows by name, in ascending key order (as
+    /// `celhook_json::key_order` sorts): an object's keys that are these,
+    /// spelled as they are, are matched in the text without being built,
+    /// and their decisions taken from [`Fields::keep_known`]. A plan may
+    /// know none (every key is then built and asked of [`Fields::keep`]).
+    fn known(&self) -> &[PlainKey] {
+        &[]
+    }
+
+    /// [`Fields::keep`] of the `i`th known field.
+    fn keep_known(&self, i: usize) -> Keep<'_> {
+        self.known()
+            .get(i)
+            .map_or(Keep::Skip, |k| self.keep(k.as_str()))
     }
 
     /// True when a skipped field keeps its key, with null for its value:
@@ -107,40 +117,74 @@ pub(super) fn object_value<P: Fields>(
 fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
     p.begin_object("a map")?;
     let base = p.entries_base();
+    let known = plan.known();
+    let holds_places = plan.holds_places();
     let mut first = true;
-    // While the keys come in order (as the API server writes them), the
-    // plan is asked from where it found the last one, and the object
-    // needs no sorting; the first key out of order ends both.
-    let mut last: Option<std::borrow::Cow<'_, str>> = None;
+    // `next`: the known field the next key is expected to be. While the
+    // keys come in order (as the API server writes them) each is that
+    // field or one after it, and the object needs no sorting; the first
+    // key out of order ends that (a known key is still matched by name).
+    let mut next = 0;
+    let mut last = Last::Start;
     let mut sorted = true;
-    let mut cursor = 0;
-    while let Some(key) = p.next_key(&mut first)? {
-        if sorted {
-            sorted = last
-                .as_deref()
-                .is_none_or(|last| celhook_json::key_order(last, &key).is_lt());
-        }
-        let keep = if sorted {
-            plan.keep_after(&key, &mut cursor)
-        } else {
-            plan.keep(&key)
+    loop {
+        // The key is built only once it is kept.
+        let (at, keep) = match p.next_key_known(&mut first, known.get(next))? {
+            NextKey::End => break,
+            // In order when the keys were: after the key before (the known
+            // field before it, or past another key as found below).
+            NextKey::Known => {
+                next += 1;
+                last = Last::Known(next - 1);
+                (Ok(next - 1), plan.keep_known(next - 1))
+            }
+            NextKey::Other(key) => {
+                if sorted {
+                    sorted = match &last {
+                        Last::Start => true,
+                        Last::Known(at) => key_order(known[*at].as_str(), &key).is_lt(),
+                        Last::Other(before) => key_order(before, &key).is_lt(),
+                    };
+                }
+                // In order, the known fields before it are passed (the
+                // object lacks them), and it may be the one after them.
+                if sorted {
+                    while known
+                        .get(next)
+                        .is_some_and(|k| key_order(k.as_str(), &key).is_lt())
+                    {
+                        next += 1;
+                    }
+                }
+                let decided = match known.get(next) {
+                    Some(k) if sorted && k.as_str() == key => {
+                        next += 1;
+                        (Ok(next - 1), plan.keep_known(next - 1))
+                    }
+                    _ => (Err(key.clone()), plan.keep(&key)),
+                };
+                last = Last::Other(key);
+                decided
+            }
         };
         let value = match keep {
             Keep::Whole => p.value()?,
             Keep::Part(inner) if p.peek() == Some(b'{') => fields(p, inner)?,
             Keep::Part(_) => p.value()?,
-            Keep::Skip if plan.holds_places() => {
+            Keep::Skip if holds_places => {
                 p.skip()?;
                 Value::Null
             }
             Keep::Skip => {
                 p.skip()?;
-                last = Some(key);
                 continue;
             }
         };
-        p.push_entry(Str::from(&*key), value);
-        last = Some(key);
+        let key = match at {
+            Ok(at) => known[at].to_key(),
+            Err(key) => Str::from(&*key),
+        };
+        p.push_entry(key, value);
     }
     let entries = p.take_entries(base);
     // A repeated key keeps its last value, as when the object is whole.
@@ -149,4 +193,12 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
     } else {
         Map::from_entries(entries)
     }))
+}
+
+/// The key before the one being read, for the order check: none yet, the
+/// known field at an index, or another key.
+enum Last<'k> {
+    Start,
+    Known(usize),
+    Other(Cow<'k, str>),
 }

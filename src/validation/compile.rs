@@ -315,6 +315,6 @@ pub(super) fn compile_node(
             node.element = Some(Box::new(n));
         }
     }
-    node.index_reads();
+    node.index_reads(schema);
     node
 }

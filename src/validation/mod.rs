@@ -76,10 +76,14 @@ pub struct Node {
     pub shows_value: bool,
     /// By field name, sorted, what is read of it ([`Node::field_read`]):
     /// its rules select it (`None`) or the property at this index has
-    /// rules below. An object whose keys come sorted (as the API server
-    /// writes them) finds each by moving a cursor
-    /// ([`Node::field_read_after`]).
+    /// rules below.
     reads_by_name: Vec<(String, Option<usize>)>,
+    /// The schema's properties and the fields read, sorted, those JSON
+    /// writes without escapes: a decoder matches them in the text as they
+    /// are ([`Node::known_fields`]); with what is read of each, as in
+    /// `reads_by_name` (`None`: nothing).
+    known: Vec<celhook_json::PlainKey>,
+    known_reads: Vec<Option<Option<usize>>>,
 }
 
 /// What a node's rules, and those below it, read of one field of its value.
@@ -163,27 +167,21 @@ impl Node {
         self.read_of(found)
     }
 
-    /// [`Node::field_read`] of the keys of one object in ascending order:
-    /// `cursor` (0 for the object's first key) is where the last key
-    /// found its name; a key before it is not looked up from here.
-    pub fn field_read_after(&self, field: &str, cursor: &mut usize) -> FieldRead<'_> {
+    /// The fields a decoder may match without building their keys (see
+    /// `known`); none when the node reads its value whole.
+    pub fn known_fields(&self) -> &[celhook_json::PlainKey] {
+        if self.needs_whole() {
+            return &[];
+        }
+        &self.known
+    }
+
+    /// [`Node::field_read`] of the `i`th of [`Node::known_fields`].
+    pub fn known_read(&self, i: usize) -> FieldRead<'_> {
         if self.needs_whole() {
             return FieldRead::Whole;
         }
-        while let Some((name, read)) = self.reads_by_name.get(*cursor) {
-            // Most keys of a planned object are read: equality (exact bytes,
-            // in a word or two) is tried before their order, which then only
-            // tells a name to pass from one past the key.
-            if celhook_json::same_key(name, field) {
-                *cursor += 1;
-                return self.read_of(Some(*read));
-            }
-            if celhook_json::key_order(name, field).is_gt() {
-                break;
-            }
-            *cursor += 1;
-        }
-        FieldRead::Nothing
+        self.read_of(self.known_reads.get(i).copied().flatten())
     }
 
     fn read_of(&self, read: Option<Option<usize>>) -> FieldRead<'_> {
@@ -196,7 +194,7 @@ impl Node {
 
     /// Indexes the fields read by name, once the node is complete (a
     /// field its rules select reads it whole, whatever is below it).
-    fn index_reads(&mut self) {
+    fn index_reads(&mut self, schema: &Schema) {
         let mut by_name: BTreeMap<String, Option<usize>> = BTreeMap::new();
         for (i, (name, _)) in self.properties.iter().enumerate() {
             by_name.insert(name.clone(), Some(i));
@@ -207,6 +205,18 @@ impl Node {
             }
         }
         // A BTreeMap of strings iterates bytewise, as `key_order` sorts.
+        let mut known: BTreeMap<&str, Option<Option<usize>>> = schema
+            .properties
+            .keys()
+            .map(|name| (name.as_str(), None))
+            .collect();
+        for (name, read) in &by_name {
+            known.insert(name, Some(*read));
+        }
+        (self.known, self.known_reads) = known
+            .into_iter()
+            .filter_map(|(name, read)| Some((celhook_json::PlainKey::new(name)?, read)))
+            .unzip();
         self.reads_by_name = by_name.into_iter().collect();
     }
 

@@ -27,7 +27,9 @@ use std::fmt;
 
 pub use compact_str::CompactString as Str;
 pub use map::{key_order, same_key, Map};
-pub use parse::{from_slice, from_str, tape_from_str, Error, Parser, TapeBuilder};
+pub use parse::{
+    from_slice, from_str, tape_from_str, Error, NextKey, Parser, PlainKey, TapeBuilder,
+};
 pub use serde_json::Number;
 pub use tape::Tape;
 pub use write::{to_vec, write};

@@ -24,6 +24,46 @@ use std::borrow::Cow;
 pub use error::{Category, Error};
 pub use tape::{tape_from_str, TapeBuilder};
 
+/// An object key JSON writes without escapes (no quote, backslash or
+/// control character), so that it can be matched against the text as it
+/// stands ([`Parser::next_key_known`]): the text's bytes are then the whole
+/// key as a scan would find it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainKey(Str);
+
+impl PlainKey {
+    /// `key` as a plain key; `None` for one that needs an escape.
+    pub fn new(key: &str) -> Option<PlainKey> {
+        plain(key).then(|| PlainKey(Str::from(key)))
+    }
+
+    #[inline(always)]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key as the tree's string (a short key is copied in a few words).
+    #[inline(always)]
+    pub fn to_key(&self) -> Str {
+        self.0.clone()
+    }
+}
+
+/// True when JSON writes `key` without an escape.
+fn plain(key: &str) -> bool {
+    key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+/// What [`Parser::next_key_known`] found.
+pub enum NextKey<'a> {
+    /// The object's end (`}` consumed).
+    End,
+    /// The key expected, its `:` consumed.
+    Known,
+    /// Another key, its `:` consumed.
+    Other(Cow<'a, str>),
+}
+
 use crate::{Map, Str, Value};
 
 /// How deep values may nest (serde_json's limit: the 128th opening is
@@ -257,7 +297,23 @@ impl<'a> Parser<'a> {
     /// built. Without recursion and without the nesting limit: nothing is
     /// built that a deep value could overflow, so a field no rule reads
     /// may nest as deep as the API server lets it.
+    #[inline]
     pub fn skip(&mut self) -> Result<(), Error> {
+        // A string or a number, most skipped members, without the call and
+        // the container stack.
+        match self.peek() {
+            Some(b'"') => {
+                self.pos += 1;
+                self.skip_string()
+            }
+            Some(b'-' | b'0'..=b'9') => self.skip_number(),
+            _ => self.skip_nested(),
+        }
+    }
+
+    /// [`Parser::skip`] of anything but a string or a number.
+    #[inline(never)]
+    fn skip_nested(&mut self) -> Result<(), Error> {
         let mut open = Open::default();
         loop {
             match self.peek() {
@@ -376,6 +432,7 @@ impl<'a> Parser<'a> {
 
     /// Adds an entry to the object the caller builds; nested values built
     /// meanwhile use the stack above it and leave it as it was.
+    #[inline]
     pub fn push_entry(&mut self, key: Str, value: Value) {
         self.entries.push((key, value));
     }
@@ -407,6 +464,27 @@ impl<'a> Parser<'a> {
     /// its end. `first` starts true for each object.
     pub fn next_key(&mut self, first: &mut bool) -> Result<Option<Cow<'a, str>>, Error> {
         self.next_key_inner(first, true, true)
+    }
+
+    /// [`Parser::next_key`] of an object whose keys are mostly known in
+    /// advance: when the next key is `known`, spelled as it is, it is
+    /// matched in the text without being built.
+    #[inline]
+    pub fn next_key_known(
+        &mut self,
+        first: &mut bool,
+        known: Option<&PlainKey>,
+    ) -> Result<NextKey<'a>, Error> {
+        if !self.key_follows(first, true)? {
+            return Ok(NextKey::End);
+        }
+        if known.is_some_and(|k| self.string_if(k.as_str())) {
+            self.colon()?;
+            return Ok(NextKey::Known);
+        }
+        let key = self.string_cow()?;
+        self.colon()?;
+        Ok(NextKey::Other(key))
     }
 
     /// True when the array entered has another element (next to be read).
@@ -535,7 +613,7 @@ impl<'a> Parser<'a> {
             if let Some(keys) = shape.as_deref_mut() {
                 // Such a key is never compared with the text as it is, nor
                 // is any after it.
-                if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+                if plain(&key) {
                     keys.push(key.clone());
                 } else {
                     shape = None;
