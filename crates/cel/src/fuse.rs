@@ -12,7 +12,9 @@
 
 use std::sync::Arc;
 
-use crate::ir::{BinOp, ChainLink, FieldCmp, FieldPair, FieldTest, IntRange, Ir, LoopKind};
+use crate::ir::{
+    BinOp, ChainLink, FieldCmp, FieldPair, FieldTest, IntRange, Ir, LoopKind, PairSide,
+};
 use crate::value::Const;
 
 /// Fuses the comparisons of `ir` that fit. Run twice around the planning
@@ -60,8 +62,9 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
     }
 }
 
-/// The fused node of a comparison of two field chains, given the
-/// comparison as its fallback.
+/// The fused node of a comparison of two field chains, or of int
+/// arithmetic on fields and int constants, given the comparison as its
+/// fallback.
 fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
     let Ir::Bin(op, a, b) = ir else {
         return None;
@@ -70,13 +73,33 @@ fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
     if !op.compares() {
         return None;
     }
-    let (left, left_path) = field_chain(a)?;
-    let (right, right_path) = field_chain(b)?;
+    let (left, right) = (pair_side(a)?, pair_side(b)?);
+    // A field against a constant is a `FieldCmp`, two constants no read.
+    let arith = |s: &PairSide| matches!(s, PairSide::Arith(..));
+    let field = |s: &PairSide| matches!(s, PairSide::Field(..));
+    if !(arith(&left) || arith(&right) || field(&left) && field(&right)) {
+        return None;
+    }
     Some(move |fallback| FieldPair {
         op,
-        left: (left, left_path.into()),
-        right: (right, right_path.into()),
+        left,
+        right,
         fallback,
+    })
+}
+
+/// A side of a fused comparison: a field chain, an int constant, or `+ -
+/// * / %` of two sides.
+fn pair_side(ir: &Ir) -> Option<PairSide> {
+    Some(match ir {
+        Ir::Const(Const::Int(k)) => PairSide::Int(*k),
+        Ir::Bin(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem), a, b) => {
+            PairSide::Arith(*op, Box::new(pair_side(a)?), Box::new(pair_side(b)?))
+        }
+        _ => {
+            let (slot, path) = field_chain(ir)?;
+            PairSide::Field(slot, path.into())
+        }
     })
 }
 

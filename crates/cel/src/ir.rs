@@ -109,10 +109,10 @@ pub(crate) struct FieldCmp {
 }
 
 /// `v.f <op> w.g` outside any loop (`self.replicas <= self.maxReplicas`,
-/// `self.name == oldSelf.name`): both fields read straight from the JSON
-/// objects the variables hold when both are ints (any comparison) or both
-/// strings (`==` and `!=`); `fallback`, the comparison as planned, in
-/// every other case.
+/// `self.name == oldSelf.name`, `self.a + self.b <= 100`): both fields read
+/// straight from the JSON objects the variables hold when both are ints
+/// (any comparison, after any int arithmetic) or both strings (`==` and
+/// `!=`); `fallback`, the comparison as planned, in every other case.
 #[derive(Debug)]
 pub(crate) struct FieldPair {
     pub op: BinOp,
@@ -123,9 +123,17 @@ pub(crate) struct FieldPair {
     pub fallback: Ir,
 }
 
-/// One side of a [`FieldPair`]: the variable's slot, and the fields
-/// selected on it with their positions.
-pub(crate) type PairSide = (usize, Box<[(Box<str>, Option<u32>)]>);
+/// One side of a [`FieldPair`].
+#[derive(Debug)]
+pub(crate) enum PairSide {
+    /// A variable's slot, and the fields selected on it with their
+    /// positions as in `Ir::Select`.
+    Field(usize, Box<[(Box<str>, Option<u32>)]>),
+    /// An int constant.
+    Int(i64),
+    /// `+ - * / %` of two int sides (`self.limit <= self.request * 4`).
+    Arith(BinOp, Box<PairSide>, Box<PairSide>),
+}
 
 /// What a [`FieldCmp`] tests the field's value with.
 #[derive(Debug)]

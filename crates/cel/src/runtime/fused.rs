@@ -49,10 +49,11 @@ fn fast_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<(bool, u64)> {
     judge(c, read_on(c, m)?)
 }
 
-/// [`Ir::FieldPair`]: both fields read from the JSON objects and compared
-/// in one step, charged as the walk of `fallback` charges it (the variable
-/// and each selection a unit, each side; then the comparison: 1 for ints,
-/// the strings' compare cost). Anything else runs `fallback`.
+/// [`Ir::FieldPair`]: both sides read from the JSON objects and compared
+/// in one step, charged as the walk of `fallback` charges it (each side's
+/// variable and selections a unit each, each arithmetic operator a unit;
+/// then the comparison: 1 for ints, the strings' compare cost). Anything
+/// else (an overflow or a division by zero among them) runs `fallback`.
 #[inline(never)]
 pub(super) fn field_pair<'a>(c: &'a FieldPair, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
     fast_or_walk(pair_fast(c, f), &c.fallback, f)
@@ -60,8 +61,10 @@ pub(super) fn field_pair<'a>(c: &'a FieldPair, f: &mut Frame<'a>) -> Result<Valu
 
 #[inline(always)]
 fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
-    let reads = 2 + (c.left.1.len() + c.right.1.len()) as u64;
-    Some(match (side(&c.left, f)?, side(&c.right, f)?) {
+    let (left, charged) = side(&c.left, f)?;
+    let (right, more) = side(&c.right, f)?;
+    let reads = charged + more;
+    Some(match (left, right) {
         (Read::Int(i), Read::Int(j)) => (int_compare(c.op, i, j)?, reads + 1),
         (Read::Str(s), Read::Str(t)) if matches!(c.op, BinOp::Eq | BinOp::Ne) => (
             celhook_json::same_key(s, t) == (c.op == BinOp::Eq),
@@ -71,18 +74,44 @@ fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
     })
 }
 
-/// One side of a [`FieldPair`]: its variable's field, read. Out of line:
-/// inlined for both sides, the two copies were 40 more lines of code a
-/// review runs (`scripts/code-footprint.py`) for a call saved.
+/// One side of a [`FieldPair`], read, with what its walk charges. Out of
+/// line: inlined for both sides, the two copies were 40 more lines of code
+/// a review runs (`scripts/code-footprint.py`) for a call saved.
 #[inline(never)]
-fn side<'a>((slot, path): &PairSide, f: &Frame<'a>) -> Option<Read<'a>> {
-    match f.vars.get(*slot)? {
-        Value::Map(m @ Map::Json { .. }) => {
-            let ((field, position), then) = path.split_first()?;
-            read_chain(m, field, *position, then)
-        }
-        _ => None,
+fn side<'a>(s: &PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
+    match s {
+        PairSide::Field(slot, path) => match f.vars.get(*slot)? {
+            Value::Map(m @ Map::Json { .. }) => {
+                let ((field, position), then) = path.split_first()?;
+                let read = read_chain(m, field, *position, then)?;
+                Some((read, 1 + path.len() as u64))
+            }
+            _ => None,
+        },
+        PairSide::Int(k) => Some((Read::Int(*k), 0)),
+        PairSide::Arith(op, a, b) => arith(*op, a, b, f),
     }
+}
+
+/// `a op b` of two int sides, and what its walk charges (each side's, and
+/// a unit for the operator); `None` on an overflow or a division by zero,
+/// which the walk reports.
+fn arith<'a>(op: BinOp, a: &PairSide, b: &PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
+    let (Read::Int(i), x) = side(a, f)? else {
+        return None;
+    };
+    let (Read::Int(j), y) = side(b, f)? else {
+        return None;
+    };
+    let v = match op {
+        BinOp::Add => i.checked_add(j),
+        BinOp::Sub => i.checked_sub(j),
+        BinOp::Mul => i.checked_mul(j),
+        BinOp::Div => i.checked_div(j),
+        BinOp::Rem => i.checked_rem(j),
+        _ => None,
+    }?;
+    Some((Read::Int(v), x + y + 1))
 }
 
 /// A field value a fused test compares: the int or the string read.

@@ -34,14 +34,25 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         "self.name == oldSelf.name",
         "self.min >= oldSelf.min && oldSelf.deep.b.c != self.deep.b.c",
         "oldSelf.max < self.max",
+        // Int arithmetic on either side, with its overflows and divisions
+        // by zero left to the walk.
+        "self.min + self.max <= 100",
+        "self.max - self.min > 0 && self.min % 5 == 0",
+        "self.min <= self.max * 4",
+        "self.min / self.deep.a == 0",
+        "self.min % self.max != 1",
+        "(self.min + 1) * 2 >= oldSelf.max - 3",
+        "self.max + 1 > self.min",
+        "self.min / self.max < 0",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
-    // Every comparison above is of two fields, and outside any loop.
+    // Every comparison above is of two fields, or of arithmetic on them,
+    // and outside any loop.
     let fused: usize = programs
         .iter()
         .map(|(_, with, _)| count_pairs(&with.ir))
         .sum();
-    assert_eq!(fused, 15, "comparisons fused as field pairs");
+    assert_eq!(fused, 24, "comparisons fused as field pairs");
     let objects = [
         json!({"name": "web", "alias": "web", "min": 1, "max": 3, "ratio": 0.5,
                "stamp": "2026-01-01T00:00:00Z", "deep": {"a": 0, "b": {"c": "web"}}}),
@@ -51,6 +62,7 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
                "deep": {"b": {}}}),
         json!({"name": 3, "alias": null, "min": "7", "max": 1.5, "deep": []}),
         json!({"min": 18446744073709551615_u64, "max": 0}),
+        json!({"min": -9223372036854775808_i64, "max": -1, "deep": {"a": -1}}),
         json!({}),
     ];
     let mut scratch = crate::Scratch::default();
@@ -108,4 +120,11 @@ fn field_pairs_are_fused_outside_loops_only() {
         0
     );
     assert_eq!(pairs("cel.bind(x, self, x.min <= x.max)"), 1);
+    assert_eq!(pairs("self.min + 1 <= self.max"), 1);
+    assert_eq!(pairs("[1].all(i, self.min + i <= self.max)"), 0);
+    // A field against a constant is fused as a `FieldCmp`; constants and
+    // arithmetic on other values are not read from fields.
+    assert_eq!(pairs("self.min <= 5"), 0);
+    assert_eq!(pairs("1 + 2 <= self.max - self.max + 3"), 1);
+    assert_eq!(pairs("size(self.ports) + 1 <= self.max"), 0);
 }
