@@ -75,7 +75,7 @@ fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
     }
     let (left, right) = (pair_side(a)?, pair_side(b)?);
     // A field against a constant is a `FieldCmp`, two constants no read.
-    let arith = |s: &PairSide| matches!(s, PairSide::Arith(..));
+    let arith = |s: &PairSide| matches!(s, PairSide::Arith(..) | PairSide::Join(..));
     let field = |s: &PairSide| matches!(s, PairSide::Field(..));
     if !(arith(&left) || arith(&right) || field(&left) && field(&right)) {
         return None;
@@ -88,13 +88,23 @@ fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
     })
 }
 
-/// A side of a fused comparison: a field chain, an int constant, or `+ -
-/// * / %` of two sides.
+/// A side of a fused comparison: a field chain, an int or string constant,
+/// `+ - * / %` of two int sides, or a field and a string constant joined.
 fn pair_side(ir: &Ir) -> Option<PairSide> {
     Some(match ir {
         Ir::Const(Const::Int(k)) => PairSide::Int(*k),
+        Ir::Const(Const::Str(t)) => PairSide::Str(t.clone()),
         Ir::Bin(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem), a, b) => {
-            PairSide::Arith(*op, Box::new(pair_side(a)?), Box::new(pair_side(b)?))
+            let (a, b) = (Box::new(pair_side(a)?), Box::new(pair_side(b)?));
+            match (*op, &*a, &*b) {
+                // A string constant makes `+` a join of strings: the join
+                // of a field and a constant, the usual one, alone.
+                (BinOp::Add, PairSide::Str(_), PairSide::Field(..))
+                | (BinOp::Add, PairSide::Field(..), PairSide::Str(_)) => PairSide::Join(a, b),
+                (_, PairSide::Str(_) | PairSide::Join(..), _)
+                | (_, _, PairSide::Str(_) | PairSide::Join(..)) => return None,
+                _ => PairSide::Arith(*op, a, b),
+            }
         }
         _ => {
             let (slot, path) = field_chain(ir)?;

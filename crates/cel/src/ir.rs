@@ -109,10 +109,11 @@ pub(crate) struct FieldCmp {
 }
 
 /// `v.f <op> w.g` outside any loop (`self.replicas <= self.maxReplicas`,
-/// `self.name == oldSelf.name`, `self.a + self.b <= 100`): both fields read
-/// straight from the JSON objects the variables hold when both are ints
-/// (any comparison, after any int arithmetic) or both strings (`==` and
-/// `!=`); `fallback`, the comparison as planned, in every other case.
+/// `self.name == oldSelf.name`, `self.a + self.b <= 100`, `self.account ==
+/// self.name + '-sa'`): both fields read straight from the JSON objects the
+/// variables hold when both are ints (any comparison, after any int
+/// arithmetic) or both strings (`==` and `!=`, one side perhaps two strings
+/// joined); `fallback`, the comparison as planned, in every other case.
 #[derive(Debug)]
 pub(crate) struct FieldPair {
     pub op: BinOp,
@@ -131,8 +132,13 @@ pub(crate) enum PairSide {
     Field(usize, Box<[(Box<str>, Option<u32>)]>),
     /// An int constant.
     Int(i64),
+    /// A string constant.
+    Str(Arc<str>),
     /// `+ - * / %` of two int sides (`self.limit <= self.request * 4`).
     Arith(BinOp, Box<PairSide>, Box<PairSide>),
+    /// `+` of two strings, one of them a constant (`self.account ==
+    /// self.name + '-sa'`).
+    Join(Box<PairSide>, Box<PairSide>),
 }
 
 /// What a [`FieldCmp`] tests the field's value with.

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::ir::{FieldCmp, FieldPair, FieldTest, PairSide};
-use crate::value::Str;
+use crate::value::{str_size, Str};
 use celhook_json::Value as Json;
 use celhook_schema::Type;
 
@@ -60,7 +60,10 @@ pub(super) fn field_pair<'a>(c: &'a FieldPair, f: &mut Frame<'a>) -> Result<Valu
 }
 
 #[inline(always)]
-fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
+fn pair_fast<'a>(c: &'a FieldPair, f: &Frame<'a>) -> Option<(bool, u64)> {
+    if let (PairSide::Join(x, y), s) | (s, PairSide::Join(x, y)) = (&c.left, &c.right) {
+        return joined(c.op, s, x, y, f);
+    }
     let (left, charged) = side(&c.left, f)?;
     let (right, more) = side(&c.right, f)?;
     let reads = charged + more;
@@ -74,11 +77,12 @@ fn pair_fast(c: &FieldPair, f: &Frame<'_>) -> Option<(bool, u64)> {
     })
 }
 
-/// One side of a [`FieldPair`], read, with what its walk charges. Out of
-/// line: inlined for both sides, the two copies were 40 more lines of code
-/// a review runs (`scripts/code-footprint.py`) for a call saved.
+/// One side of a [`FieldPair`] but a join, read, with what its walk
+/// charges. Out of line: inlined for both sides, the two copies were 40
+/// more lines of code a review runs (`scripts/code-footprint.py`) for a
+/// call saved.
 #[inline(never)]
-fn side<'a>(s: &PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
+fn side<'a>(s: &'a PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
     match s {
         PairSide::Field(slot, path) => match f.vars.get(*slot)? {
             Value::Map(m @ Map::Json { .. }) => {
@@ -89,14 +93,21 @@ fn side<'a>(s: &PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
             _ => None,
         },
         PairSide::Int(k) => Some((Read::Int(*k), 0)),
+        PairSide::Str(t) => Some((Read::Str(t), 0)),
         PairSide::Arith(op, a, b) => arith(*op, a, b, f),
+        PairSide::Join(..) => None,
     }
 }
 
 /// `a op b` of two int sides, and what its walk charges (each side's, and
 /// a unit for the operator); `None` on an overflow or a division by zero,
 /// which the walk reports.
-fn arith<'a>(op: BinOp, a: &PairSide, b: &PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
+fn arith<'a>(
+    op: BinOp,
+    a: &'a PairSide,
+    b: &'a PairSide,
+    f: &Frame<'a>,
+) -> Option<(Read<'a>, u64)> {
     let (Read::Int(i), x) = side(a, f)? else {
         return None;
     };
@@ -112,6 +123,33 @@ fn arith<'a>(op: BinOp, a: &PairSide, b: &PairSide, f: &Frame<'a>) -> Option<(Re
         _ => None,
     }?;
     Some((Read::Int(v), x + y + 1))
+}
+
+/// `s == x + y` (or `!=`, either way round) without joining `x` and `y`,
+/// charged as the walk charges the join (a tenth of their characters) and
+/// the comparison (a tenth of the shorter side's).
+#[inline(never)]
+fn joined<'a>(
+    op: BinOp,
+    s: &'a PairSide,
+    x: &'a PairSide,
+    y: &'a PairSide,
+    f: &Frame<'a>,
+) -> Option<(bool, u64)> {
+    if !matches!(op, BinOp::Eq | BinOp::Ne) {
+        return None;
+    }
+    let ((Read::Str(s), a), (Read::Str(x), b), (Read::Str(y), c)) =
+        (side(s, f)?, side(x, f)?, side(y, f)?)
+    else {
+        return None;
+    };
+    let (x_chars, y_chars) = (str_size(x), str_size(y));
+    let join = crate::registry::scaled(x_chars + y_chars, 0.1);
+    let compare =
+        charge::long_compare_cost(s.len(), str_size(s), x.len() + y.len(), x_chars + y_chars);
+    let same = s.len() == x.len() + y.len() && s.starts_with(x) && s.ends_with(y);
+    Some((same == (op == BinOp::Eq), a + b + c + join + compare))
 }
 
 /// A field value a fused test compares: the int or the string read.
