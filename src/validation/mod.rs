@@ -423,6 +423,7 @@ impl Validator {
                 false,
                 &Unchanged::never(),
                 &mut at,
+                &mut cel::Scratch::default(),
             );
             for e in w.errors {
                 problems.push(RuleProblem {
@@ -515,6 +516,7 @@ impl Validator {
             old.is_some(),
             &Unchanged::never(),
             &mut path,
+            &mut cel::Scratch::default(),
         );
         w
     }

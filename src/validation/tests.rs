@@ -113,6 +113,45 @@ fn unchanged_values_ratchet_into_warnings() {
 }
 
 #[test]
+fn rules_of_a_node_see_self_and_old_self_as_their_own_flags_bind_them() {
+    // `self` and `oldSelf` are bound once for a node's rules: an optional
+    // `oldSelf` is that rule's alone, and the rules and message
+    // expressions after it see the old value as it is.
+    let v = compile(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "!oldSelf.hasValue() || oldSelf.value().n <= self.n",
+             "optionalOldSelf": true, "message": "n may not shrink"},
+            {"rule": "self.n != oldSelf.n + 1",
+             "messageExpression": "oldSelf.n == 2 ? 'up from two' : 'up from another'"},
+            {"rule": "oldSelf.hasValue() && self.n > 5", "optionalOldSelf": true,
+             "messageExpression": "self.n == 3 ? 'n is three' : 'n is another'"},
+            {"rule": "self.n < 100 || oldSelf.n == self.n", "message": "n over 100"}
+        ]}}}),
+    )
+    .unwrap();
+    let details = |new: celhook_json::Value, old: Option<celhook_json::Value>| {
+        v.validate(&new, old.as_ref())
+            .errors
+            .iter()
+            .map(|e| e.detail.clone())
+            .collect::<Vec<_>>()
+    };
+    let (n, m) = (
+        |n: i64| json!({"spec": {"n": n}}),
+        |n: i64| Some(json!({"spec": {"n": n}})),
+    );
+    assert_eq!(details(n(3), m(2)), ["up from two", "n is three"]);
+    assert_eq!(details(n(1), m(2)), ["n may not shrink", "n is another"]);
+    assert_eq!(details(n(5), m(4)), ["up from another", "n is another"]);
+    assert_eq!(details(n(200), m(150)), ["n over 100"]);
+    assert!(details(n(200), m(200)).is_empty());
+    // On CREATE the transition rules do not run; the optional ones see none.
+    assert_eq!(details(n(7), None), ["n is another"]);
+}
+
+#[test]
 fn message_expression_falls_back_to_message() {
     let v = compile(rules_on_int(json!([
         {"rule": "self > 1", "message": "static", "messageExpression": "'' "},

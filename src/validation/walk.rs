@@ -18,8 +18,9 @@ pub(super) struct Walk<'a, 'x> {
     /// A cost limit was reached: no further rules run anywhere.
     pub(super) stopped: bool,
     kubernetes: KubeVersion,
-    /// One frame's allocations for every rule of the walk.
-    scratch: cel::Scratch<'x>,
+    /// The objects' lifetime, which the scratch frame passed along the walk
+    /// (one frame's allocations for every rule of it) holds.
+    objects: std::marker::PhantomData<&'x ()>,
 }
 
 impl Walk<'_, '_> {
@@ -33,7 +34,7 @@ impl Walk<'_, '_> {
             per_call: cel::PER_EXPRESSION_COST_LIMIT,
             stopped: false,
             kubernetes,
-            scratch: cel::Scratch::default(),
+            objects: std::marker::PhantomData,
         }
     }
 }
@@ -124,6 +125,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         correlated: bool,
         ancestor: &Unchanged<'_>,
         path: &mut String,
+        scratch: &mut cel::Scratch<'x>,
     ) {
         if self.stopped || new.is_null() {
             return;
@@ -138,7 +140,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
             ancestor
         };
         if !node.rules.is_empty() {
-            self.rules(node, schema, new, old, unchanged, path);
+            self.rules(node, schema, new, old, unchanged, path, scratch);
             if self.stopped {
                 return;
             }
@@ -167,6 +169,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
                         old_item.is_some(),
                         unchanged,
                         path,
+                        scratch,
                     );
                     path.truncate(len);
                     if self.stopped {
@@ -183,7 +186,16 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
                     for (k, v) in obj {
                         let old_v = old_obj.and_then(|o| o.get(k));
                         let len = push_key(path, k);
-                        self.node(el, value_schema, v, old_v, old_v.is_some(), unchanged, path);
+                        self.node(
+                            el,
+                            value_schema,
+                            v,
+                            old_v,
+                            old_v.is_some(),
+                            unchanged,
+                            path,
+                            scratch,
+                        );
                         path.truncate(len);
                         if self.stopped {
                             return;
@@ -208,6 +220,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
                         old_v.is_some() && !typemeta,
                         if typemeta { &never } else { unchanged },
                         path,
+                        scratch,
                     );
                     path.truncate(len);
                     if self.stopped {
@@ -239,6 +252,9 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         });
     }
 
+    /// Runs the node's rules, `self` and `oldSelf` bound once for all of
+    /// them (and their message expressions).
+    #[allow(clippy::too_many_arguments)]
     fn rules(
         &mut self,
         node: &'a Node,
@@ -247,10 +263,14 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         old: Option<&'x Json>,
         unchanged: &Unchanged<'_>,
         path: &str,
+        scratch: &mut cel::Scratch<'x>,
     ) {
         if self.budget == 0 {
             return self.out_of_budget(path, schema);
         }
+        let this = Value::from_json(new, schema);
+        let old_value = old.map(|o| Value::from_json(o, schema));
+        let bound = &mut scratch.bind(this, old_value);
         for rule in &node.rules {
             // Past the request's deadline nothing more runs; the server
             // answers 504 (see `cel::interrupt`).
@@ -258,19 +278,18 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
                 return;
             }
             let uses_old = rule.program.uses_old_self();
-            let old_value = match (uses_old, rule.optional_old_self, old) {
-                (true, false, None) => continue,
-                (true, true, o) => Some(Value::Optional(
-                    o.map(|o| std::rc::Rc::new(Value::from_json(o, schema))),
-                )),
-                (true, false, Some(o)) => Some(Value::from_json(o, schema)),
-                (false, _, o) => o.map(|o| Value::from_json(o, schema)),
-            };
-            let this = Value::from_json(new, schema);
             let limit = self.limit();
-            let (result, cost) =
-                rule.program
-                    .eval_in_scratch(&mut self.scratch, this, old_value, limit);
+            // `oldSelf` is bound as the old value (null without one) but
+            // for a transition rule that may see none.
+            let (result, cost) = match (uses_old, rule.optional_old_self, old) {
+                (true, false, None) => continue,
+                (true, true, o) => bound.eval_with_old_self(
+                    &rule.program,
+                    Value::Optional(o.map(|o| std::rc::Rc::new(Value::from_json(o, schema)))),
+                    limit,
+                ),
+                _ => bound.eval(&rule.program, limit),
+            };
             if self.over_budget(&result, cost) {
                 if let Some(m) = rule.metrics.get() {
                     self.observed.push(RuleObservation {
@@ -334,7 +353,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
             if let Some(fp) = &rule.field_path {
                 push_child(&mut field, fp);
             }
-            let err = match self.message(rule, schema, new, old) {
+            let err = match self.message(bound, rule) {
                 Ok(detail) => FieldError {
                     kind: rule.kind,
                     field,
@@ -389,18 +408,12 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
     /// as the API server's does.
     fn message(
         &mut self,
+        bound: &mut cel::Bound<'_, 'x>,
         rule: &'a Rule,
-        schema: &'x Schema,
-        new: &'x Json,
-        old: Option<&'x Json>,
     ) -> Result<String, MessageStop> {
         if let Some(expr) = &rule.message_expression {
-            let this = Value::from_json(new, schema);
-            let old_value = old.map(|o| Value::from_json(o, schema));
             let limit = self.limit();
-            let (result, cost) =
-                expr.program
-                    .eval_in_scratch(&mut self.scratch, this, old_value, limit);
+            let (result, cost) = bound.eval(&expr.program, limit);
             if self.over_budget(&result, cost) {
                 self.stopped = true;
                 return Err(MessageStop::OutOfBudget);

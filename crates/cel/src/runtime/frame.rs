@@ -102,6 +102,39 @@ impl<'a> Frame<'a> {
         self.size(slots, cells, limit);
     }
 
+    /// Binds `self` and `oldSelf` in a released frame, for programs run in
+    /// turn on them ([`Frame::reset_bound`]).
+    pub(crate) fn bind_selves(&mut self, this: Value<'a>, old_self: Option<Value<'a>>) {
+        debug_assert!(self.is_released());
+        self.vars.push(this);
+        self.vars.push(old_self.unwrap_or(Value::Null));
+    }
+
+    /// [`Frame::reset`] of a frame whose `self` and `oldSelf` are bound.
+    #[inline]
+    pub(crate) fn reset_bound(&mut self, slots: usize, cells: crate::ir::Cells, limit: u64) {
+        debug_assert!(self.vars.len() == 2 && self.bound.is_empty() && self.scans.is_empty());
+        self.size(slots, cells, limit);
+    }
+
+    /// `oldSelf` replaced by `v`, the value it held given back.
+    pub(crate) fn swap_old_self(&mut self, v: Value<'a>) -> Value<'a> {
+        std::mem::replace(&mut self.vars[1], v)
+    }
+
+    /// [`Frame::release`] but `self` and `oldSelf`, kept bound.
+    #[inline]
+    pub(crate) fn release_bound(&mut self) {
+        self.vars.truncate(2);
+        self.bound.clear();
+        self.memos.clear();
+        self.elem_memos
+            .iter_mut()
+            .take(self.elem_cells)
+            .for_each(ElemMemo::clear);
+        self.scans.clear();
+    }
+
     /// Grows the frame to `slots` variables (null past those it holds) and
     /// the memo cells of `cells`, none of them bound or filled yet.
     #[inline]
