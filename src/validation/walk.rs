@@ -268,6 +268,13 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         if self.budget == 0 {
             return self.out_of_budget(path, schema);
         }
+        // On CREATE a node may hold transition rules alone, none of which
+        // runs: nothing to bind.
+        let skipped =
+            |rule: &Rule| old.is_none() && rule.program.uses_old_self() && !rule.optional_old_self;
+        if node.rules.iter().all(skipped) {
+            return;
+        }
         let this = Value::from_json(new, schema);
         let old_value = old.map(|o| Value::from_json(o, schema));
         let bound = &mut scratch.bind(this, old_value);
