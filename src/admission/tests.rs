@@ -465,6 +465,10 @@ fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
             r#"{"label":"blue","maxReplicas":3,"maxReplicas":4,"replicas":5}"#,
             json!({"label": "blue", "maxReplicas": 4, "replicas": 5}),
         ),
+        (
+            r#"{"label":"red","l\u0061bel":"blue","maxReplicas":3,"replicas":5}"#,
+            json!({"label": "blue", "maxReplicas": 3, "replicas": 5}),
+        ),
     ];
     for (spec, built) in cases {
         let text = format!(

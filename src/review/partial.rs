@@ -26,11 +26,13 @@ pub enum Keep<'p> {
 pub trait Fields {
     fn keep(&self, field: &str) -> Keep<'_>;
 
-    /// The fields the plan knows by name, in ascending key order (as
-    /// `celhook_json::key_order` sorts): an object's keys that are these,
-    /// spelled as they are, are matched in the text without being built,
-    /// and their decisions taken from [`Fields::keep_known`]. A plan may
-    /// know none (every key is then built and asked of [`Fields::keep`]).
+    /// The fields the plan knows by name, strictly ascending in key order
+    /// (as `celhook_json::key_order` sorts; a name twice would be matched
+    /// twice and the object taken for sorted): an object's keys that are
+    /// these, spelled as they are, are matched in the text without being
+    /// built, and decided by [`Fields::keep_known`], which must decide as
+    /// [`Fields::keep`] does for the same name. A plan may know none (every
+    /// key is then built and asked of [`Fields::keep`]).
     fn known(&self) -> &[PlainKey] {
         &[]
     }

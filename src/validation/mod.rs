@@ -4,9 +4,8 @@
 
 mod compile;
 mod field_path;
+mod reads;
 mod walk;
-
-use std::collections::BTreeMap;
 
 use celhook_json::Value as Json;
 
@@ -151,73 +150,6 @@ impl Node {
     /// True when the node's own expressions, or its errors, need all of it.
     fn needs_whole(&self) -> bool {
         self.reads == SelfReads::Whole || self.shows_value
-    }
-
-    /// What the rules read of `field` of the node's value (with a rule
-    /// reading it whole, all of it: see [`Node::reads_whole`]).
-    pub fn field_read(&self, field: &str) -> FieldRead<'_> {
-        if self.needs_whole() {
-            return FieldRead::Whole;
-        }
-        let found = self
-            .reads_by_name
-            .binary_search_by(|(name, _)| celhook_json::key_order(name, field))
-            .ok()
-            .map(|i| self.reads_by_name[i].1);
-        self.read_of(found)
-    }
-
-    /// The fields a decoder may match without building their keys (see
-    /// `known`); none when the node reads its value whole.
-    pub fn known_fields(&self) -> &[celhook_json::PlainKey] {
-        if self.needs_whole() {
-            return &[];
-        }
-        &self.known
-    }
-
-    /// [`Node::field_read`] of the `i`th of [`Node::known_fields`].
-    pub fn known_read(&self, i: usize) -> FieldRead<'_> {
-        if self.needs_whole() {
-            return FieldRead::Whole;
-        }
-        self.read_of(self.known_reads.get(i).copied().flatten())
-    }
-
-    fn read_of(&self, read: Option<Option<usize>>) -> FieldRead<'_> {
-        match read {
-            Some(None) => FieldRead::Whole,
-            Some(Some(i)) => FieldRead::Below(&self.properties[i].1),
-            None => FieldRead::Nothing,
-        }
-    }
-
-    /// Indexes the fields read by name, once the node is complete (a
-    /// field its rules select reads it whole, whatever is below it).
-    fn index_reads(&mut self, schema: &Schema) {
-        let mut by_name: BTreeMap<String, Option<usize>> = BTreeMap::new();
-        for (i, (name, _)) in self.properties.iter().enumerate() {
-            by_name.insert(name.clone(), Some(i));
-        }
-        if let SelfReads::Fields(fields) = &self.reads {
-            for field in fields {
-                by_name.insert(field.clone(), None);
-            }
-        }
-        // A BTreeMap of strings iterates bytewise, as `key_order` sorts.
-        let mut known: BTreeMap<&str, Option<Option<usize>>> = schema
-            .properties
-            .keys()
-            .map(|name| (name.as_str(), None))
-            .collect();
-        for (name, read) in &by_name {
-            known.insert(name, Some(*read));
-        }
-        (self.known, self.known_reads) = known
-            .into_iter()
-            .filter_map(|(name, read)| Some((celhook_json::PlainKey::new(name)?, read)))
-            .unzip();
-        self.reads_by_name = by_name.into_iter().collect();
     }
 
     /// Rules at this node and below it.
@@ -503,10 +435,10 @@ impl Validator {
 
     fn walk<'v: 'x, 'x>(
         &'v self,
-        mut w: Walk<'v, 'x>,
+        mut w: Walk<'v>,
         object: &'x Json,
         old: Option<&'x Json>,
-    ) -> Walk<'v, 'x> {
+    ) -> Walk<'v> {
         let mut path = String::new();
         w.node(
             &self.root,

@@ -122,7 +122,8 @@ fn rules_of_a_node_see_self_and_old_self_as_their_own_flags_bind_them() {
         "properties": {"n": {"type": "integer"}},
         "x-kubernetes-validations": [
             {"rule": "!oldSelf.hasValue() || oldSelf.value().n <= self.n",
-             "optionalOldSelf": true, "message": "n may not shrink"},
+             "optionalOldSelf": true,
+             "messageExpression": "oldSelf.n == 2 ? 'n may not shrink from two' : 'n may not shrink'"},
             {"rule": "self.n != oldSelf.n + 1",
              "messageExpression": "oldSelf.n == 2 ? 'up from two' : 'up from another'"},
             {"rule": "oldSelf.hasValue() && self.n > 5", "optionalOldSelf": true,
@@ -143,7 +144,13 @@ fn rules_of_a_node_see_self_and_old_self_as_their_own_flags_bind_them() {
         |n: i64| Some(json!({"spec": {"n": n}})),
     );
     assert_eq!(details(n(3), m(2)), ["up from two", "n is three"]);
-    assert_eq!(details(n(1), m(2)), ["n may not shrink", "n is another"]);
+    // A message expression sees `oldSelf` as the old value, even an optional
+    // rule's, as the API server evaluates it.
+    assert_eq!(
+        details(n(1), m(2)),
+        ["n may not shrink from two", "n is another"]
+    );
+    assert_eq!(details(n(1), m(3)), ["n may not shrink", "n is another"]);
     assert_eq!(details(n(5), m(4)), ["up from another", "n is another"]);
     assert_eq!(details(n(200), m(150)), ["n over 100"]);
     assert!(details(n(200), m(200)).is_empty());

@@ -7,7 +7,7 @@ use crate::cel::{self, ErrorKind, Value};
 use crate::metrics::{RuleObservation, RuleResult};
 use crate::schema::ListType;
 
-pub(super) struct Walk<'a, 'x> {
+pub(super) struct Walk<'a> {
     pub(super) errors: Vec<FieldError>,
     pub(super) warnings: Vec<String>,
     /// The rules evaluated, for their metrics (recorded by the caller).
@@ -18,12 +18,9 @@ pub(super) struct Walk<'a, 'x> {
     /// A cost limit was reached: no further rules run anywhere.
     pub(super) stopped: bool,
     kubernetes: KubeVersion,
-    /// The objects' lifetime, which the scratch frame passed along the walk
-    /// (one frame's allocations for every rule of it) holds.
-    objects: std::marker::PhantomData<&'x ()>,
 }
 
-impl Walk<'_, '_> {
+impl Walk<'_> {
     /// A walk of one object, with the object's whole cost budget.
     pub(super) fn new(kubernetes: KubeVersion) -> Self {
         Walk {
@@ -34,7 +31,6 @@ impl Walk<'_, '_> {
             per_call: cel::PER_EXPRESSION_COST_LIMIT,
             stopped: false,
             kubernetes,
-            objects: std::marker::PhantomData,
         }
     }
 }
@@ -111,12 +107,12 @@ impl<'j> Unchanged<'j> {
     }
 }
 
-impl<'a: 'x, 'x> Walk<'a, 'x> {
+impl<'a> Walk<'a> {
     /// Validates one node. `correlated` says whether `old` was found by
     /// correlation; an uncorrelatable node counts as unchanged when its
     /// nearest correlatable ancestor is (`ancestor`).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn node(
+    pub(super) fn node<'x>(
         &mut self,
         node: &'a Node,
         schema: &'x Schema,
@@ -126,7 +122,9 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         ancestor: &Unchanged<'_>,
         path: &mut String,
         scratch: &mut cel::Scratch<'x>,
-    ) {
+    ) where
+        'a: 'x,
+    {
         if self.stopped || new.is_null() {
             return;
         }
@@ -255,7 +253,7 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
     /// Runs the node's rules, `self` and `oldSelf` bound once for all of
     /// them (and their message expressions).
     #[allow(clippy::too_many_arguments)]
-    fn rules(
+    fn rules<'x>(
         &mut self,
         node: &'a Node,
         schema: &'x Schema,
@@ -264,7 +262,9 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
         unchanged: &Unchanged<'_>,
         path: &str,
         scratch: &mut cel::Scratch<'x>,
-    ) {
+    ) where
+        'a: 'x,
+    {
         if self.budget == 0 {
             return self.out_of_budget(path, schema);
         }
@@ -413,11 +413,14 @@ impl<'a: 'x, 'x> Walk<'a, 'x> {
     /// usable string, else `message`, else `failed rule: <rule>`. A
     /// messageExpression that reaches a cost limit stops the walk instead,
     /// as the API server's does.
-    fn message(
+    fn message<'x>(
         &mut self,
         bound: &mut cel::Bound<'_, 'x>,
         rule: &'a Rule,
-    ) -> Result<String, MessageStop> {
+    ) -> Result<String, MessageStop>
+    where
+        'a: 'x,
+    {
         if let Some(expr) = &rule.message_expression {
             let limit = self.limit();
             let (result, cost) = bound.eval(&expr.program, limit);

@@ -62,9 +62,9 @@ fn walk(ir: &mut Ir, before_scans: bool, depth: usize) {
     }
 }
 
-/// The fused node of a comparison of two field chains, or of int
-/// arithmetic on fields and int constants, given the comparison as its
-/// fallback.
+/// The fused node of a comparison of two field chains, of int arithmetic
+/// on fields and int constants, or of a field joined with a string
+/// constant against a string, given the comparison as its fallback.
 fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
     let Ir::Bin(op, a, b) = ir else {
         return None;
@@ -74,10 +74,24 @@ fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
         return None;
     }
     let (left, right) = (pair_side(a)?, pair_side(b)?);
-    // A field against a constant is a `FieldCmp`, two constants no read.
-    let arith = |s: &PairSide| matches!(s, PairSide::Arith(..) | PairSide::Join(..));
+    // A join only under `==` and `!=`, against a field or a string: the
+    // evaluator answers no other (a node that always falls back is only
+    // cost).
+    let string = |s: &PairSide| matches!(s, PairSide::Field(..) | PairSide::Str(_));
+    let joined = match (&left, &right) {
+        (PairSide::Join(..), other) | (other, PairSide::Join(..)) => {
+            if !matches!(op, BinOp::Eq | BinOp::Ne) || !string(other) {
+                return None;
+            }
+            true
+        }
+        _ => false,
+    };
+    // A field against a constant is a `FieldCmp`; arithmetic must read a
+    // field somewhere (`1 + 2 <= 3` reads none).
+    let arith = |s: &PairSide| matches!(s, PairSide::Arith(..)) && reads_field(s);
     let field = |s: &PairSide| matches!(s, PairSide::Field(..));
-    if !(arith(&left) || arith(&right) || field(&left) && field(&right)) {
+    if !(joined || arith(&left) || arith(&right) || field(&left) && field(&right)) {
         return None;
     }
     Some(move |fallback| FieldPair {
@@ -86,6 +100,15 @@ fn pairable(ir: &Ir) -> Option<impl FnOnce(Ir) -> FieldPair> {
         right,
         fallback,
     })
+}
+
+/// True when `side` reads a field.
+fn reads_field(side: &PairSide) -> bool {
+    match side {
+        PairSide::Field(..) => true,
+        PairSide::Int(_) | PairSide::Str(_) => false,
+        PairSide::Arith(_, a, b) | PairSide::Join(a, b) => reads_field(a) || reads_field(b),
+    }
 }
 
 /// A side of a fused comparison: a field chain, an int or string constant,

@@ -84,7 +84,8 @@ pub(crate) enum Ir {
     /// planner (see `fuse`).
     FieldCmp(Box<FieldCmp>),
     /// A comparison of two fields (of one variable, or of `self` and
-    /// `oldSelf`), fused by the planner (see `fuse`).
+    /// `oldSelf`), or of int arithmetic or a string join on fields, fused
+    /// by the planner (see `fuse`).
     FieldPair(Box<FieldPair>),
 }
 

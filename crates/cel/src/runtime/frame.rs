@@ -106,6 +106,9 @@ impl<'a> Frame<'a> {
     /// turn on them ([`Frame::reset_bound`]).
     pub(crate) fn bind_selves(&mut self, this: Value<'a>, old_self: Option<Value<'a>>) {
         debug_assert!(self.is_released());
+        // A binding forgotten rather than dropped left only its two values
+        // (each program's release clears the rest): they go first.
+        self.vars.clear();
         self.vars.push(this);
         self.vars.push(old_self.unwrap_or(Value::Null));
     }

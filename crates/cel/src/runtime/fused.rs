@@ -78,9 +78,9 @@ fn pair_fast<'a>(c: &'a FieldPair, f: &Frame<'a>) -> Option<(bool, u64)> {
 }
 
 /// One side of a [`FieldPair`] but a join, read, with what its walk
-/// charges. Out of line: inlined for both sides, the two copies were 40
-/// more lines of code a review runs (`scripts/code-footprint.py`) for a
-/// call saved.
+/// charges. Out of line: called for each side, and again for the sides of
+/// arithmetic (inlined for both sides of a pair, the two copies were 40
+/// more lines of code a review runs, `scripts/code-footprint.py`).
 #[inline(never)]
 fn side<'a>(s: &'a PairSide, f: &Frame<'a>) -> Option<(Read<'a>, u64)> {
     match s {

@@ -51,6 +51,9 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         "self.deep.b.c + '' == self.name",
         "self.name == self.deep.b.c + '-x'",
         "self.name < self.alias + '-x'",
+        "'web-x' == self.alias + '-x'",
+        // A number field holding a whole number is a double to the walk.
+        "self.ratio + self.ratio == self.ratio * self.ratio",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     // Every comparison above is of two fields, or of arithmetic on them,
@@ -59,7 +62,7 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         .iter()
         .map(|(_, with, _)| count_pairs(&with.ir))
         .sum();
-    assert_eq!(fused, 30, "comparisons fused as field pairs");
+    assert_eq!(fused, 31, "comparisons fused as field pairs");
     let objects = [
         json!({"name": "web", "alias": "web", "min": 1, "max": 3, "ratio": 0.5,
                "stamp": "2026-01-01T00:00:00Z", "deep": {"a": 0, "b": {"c": "web"}}}),
@@ -70,7 +73,8 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         json!({"name": 3, "alias": null, "min": "7", "max": 1.5, "deep": []}),
         json!({"min": 18446744073709551615_u64, "max": 0}),
         json!({"min": -9223372036854775808_i64, "max": -1, "deep": {"a": -1}}),
-        json!({"name": "web-x", "alias": "web", "min": 0, "max": 1, "deep": {"b": {"c": "web-x"}}}),
+        json!({"name": "web-x", "alias": "web", "min": 0, "max": 1, "ratio": 2,
+               "deep": {"b": {"c": "web-x"}}}),
         json!({"name": "pre-ééééé-x", "alias": "ééééé-x", "min": 1}),
         json!({"name": "a-name-well-over-ten-bytesé", "alias": "a-name-well-over-ten-bytes"}),
         json!({}),
@@ -114,6 +118,7 @@ fn field_pairs_are_fused_outside_loops_only() {
         "properties": {
             "min": {"type": "integer"},
             "max": {"type": "integer"},
+            "name": {"type": "string"},
             "ports": {"type": "array", "items": {"type": "object", "properties": {
                 "name": {"type": "string"}
             }}}
@@ -137,6 +142,11 @@ fn field_pairs_are_fused_outside_loops_only() {
     assert_eq!(pairs("self.min <= 5"), 0);
     assert_eq!(pairs("1 + 2 <= self.max - self.max + 3"), 1);
     assert_eq!(pairs("size(self.ports) + 1 <= self.max"), 0);
+    assert_eq!(pairs("1 + 2 <= 3"), 0);
+    // A join is answered under `==` and `!=` alone, against a string.
+    assert_eq!(pairs("self.name == self.name + 'x'"), 1);
+    assert_eq!(pairs("self.name < self.name + 'x'"), 0);
+    assert_eq!(pairs("self.name + 'x' == self.name + 'y'"), 0);
     // Two fields joined may be lists or strings: fused as int arithmetic,
     // which such reads never answer (the walk does).
     assert_eq!(pairs("self.min + self.max == self.max"), 1);

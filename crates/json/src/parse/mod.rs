@@ -15,56 +15,18 @@
 //! integer beyond 64 bits becomes a float; `-0` is the float -0.0.
 
 mod error;
+mod keys;
 mod numbers;
 mod strings;
 mod tape;
 
 use std::borrow::Cow;
 
-pub use error::{Category, Error};
-pub use tape::{tape_from_str, TapeBuilder};
-
-/// An object key JSON writes without escapes (no quote, backslash or
-/// control character), so that it can be matched against the text as it
-/// stands ([`Parser::next_key_known`]): the text's bytes are then the whole
-/// key as a scan would find it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlainKey(Str);
-
-impl PlainKey {
-    /// `key` as a plain key; `None` for one that needs an escape.
-    pub fn new(key: &str) -> Option<PlainKey> {
-        plain(key).then(|| PlainKey(Str::from(key)))
-    }
-
-    #[inline(always)]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The key as the tree's string (a short key is copied in a few words).
-    #[inline(always)]
-    pub fn to_key(&self) -> Str {
-        self.0.clone()
-    }
-}
-
-/// True when JSON writes `key` without an escape.
-fn plain(key: &str) -> bool {
-    key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
-}
-
-/// What [`Parser::next_key_known`] found.
-pub enum NextKey<'a> {
-    /// The object's end (`}` consumed).
-    End,
-    /// The key expected, its `:` consumed.
-    Known,
-    /// Another key, its `:` consumed.
-    Other(Cow<'a, str>),
-}
-
 use crate::{Map, Str, Value};
+
+pub use error::{Category, Error};
+pub use keys::{NextKey, PlainKey};
+pub use tape::{tape_from_str, TapeBuilder};
 
 /// How deep values may nest (serde_json's limit: the 128th opening is
 /// refused).
@@ -466,27 +428,6 @@ impl<'a> Parser<'a> {
         self.next_key_inner(first, true, true)
     }
 
-    /// [`Parser::next_key`] of an object whose keys are mostly known in
-    /// advance: when the next key is `known`, spelled as it is, it is
-    /// matched in the text without being built.
-    #[inline]
-    pub fn next_key_known(
-        &mut self,
-        first: &mut bool,
-        known: Option<&PlainKey>,
-    ) -> Result<NextKey<'a>, Error> {
-        if !self.key_follows(first, true)? {
-            return Ok(NextKey::End);
-        }
-        if known.is_some_and(|k| self.string_if(k.as_str())) {
-            self.colon()?;
-            return Ok(NextKey::Known);
-        }
-        let key = self.string_cow()?;
-        self.colon()?;
-        Ok(NextKey::Other(key))
-    }
-
     /// True when the array entered has another element (next to be read).
     pub fn next_element(&mut self, first: &mut bool) -> Result<bool, Error> {
         self.next_element_inner(first, true)
@@ -613,7 +554,7 @@ impl<'a> Parser<'a> {
             if let Some(keys) = shape.as_deref_mut() {
                 // Such a key is never compared with the text as it is, nor
                 // is any after it.
-                if plain(&key) {
+                if keys::plain(&key) {
                     keys.push(key.clone());
                 } else {
                     shape = None;

@@ -1,0 +1,73 @@
+//! Object keys known in advance (a schema's properties), matched in the
+//! text as they are written rather than built.
+
+use std::borrow::Cow;
+
+use super::{Error, Parser};
+use crate::Str;
+
+/// An object key JSON writes without escapes (no quote, backslash or
+/// control character), so that it can be matched against the text as it
+/// stands ([`Parser::next_key_known`]): the text's bytes are then the whole
+/// key as a scan would find it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainKey(Str);
+
+impl PlainKey {
+    /// `key` as a plain key; `None` for one that needs an escape.
+    pub fn new(key: &str) -> Option<PlainKey> {
+        plain(key).then(|| PlainKey(Str::from(key)))
+    }
+
+    #[inline(always)]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key as the tree's string (a short key is copied in a few words).
+    #[inline(always)]
+    pub fn to_key(&self) -> Str {
+        self.0.clone()
+    }
+}
+
+/// True when JSON writes `key` without an escape.
+pub(super) fn plain(key: &str) -> bool {
+    key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+/// What [`Parser::next_key_known`] found.
+pub enum NextKey<'a> {
+    /// The object's end (`}` consumed).
+    End,
+    /// The key expected, its `:` consumed.
+    Known,
+    /// Another key, its `:` consumed.
+    Other(Cow<'a, str>),
+}
+
+impl<'a> Parser<'a> {
+    /// [`Parser::next_key`] of an object whose keys are mostly known in
+    /// advance: when the next key is `known`, spelled as it is, it is
+    /// matched in the text without being built.
+    #[inline]
+    pub fn next_key_known(
+        &mut self,
+        first: &mut bool,
+        known: Option<&PlainKey>,
+    ) -> Result<NextKey<'a>, Error> {
+        if !self.key_follows(first, true)? {
+            return Ok(NextKey::End);
+        }
+        if known.is_some_and(|k| self.string_if(k.as_str())) {
+            self.colon()?;
+            return Ok(NextKey::Known);
+        }
+        let key = self.string_cow()?;
+        self.colon()?;
+        Ok(NextKey::Other(key))
+    }
+}
+
+#[cfg(test)]
+mod tests;
