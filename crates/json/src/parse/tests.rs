@@ -464,6 +464,30 @@ fn integers_read_fast_are_the_integers_serde_json_reads() {
     }
 }
 
+/// Integers agree with serde_json for every length, a leading zero, what
+/// follows them and how many bytes are left after them.
+#[test]
+fn integers_of_every_length_and_end_are_serde_json_s() {
+    let digits = "9876543210987654321";
+    let mut numbers: Vec<String> = (1..=12).map(|n| digits[..n].to_string()).collect();
+    numbers.extend(
+        [
+            "0", "00", "05", "0000000", "10", "1000000", "9999999", "12345678",
+        ]
+        .map(String::from),
+    );
+    for number in &numbers {
+        for after in [
+            "]", ",1]", " ]", "\n]", ".5]", "e2]", "E2]", "x]", "-1]", "\"a\"]",
+        ] {
+            for pad in 0..10 {
+                let text = format!("[{number}{after}{}", " ".repeat(pad));
+                agree(&text);
+            }
+        }
+    }
+}
+
 /// Objects of one array share the keys spelled as the first object's
 /// (`object_shaped`): keys that match it, differ, come in another order
 /// (the first object's sorted or not), number more or fewer, need
