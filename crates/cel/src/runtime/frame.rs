@@ -129,13 +129,7 @@ impl<'a> Frame<'a> {
     #[inline]
     pub(crate) fn release_bound(&mut self) {
         self.vars.truncate(2);
-        self.bound.clear();
-        self.memos.clear();
-        self.elem_memos
-            .iter_mut()
-            .take(self.elem_cells)
-            .for_each(ElemMemo::clear);
-        self.scans.clear();
+        self.release_kept();
     }
 
     /// Grows the frame to `slots` variables (null past those it holds) and
@@ -195,6 +189,12 @@ impl<'a> Frame<'a> {
     #[inline]
     pub(crate) fn release(&mut self) {
         self.vars.clear();
+        self.release_kept();
+    }
+
+    /// Drops the reads the evaluation kept and its binding counts.
+    #[inline(always)]
+    fn release_kept(&mut self) {
         self.bound.clear();
         self.memos.clear();
         // A memo map keeps its table for the next frame's same cell.
