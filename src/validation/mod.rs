@@ -83,6 +83,9 @@ pub struct Node {
     /// `reads_by_name` (`None`: nothing).
     known: Vec<celhook_json::PlainKey>,
     known_reads: Vec<Option<Option<usize>>>,
+    /// Every rule here is a transition rule without `optionalOldSelf`:
+    /// none runs without an old object.
+    waits_for_old: bool,
 }
 
 /// What a node's rules, and those below it, read of one field of its value.

@@ -24,17 +24,11 @@ impl Node {
     /// The fields a decoder may match without building their keys (see
     /// `known`); none when the node reads its value whole.
     pub fn known_fields(&self) -> &[celhook_json::PlainKey] {
-        if self.needs_whole() {
-            return &[];
-        }
         &self.known
     }
 
     /// [`Node::field_read`] of the `i`th of [`Node::known_fields`].
     pub fn known_read(&self, i: usize) -> FieldRead<'_> {
-        if self.needs_whole() {
-            return FieldRead::Whole;
-        }
         self.read_of(self.known_reads.get(i).copied().flatten())
     }
 
@@ -47,7 +41,8 @@ impl Node {
     }
 
     /// Indexes the fields read by name, once the node is complete (a
-    /// field its rules select reads it whole, whatever is below it).
+    /// field its rules select reads it whole, whatever is below it), and
+    /// notes whether all its rules wait for an old object.
     pub(super) fn index_reads(&mut self, schema: &Schema) {
         let mut by_name: BTreeMap<String, Option<usize>> = BTreeMap::new();
         for (i, (name, _)) in self.properties.iter().enumerate() {
@@ -67,10 +62,21 @@ impl Node {
         for (name, read) in &by_name {
             known.insert(name, Some(*read));
         }
-        (self.known, self.known_reads) = known
-            .into_iter()
-            .filter_map(|(name, read)| Some((celhook_json::PlainKey::new(name)?, read)))
-            .unzip();
+        // A node read whole knows none: every key is asked of `field_read`,
+        // which keeps it whole, and the requests ask nothing more.
+        if !self.needs_whole() {
+            (self.known, self.known_reads) = known
+                .into_iter()
+                .filter_map(|(name, read)| Some((celhook_json::PlainKey::new(name)?, read)))
+                .unzip();
+        }
         self.reads_by_name = by_name.into_iter().collect();
+        // On CREATE a node may hold transition rules alone, none of which
+        // runs (the walk then binds nothing).
+        self.waits_for_old = !self.rules.is_empty()
+            && self
+                .rules
+                .iter()
+                .all(|r| r.program.uses_old_self() && !r.optional_old_self);
     }
 }

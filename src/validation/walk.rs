@@ -268,11 +268,8 @@ impl<'a> Walk<'a> {
         if self.budget == 0 {
             return self.out_of_budget(path, schema);
         }
-        // On CREATE a node may hold transition rules alone, none of which
-        // runs: nothing to bind.
-        let skipped =
-            |rule: &Rule| old.is_none() && rule.program.uses_old_self() && !rule.optional_old_self;
-        if node.rules.iter().all(skipped) {
+        // Nothing runs, so nothing to bind.
+        if old.is_none() && node.waits_for_old {
             return;
         }
         let this = Value::from_json(new, schema);
