@@ -341,6 +341,17 @@ fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
     assert_eq!(req.object.expect("object")["spec"]["extra"]["deep"][0], 1);
 }
 
+/// A Widget CREATE review written by hand, its `spec` the text given (keys
+/// in any order, repeated or escaped, which a JSON value cannot hold).
+fn widget_create_text(spec: &str, metadata: &Json) -> String {
+    let review = widget_review("CREATE", json!({}), None);
+    let request = &review["request"];
+    format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-3","kind":{},"resource":{},"operation":"CREATE","userInfo":{{"username":"alice"}},"object":{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{metadata},"spec":{spec}}}}}}}"#,
+        request["kind"], request["resource"],
+    )
+}
+
 fn review_of(catalog: &Catalog, policy: &Policy, req: &AdmissionRequest) -> AdmissionResponse {
     review(catalog, req, policy).response
 }
@@ -399,9 +410,8 @@ fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     let catalog = &loaded.catalog;
     let policy = Policy::default();
-    let review = widget_review("CREATE", json!({}), None);
-    let mut request = review["request"].clone();
-    let object = request["object"].take();
+    let metadata =
+        widget_review("CREATE", json!({}), None)["request"]["object"]["metadata"].clone();
     // `spec`'s keys as the API server writes them (sorted), out of order
     // after a first run in order, and with `replicas` twice (the last
     // one counts, as when decoding whole).
@@ -412,10 +422,7 @@ fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
     ];
     let mut messages = Vec::new();
     for spec in specs {
-        let text = format!(
-            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-3","kind":{},"resource":{},"operation":"CREATE","userInfo":{{"username":"alice"}},"object":{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{},"spec":{spec}}}}}}}"#,
-            request["kind"], request["resource"], object["metadata"],
-        );
+        let text = widget_create_text(spec, &metadata);
         let req = planned(catalog, &policy, text.as_bytes());
         let spec = &req.object.as_ref().expect("object")["spec"];
         assert_eq!(spec["replicas"], 5, "{text}");
@@ -438,8 +445,6 @@ fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     let catalog = &loaded.catalog;
     let policy = Policy::default();
-    let review = widget_review("CREATE", json!({}), None);
-    let request = &review["request"];
     // Each is matched by name when not as written: `label` and
     // `maxReplicas` spelled with escapes, keys the schema lacks before,
     // between and after the known ones, a known key after an unknown one
@@ -471,10 +476,7 @@ fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
         ),
     ];
     for (spec, built) in cases {
-        let text = format!(
-            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-4","kind":{},"resource":{},"operation":"CREATE","userInfo":{{"username":"alice"}},"object":{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"w1"}},"spec":{spec}}}}}}}"#,
-            request["kind"], request["resource"],
-        );
+        let text = widget_create_text(spec, &json!({"name": "w1"}));
         let req = planned(catalog, &policy, text.as_bytes());
         let object = req.object.as_ref().expect("object");
         assert_eq!(object["spec"], built, "{spec}");
