@@ -253,6 +253,13 @@ spec:
                     command: {type: string}
 "#;
 
+/// The catalog of [`WIDGETS`], loaded without a problem.
+fn widgets() -> Catalog {
+    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    loaded.catalog
+}
+
 fn widget_review(operation: &str, spec: Json, old_spec: Option<Json>) -> Json {
     let object = |spec: Json| {
         json!({
@@ -282,9 +289,7 @@ fn widget_review(operation: &str, spec: Json, old_spec: Option<Json>) -> Json {
 
 #[test]
 fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
-    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
-    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    let catalog = &loaded.catalog;
+    let catalog = &widgets();
     let policy = Policy::default();
     let spec = json!({
         "replicas": 2, "maxReplicas": 3, "label": "blue", "notes": "not read",
@@ -406,9 +411,7 @@ fn escaped_names_read_their_keys_and_untyped_nodes_are_built_whole_on_create() {
 
 #[test]
 fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
-    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
-    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    let catalog = &loaded.catalog;
+    let catalog = &widgets();
     let policy = Policy::default();
     let metadata =
         widget_review("CREATE", json!({}), None)["request"]["object"]["metadata"].clone();
@@ -441,9 +444,7 @@ fn keys_out_of_order_or_repeated_decode_as_sorted_ones() {
 
 #[test]
 fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
-    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
-    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
-    let catalog = &loaded.catalog;
+    let catalog = &widgets();
     let policy = Policy::default();
     // Each is matched by name when not as written: `label` and
     // `maxReplicas` spelled with escapes, keys the schema lacks before,
