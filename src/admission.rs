@@ -184,6 +184,7 @@ impl Fields for Node {
 fn keep_as(read: FieldRead<'_>) -> Keep<'_> {
     match read {
         FieldRead::Whole => Keep::Whole,
+        FieldRead::Rows => Keep::Rows,
         FieldRead::Below(child) if child.reads_whole() => Keep::Whole,
         FieldRead::Below(child) => Keep::Part(child),
         FieldRead::Nothing => Keep::Skip,

@@ -319,7 +319,7 @@ fn check_object(
         Some(Value::Bool(_)) => "a boolean",
         Some(Value::Number(_)) => "a number",
         Some(Value::String(_)) => "a string",
-        Some(Value::Array(_)) => "an array",
+        Some(Value::Array(_) | Value::Table(_)) => "an array",
     };
     Err(ReviewError::NotAJsonObject { field, found })
 }

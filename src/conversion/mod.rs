@@ -398,7 +398,7 @@ fn mismatch(value: &Json, schema: &Schema) -> Option<Mismatch> {
         Json::Bool(_) => "boolean",
         Json::Number(_) => "number",
         Json::String(_) => "string",
-        Json::Array(_) => "array",
+        Json::Array(_) | Json::Table(_) => "array",
         Json::Object(_) => "object",
     };
     Some(Mismatch {

@@ -52,8 +52,8 @@ fn each<'a>(
                 }
             }
         }
-        Json::Array(items) => {
-            if let Some(item) = &node.items {
+        Json::Array(_) | Json::Table(_) => {
+            if let (Some(item), Some(items)) = (&node.items, value.as_array()) {
                 for (i, v) in items.iter().enumerate() {
                     each(item, &format!("{path}[{i}]"), v, at);
                 }
@@ -127,7 +127,7 @@ pub(super) fn list_types(
     out: &mut Vec<FieldError>,
 ) {
     each(root, "", object, &mut |node, path, value| {
-        let Json::Array(items) = value else {
+        let Some(items) = value.as_array() else {
             return;
         };
         match &node.list_type {

@@ -120,7 +120,7 @@ pub fn render_for(value: &Json, version: KubeVersion) -> String {
     }
     match value {
         Json::Null => "\"null\"".into(),
-        Json::Array(_) | Json::Object(_) => go_sharp_v(value),
+        Json::Array(_) | Json::Table(_) | Json::Object(_) => go_sharp_v(value),
         scalar => render(scalar),
     }
 }
@@ -131,7 +131,8 @@ pub fn render_for(value: &Json, version: KubeVersion) -> String {
 fn go_sharp_v(value: &Json) -> String {
     match value {
         Json::Null => "interface {}(nil)".into(),
-        Json::Array(items) => {
+        Json::Array(_) | Json::Table(_) => {
+            let items = value.as_array().map_or(&[][..], |items| &items[..]);
             let inner: Vec<String> = items.iter().map(go_sharp_v).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
         }

@@ -60,7 +60,7 @@ fn inferred(value: &Json) -> (&'static str, &'static str) {
         Json::String(_) => ("string", ""),
         Json::Number(n) if n.is_i64() || n.is_u64() && n.as_i64().is_some() => ("integer", "int64"),
         Json::Number(_) => ("number", "float64"),
-        Json::Array(_) => ("array", ""),
+        Json::Array(_) | Json::Table(_) => ("array", ""),
         Json::Object(_) => ("object", ""),
     }
 }
@@ -143,13 +143,15 @@ impl Walk {
         if let Json::Number(_) = value {
             self.number_checks(node, path, value);
         }
-        if let Json::Array(items) = value {
+        if let Some(items) = value.as_array() {
             if let Some(item) = &node.items {
                 // Old items of a list-map by their keys, each looked up
                 // once.
                 let olds: HashMap<String, &Json> = match (&node.list_type, old) {
-                    (ListType::Map(keys), Some(Json::Array(olds))) => olds
-                        .iter()
+                    (ListType::Map(keys), Some(olds)) if olds.is_array() => olds
+                        .as_array()
+                        .into_iter()
+                        .flatten()
                         .map(|o| (identity(&map_key(o, keys)), o))
                         .collect(),
                     _ => HashMap::new(),
@@ -192,7 +194,7 @@ impl Walk {
         let int_float = ty == "integer" && node.types.contains("number");
         let listed = node.types.contains(ty) || float_int || int_float;
         if let Some((_, name)) = &node.format {
-            if !matches!(value, Json::String(_) | Json::Array(_)) {
+            if !matches!(value, Json::String(_) | Json::Array(_) | Json::Table(_)) {
                 if !listed {
                     self.errors.push(type_invalid(path, name, format));
                 }

@@ -14,6 +14,9 @@ use celhook_json::{key_order, Error, Map, NextKey, Parser, PlainKey, Str, Value}
 pub enum Keep<'p> {
     /// The whole field.
     Whole,
+    /// The whole field; a list of flat objects kept by column
+    /// (`Parser::value_rows`), which reads as the list it is.
+    Rows,
     /// Of an object, the fields `plan` keeps; a value of another type is
     /// kept whole (the plan was made for an object).
     Part(&'p dyn Fields),
@@ -171,6 +174,7 @@ fn fields(p: &mut Parser<'_>, plan: &dyn Fields) -> Result<Value, Error> {
         };
         let value = match keep {
             Keep::Whole => p.value()?,
+            Keep::Rows => p.value_rows()?,
             Keep::Part(inner) if p.peek() == Some(b'{') => fields(p, inner)?,
             Keep::Part(_) => p.value()?,
             Keep::Skip if holds_places => {

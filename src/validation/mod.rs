@@ -76,13 +76,13 @@ pub struct Node {
     /// By field name, sorted, what is read of it ([`Node::field_read`]):
     /// its rules select it (`None`) or the property at this index has
     /// rules below.
-    reads_by_name: Vec<(String, Option<usize>)>,
+    reads_by_name: Vec<(String, reads::Read)>,
     /// The schema's properties and the fields read, sorted, those JSON
     /// writes without escapes: a decoder matches them in the text as they
     /// are ([`Node::known_fields`]); with what is read of each, as in
     /// `reads_by_name` (`None`: nothing).
     known: Vec<celhook_json::PlainKey>,
-    known_reads: Vec<Option<Option<usize>>>,
+    known_reads: Vec<Option<reads::Read>>,
     /// Every rule here is a transition rule without `optionalOldSelf`:
     /// none runs without an old object.
     waits_for_old: bool,
@@ -92,6 +92,10 @@ pub struct Node {
 pub enum FieldRead<'n> {
     /// A rule selects it: the whole field.
     Whole,
+    /// As `Whole`, of a list of objects of scalar fields with no rules
+    /// below it: a decoder may keep it by column (`celhook_json::Table`),
+    /// which reads as the list it is.
+    Rows,
     /// No rule here selects it; these below it read it.
     Below(&'n Node),
     /// Nothing.

@@ -4,7 +4,35 @@
 use std::collections::BTreeMap;
 
 use super::{FieldRead, Node, SelfReads};
-use crate::schema::Schema;
+use crate::schema::{Schema, Type};
+
+/// What a node's rules read of one of its fields, by name (see
+/// [`FieldRead`], of which this is the stored form).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Read {
+    Whole,
+    /// Whole, and a list of flat objects: see [`FieldRead::Rows`].
+    Rows,
+    /// The property at this index has rules below it.
+    Below(usize),
+}
+
+/// True for a list of objects of int, string and boolean fields alone:
+/// what a decoder may keep by column (`celhook_json::Table`).
+fn flat_rows(schema: &Schema) -> bool {
+    let Some(items) = schema.items.as_deref() else {
+        return false;
+    };
+    schema.ty == Type::Array
+        && items.ty == Type::Object
+        && items.additional_properties.is_none()
+        && !items.preserve_unknown_fields
+        && !items.properties.is_empty()
+        && items
+            .properties
+            .values()
+            .all(|p| matches!(p.ty, Type::Integer | Type::String | Type::Boolean))
+}
 
 impl Node {
     /// What the rules read of `field` of the node's value (with a rule
@@ -32,10 +60,11 @@ impl Node {
         self.read_of(self.known_reads.get(i).copied().flatten())
     }
 
-    fn read_of(&self, read: Option<Option<usize>>) -> FieldRead<'_> {
+    fn read_of(&self, read: Option<Read>) -> FieldRead<'_> {
         match read {
-            Some(None) => FieldRead::Whole,
-            Some(Some(i)) => FieldRead::Below(&self.properties[i].1),
+            Some(Read::Whole) => FieldRead::Whole,
+            Some(Read::Rows) => FieldRead::Rows,
+            Some(Read::Below(i)) => FieldRead::Below(&self.properties[i].1),
             None => FieldRead::Nothing,
         }
     }
@@ -44,17 +73,23 @@ impl Node {
     /// field its rules select reads it whole, whatever is below it), and
     /// notes whether all its rules wait for an old object.
     pub(super) fn index_reads(&mut self, schema: &Schema) {
-        let mut by_name: BTreeMap<String, Option<usize>> = BTreeMap::new();
+        let mut by_name: BTreeMap<String, Read> = BTreeMap::new();
         for (i, (name, _)) in self.properties.iter().enumerate() {
-            by_name.insert(name.clone(), Some(i));
+            by_name.insert(name.clone(), Read::Below(i));
         }
         if let SelfReads::Fields(fields) = &self.reads {
             for field in fields {
-                by_name.insert(field.clone(), None);
+                // A list with no rules below it, of flat objects, may be
+                // kept by column; one with rules below is walked element
+                // by element, which wants the elements.
+                let rows = !by_name.contains_key(field)
+                    && schema.properties.get(field.as_str()).is_some_and(flat_rows);
+                let read = if rows { Read::Rows } else { Read::Whole };
+                by_name.insert(field.clone(), read);
             }
         }
         // A BTreeMap of strings iterates bytewise, as `key_order` sorts.
-        let mut known: BTreeMap<&str, Option<Option<usize>>> = schema
+        let mut known: BTreeMap<&str, Option<Read>> = schema
             .properties
             .keys()
             .map(|name| (name.as_str(), None))

@@ -144,7 +144,8 @@ impl<'a> Walk<'a> {
             }
         }
         match new {
-            Json::Array(items) => {
+            Json::Array(_) | Json::Table(_) => {
+                let items = new.as_array().map_or(&[][..], |items| &items[..]);
                 let (Some(el), Some(item_schema)) =
                     (node.element.as_deref(), schema.items.as_deref())
                 else {

@@ -609,6 +609,8 @@ mod composition;
 mod uniqueness;
 // Two fields compared in one step.
 mod pairs;
+// Lists of flat objects kept by column.
+mod tables;
 
 #[test]
 fn named_variables_replace_self_in_admission_environments() {

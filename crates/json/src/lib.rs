@@ -20,6 +20,7 @@ mod map;
 pub mod parse;
 mod scan;
 mod ser;
+mod table;
 pub mod tape;
 pub mod write;
 
@@ -31,11 +32,12 @@ pub use parse::{
     from_slice, from_str, tape_from_str, Error, NextKey, Parser, PlainKey, TapeBuilder,
 };
 pub use serde_json::Number;
+pub use table::{Column, Table};
 pub use tape::Tape;
 pub use write::{to_vec, write};
 
 /// A JSON value.
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, Default)]
 pub enum Value {
     #[default]
     Null,
@@ -44,7 +46,32 @@ pub enum Value {
     String(Str),
     Array(Vec<Value>),
     Object(Map),
+    /// An array of flat objects kept by column ([`Table`]), which the
+    /// planned decoder makes of lists the rules loop over; it stands for
+    /// the array of its elements everywhere (equality, writing,
+    /// [`Value::as_array`]).
+    Table(Box<Table>),
 }
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Object(a), Value::Object(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => a == b,
+            (Value::Table(a), Value::Table(b)) => a == b,
+            (a, b) => match (a.as_array(), b.as_array()) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            },
+        }
+    }
+}
+
+impl Eq for Value {}
 
 /// What indexing a missing key or position gives, as with serde_json.
 static NULL: Value = Value::Null;
@@ -59,7 +86,7 @@ impl Value {
     }
 
     pub fn is_array(&self) -> bool {
-        matches!(self, Value::Array(_))
+        matches!(self, Value::Array(_) | Value::Table(_))
     }
 
     pub fn is_string(&self) -> bool {
@@ -121,14 +148,22 @@ impl Value {
         }
     }
 
+    /// The elements of an array (of a table, built once).
     pub fn as_array(&self) -> Option<&Vec<Value>> {
         match self {
             Value::Array(items) => Some(items),
+            Value::Table(table) => Some(table.items()),
             _ => None,
         }
     }
 
+    /// The elements of an array; a table becomes the array it stands for.
     pub fn as_array_mut(&mut self) -> Option<&mut Vec<Value>> {
+        if let Value::Table(_) = self {
+            if let Value::Table(table) = std::mem::take(self) {
+                *self = Value::Array(table.into_items());
+            }
+        }
         match self {
             Value::Array(items) => Some(items),
             _ => None,
@@ -168,7 +203,9 @@ impl Value {
             let token = token.replace("~1", "/").replace("~0", "~");
             match at {
                 Value::Object(map) => map.get(&token),
-                Value::Array(items) => parse_index(&token).and_then(|i| items.get(i)),
+                Value::Array(_) | Value::Table(_) => {
+                    parse_index(&token).and_then(|i| at.as_array()?.get(i))
+                }
                 _ => None,
             }
         })
@@ -187,7 +224,7 @@ impl Value {
             Value::Bool(_) => "a boolean",
             Value::Number(_) => "a number",
             Value::String(_) => "a string",
-            Value::Array(_) => "an array",
+            Value::Array(_) | Value::Table(_) => "an array",
             Value::Object(_) => "an object",
         }
     }
@@ -213,10 +250,9 @@ impl std::ops::Index<usize> for Value {
     type Output = Value;
 
     fn index(&self, i: usize) -> &Value {
-        match self {
-            Value::Array(items) => items.get(i).unwrap_or(&NULL),
-            _ => &NULL,
-        }
+        self.as_array()
+            .and_then(|items| items.get(i))
+            .unwrap_or(&NULL)
     }
 }
 
@@ -362,9 +398,13 @@ impl From<&Value> for serde_json::Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => serde_json::Value::Number(n.clone()),
             Value::String(s) => serde_json::Value::String(s.to_string()),
-            Value::Array(items) => {
-                serde_json::Value::Array(items.iter().map(serde_json::Value::from).collect())
-            }
+            Value::Array(_) | Value::Table(_) => serde_json::Value::Array(
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(serde_json::Value::from)
+                    .collect(),
+            ),
             Value::Object(map) => serde_json::Value::Object(
                 map.iter()
                     .map(|(k, v)| (k.to_string(), serde_json::Value::from(v)))
@@ -433,9 +473,9 @@ impl PartialEq<serde_json::Value> for Value {
             (Value::Bool(a), serde_json::Value::Bool(b)) => a == b,
             (Value::Number(a), serde_json::Value::Number(b)) => a == b,
             (Value::String(a), serde_json::Value::String(b)) => a == b,
-            (Value::Array(a), serde_json::Value::Array(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-            }
+            (Value::Array(_) | Value::Table(_), serde_json::Value::Array(b)) => self
+                .as_array()
+                .is_some_and(|a| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)),
             (Value::Object(a), serde_json::Value::Object(b)) => {
                 a.len() == b.len()
                     && a.iter()

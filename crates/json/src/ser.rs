@@ -14,7 +14,8 @@ impl Serialize for Value {
             Value::Bool(b) => s.serialize_bool(*b),
             Value::Number(n) => n.serialize(s),
             Value::String(text) => s.serialize_str(text),
-            Value::Array(items) => {
+            Value::Array(_) | Value::Table(_) => {
+                let items = self.as_array().map_or(&[][..], |items| &items[..]);
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
                     seq.serialize_element(item)?;

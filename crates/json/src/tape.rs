@@ -307,9 +307,11 @@ impl<'t> NodeRef<'t> {
                         .zip(m.iter())
                         .all(|((ka, va), (kb, vb))| same_key(ka, kb) && va.equals_value(vb))
             }),
-            (Node::Array(_), Value::Array(items)) => self.as_array().is_some_and(|a| {
-                a.len() == items.len() && a.iter().zip(items).all(|(x, y)| x.equals_value(y))
-            }),
+            (Node::Array(_), Value::Array(_) | Value::Table(_)) => {
+                self.as_array().zip(v.as_array()).is_some_and(|(a, items)| {
+                    a.len() == items.len() && a.iter().zip(items).all(|(x, y)| x.equals_value(y))
+                })
+            }
             _ => false,
         }
     }

@@ -15,9 +15,9 @@ pub fn write(out: &mut Vec<u8>, v: &Value) {
         Value::Bool(false) => out.extend_from_slice(b"false"),
         Value::Number(n) => number(out, n),
         Value::String(s) => string(out, s),
-        Value::Array(items) => {
+        Value::Array(_) | Value::Table(_) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in v.as_array().into_iter().flatten().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }

@@ -391,11 +391,13 @@ pub fn sort_values(items: &mut [Value<'_>]) -> Result<(), EvalError> {
 fn zero_of<'a>(list: &List<'a>) -> Value<'a> {
     use celhook_schema::{Format, Type};
     match list {
-        List::Json { schema, .. } => match schema.items.as_deref().map(|s| (s.ty, &s.format)) {
-            Some((Type::Number, _)) => Value::Double(0.0),
-            Some((Type::String, Format::Duration)) => Value::Duration(TimeDelta::zero()),
-            _ => Value::Int(0),
-        },
+        List::Json { schema, .. } | List::Table { schema, .. } => {
+            match schema.items.as_deref().map(|s| (s.ty, &s.format)) {
+                Some((Type::Number, _)) => Value::Double(0.0),
+                Some((Type::String, Format::Duration)) => Value::Duration(TimeDelta::zero()),
+                _ => Value::Int(0),
+            }
+        }
         List::Owned(_) | List::Const(_) => Value::Int(0),
     }
 }

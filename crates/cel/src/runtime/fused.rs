@@ -161,6 +161,24 @@ pub(super) enum Read<'a> {
     Len(usize),
 }
 
+/// A table's column as fused tests read it (see [`Field::column`]).
+#[derive(Clone, Copy)]
+pub(super) enum Cells<'t> {
+    Int(&'t [i64]),
+    Str(&'t [celhook_json::Str]),
+}
+
+impl<'t> Cells<'t> {
+    /// Row `i`'s value, as [`Field::read`] reads it from the element.
+    #[inline(always)]
+    pub(super) fn read(self, i: usize) -> Option<Read<'t>> {
+        match self {
+            Cells::Int(v) => v.get(i).map(|i| Read::Int(*i)),
+            Cells::Str(v) => v.get(i).map(|s| Read::Str(s.as_str())),
+        }
+    }
+}
+
 /// The field a fused test reads, from the JSON object `m`.
 #[inline(always)]
 fn read_on<'a>(c: &FieldCmp, m: &Map<'a>) -> Option<Read<'a>> {
@@ -320,6 +338,19 @@ impl<'n> Field<'n> {
             Json::Number(n) if self.ints => n.as_i64().map(Read::Int),
             Json::String(s) if self.strings => Some(Read::Str(s)),
             Json::Array(items) if self.lists => Some(Read::Len(items.len())),
+            Json::Table(table) if self.lists => Some(Read::Len(table.len())),
+            _ => None,
+        }
+    }
+
+    /// The column of `table` this field reads, when it is one this field
+    /// reads as [`Field::read`] reads it in every element (an int column
+    /// for an int, a string column for a plain string).
+    #[inline]
+    pub(super) fn column<'t>(&self, table: &'t celhook_json::Table) -> Option<Cells<'t>> {
+        match table.column(self.name)? {
+            celhook_json::Column::Int(v) if self.ints => Some(Cells::Int(v)),
+            celhook_json::Column::Str(v) if self.strings => Some(Cells::Str(v)),
             _ => None,
         }
     }

@@ -30,8 +30,9 @@ pub(super) fn counted_loop<'a>(
     list: &List<'a>,
     f: &mut Frame<'a>,
 ) -> Option<Value<'a>> {
-    let List::Json { items, schema } = *list else {
-        return None;
+    let schema = match *list {
+        List::Json { schema, .. } | List::Table { schema, .. } => schema,
+        List::Owned(_) | List::Const(_) => return None,
     };
     let Ir::Loop(inner) = &l.body else {
         return None;
@@ -55,13 +56,17 @@ pub(super) fn counted_loop<'a>(
     let start = f.cost;
     // The inner range reads nothing the outer loop binds: the same list at
     // the same charge for every element, evaluated once.
-    let (range, range_items, range_schema) = match eval(&inner.range, f) {
+    let (range, range_schema) = match eval(&inner.range, f) {
         Ok(Value::List(
-            range @ List::Json {
-                items: range_items,
+            range @ (List::Json {
                 schema: range_schema,
-            },
-        )) if !range.is_empty() => (range, range_items, range_schema),
+                ..
+            }
+            | List::Table {
+                schema: range_schema,
+                ..
+            }),
+        )) if !range.is_empty() => (range, range_schema),
         _ => {
             f.cost = start;
             return None;
@@ -79,7 +84,7 @@ pub(super) fn counted_loop<'a>(
     let reads = direct_reads(
         element,
         inner.var,
-        range_items,
+        &range,
         range_schema.items.as_deref().unwrap_or(&ANY),
     );
     if let Some(total) = reads
@@ -93,6 +98,8 @@ pub(super) fn counted_loop<'a>(
             return Some(Value::Bool(true));
         }
     }
+    // Past the answer above, the elements themselves (of a table, built).
+    let (items, _) = list.json()?;
     let direct =
         reads.and_then(
             |reads| match StrIndex::build_strs(&reads, DIRECT_READ, inner.kind) {
@@ -268,10 +275,17 @@ enum Kept<'r, 'a> {
 fn direct_reads<'a>(
     element: &'a Ir,
     var: usize,
-    items: &'a [Json],
+    list: &List<'a>,
     item_schema: &'a Schema,
 ) -> Option<Vec<&'a str>> {
     let field = direct_field(element, var, item_schema)?;
+    // A table's string column is the reads.
+    if let List::Table { table, .. } = *list {
+        if let Some(fused::Cells::Str(cells)) = field.column(table) {
+            return Some(cells.iter().map(|s| s.as_str()).collect());
+        }
+    }
+    let (items, _) = list.json()?;
     // The first element read before anything is allocated (a field that
     // is no string fails there, on every evaluation), then one allocation
     // of the list's length: collecting an iterator of options sizes the

@@ -102,6 +102,11 @@ fn list_key(list: &List<'_>) -> Option<(usize, usize, usize)> {
             std::ptr::from_ref(*schema) as usize,
             items.len(),
         )),
+        List::Table { table, schema } => Some((
+            std::ptr::from_ref(*table) as usize,
+            std::ptr::from_ref(*schema) as usize,
+            table.len(),
+        )),
         _ => None,
     }
 }
@@ -251,7 +256,8 @@ impl<'a, 'r> ScanRun<'a, 'r> {
                 // The element itself (`x == t`): what reading the bound
                 // variable gives and charges (`read_var`), without binding.
                 (_, Ir::Var(var)) if *var == self.var => Some((1, self.list.get(i)?)),
-                (List::Json { items, schema }, _) => {
+                (List::Json { .. } | List::Table { .. }, _) => {
+                    let (items, schema) = self.list.json()?;
                     let var = self.var;
                     let item = items.get(i);
                     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
@@ -420,6 +426,23 @@ pub(super) fn steps_of<'a, T>(
     };
     f.charge_within(cost.saturating_add(body.charged()))?;
     Some(result)
+}
+
+/// The number of elements `body` keeps, charged as a `filter` loop of
+/// them charges in [`steps_of`] (`size` of that loop charges its own unit
+/// apart): the list it would make is never made.
+pub(super) fn count_of<'a, T>(
+    elements: impl ExactSizeIterator<Item = T>,
+    f: &mut Frame<'a>,
+    mut body: impl Step<'a, T>,
+) -> Option<i64> {
+    let mut count = 0u64;
+    for e in elements {
+        count += u64::from(body.step(e, f)?);
+    }
+    let cost = (13 * count + 1).saturating_add(body.charged());
+    f.charge_within(cost)?;
+    i64::try_from(count).ok()
 }
 
 /// The other side of a comparison, with its charge (not charged).

@@ -10,6 +10,9 @@ use super::*;
 use crate::ir::{FieldTest, IntRange};
 use crate::value::ANY;
 use celhook_json::Value as Json;
+use columns::{table_loop, Mode};
+
+mod columns;
 
 /// A loop marked `fused_body` over a JSON list: each element's object is
 /// tested in place (no element value bound, so nothing to drop), and the
@@ -18,10 +21,15 @@ use celhook_json::Value as Json;
 /// not an object, a field missing or of another type, a budget spent): the
 /// plain loop then runs and answers, or fails, as it would have.
 pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Option<Value<'a>> {
-    let List::Json { items, schema } = *list else {
-        return None;
-    };
     let start = f.cost;
+    if let List::Table { table, schema } = *list {
+        if let Some(v) = table_loop(l, table, schema, list, Mode::Steps, f) {
+            return Some(v);
+        }
+        f.cost = start;
+    }
+    // A table whose columns do not answer is read as its elements.
+    let (items, schema) = list.json()?;
     let item_schema = schema.items.as_deref().unwrap_or(&ANY);
     let items = items.iter();
     // A loop of its own for each form: the form is then no branch of every
@@ -38,7 +46,45 @@ pub(super) fn fused_loop<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) ->
     result
 }
 
+/// The number of elements the fused `filter` loop `l` keeps of a table
+/// (`size(self.ports.filter(p, p.protocol == 'UDP'))`), charged as the
+/// loop is: the filtered list is never made. `None`, with the cost put
+/// back, for any other list or wherever the columns do not answer.
+pub(super) fn fused_count<'a>(l: &'a Loop, list: &List<'a>, f: &mut Frame<'a>) -> Option<i64> {
+    let List::Table { table, schema } = *list else {
+        return None;
+    };
+    let start = f.cost;
+    match table_loop(l, table, schema, list, Mode::Count, f) {
+        Some(Value::Int(n)) => Some(n),
+        _ => {
+            f.cost = start;
+            None
+        }
+    }
+}
+
 type Items<'a> = std::slice::Iter<'a, Json>;
+
+/// An element as the usual steps read their field: a JSON element (the
+/// field looked up in its object), or the element's cell of the field's
+/// column in a table (`columns`), its kind already checked.
+trait Cell<'a>: Copy {
+    fn int(self, field: &Field<'a>) -> Option<i64>;
+    fn str(self, field: &Field<'a>) -> Option<&'a str>;
+}
+
+impl<'a> Cell<'a> for &'a Json {
+    #[inline(always)]
+    fn int(self, field: &Field<'a>) -> Option<i64> {
+        field.read_int(self)
+    }
+
+    #[inline(always)]
+    fn str(self, field: &Field<'a>) -> Option<&'a str> {
+        field.read_str(self)
+    }
+}
 
 /// What reading a field of the element charges: the variable and the
 /// field's selection, a unit each.
@@ -224,10 +270,10 @@ impl<'a, const OR: bool, const TWO: bool> Ints<'a, OR, TWO> {
     }
 }
 
-impl<'a, const OR: bool, const TWO: bool> Step<'a, &'a Json> for Ints<'a, OR, TWO> {
+impl<'a, T: Cell<'a>, const OR: bool, const TWO: bool> Step<'a, T> for Ints<'a, OR, TWO> {
     #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let i = self.field.read_int(item)?;
+    fn step(&mut self, item: T, _: &mut Frame<'a>) -> Option<bool> {
+        let i = item.int(&self.field)?;
         // An int comparison: a unit more than the read.
         const TEST: u64 = READS + 1;
         self.charged = self.charged.saturating_add(TEST);
@@ -256,10 +302,10 @@ struct Strs<'a, const LIST: bool> {
     charged: u64,
 }
 
-impl<'a, const LIST: bool> Step<'a, &'a Json> for Strs<'a, LIST> {
+impl<'a, T: Cell<'a>, const LIST: bool> Step<'a, T> for Strs<'a, LIST> {
     #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let s = self.field.read_str(item)?;
+    fn step(&mut self, item: T, _: &mut Frame<'a>) -> Option<bool> {
+        let s = item.str(&self.field)?;
         Some(if LIST {
             self.charged = self.charged.saturating_add(READS);
             one_of(self.of, s)
@@ -310,10 +356,10 @@ impl<'a, const OR: bool> Named<'a, OR> {
     }
 }
 
-impl<'a, const OR: bool> Step<'a, &'a Json> for Named<'a, OR> {
+impl<'a, T: Cell<'a>, const OR: bool> Step<'a, T> for Named<'a, OR> {
     #[inline(always)]
-    fn step(&mut self, item: &'a Json, _: &mut Frame<'a>) -> Option<bool> {
-        let s = self.field.read_str(item)?;
+    fn step(&mut self, item: T, _: &mut Frame<'a>) -> Option<bool> {
+        let s = item.str(&self.field)?;
         let chars = crate::value::str_size(s);
         let n = i64::try_from(chars).ok()?;
         // `size` is a call of one unit, its comparison another.

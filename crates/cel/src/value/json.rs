@@ -22,6 +22,7 @@ pub fn to_json(v: &Value<'_>) -> Json {
         Value::Duration(d) => Json::from(crate::value::time::format_duration(*d)),
         Value::Timestamp(t) => Json::from(format_timestamp(t)),
         Value::List(List::Json { items, .. }) => Json::Array(items.to_vec()),
+        Value::List(List::Table { table, .. }) => Json::Table(Box::new((*table).clone())),
         Value::List(l) => Json::Array(l.iter().map(|v| to_json(&v)).collect()),
         Value::Map(Map::Json { obj, .. }) => Json::Object((*obj).clone()),
         Value::Map(Map::Owned(entries)) => {

@@ -7,7 +7,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use celhook_json::{Map as JsonMap, Value as Json};
+use celhook_json::{Map as JsonMap, Table as JsonTable, Value as Json};
 use chrono::{DateTime, FixedOffset, TimeDelta};
 
 use celhook_schema::{Format, ListType, Schema, Type};
@@ -51,6 +51,13 @@ pub enum List<'a> {
         /// The array's schema node (its `items` types the elements).
         schema: &'a Schema,
     },
+    /// A JSON array of flat objects kept by column (`celhook_json::Table`):
+    /// fused loops read its columns; anything else its elements, built
+    /// once (see [`List::json`]).
+    Table {
+        table: &'a JsonTable,
+        schema: &'a Schema,
+    },
     Owned(Rc<Vec<Value<'a>>>),
     /// A literal list of constants of the program.
     Const(&'a [crate::value::Const]),
@@ -84,6 +91,9 @@ impl<'a> Value<'a> {
             Value::Bool(b) => Value::Bool(*b),
             Value::Map(Map::Json { obj, schema }) => Value::Map(Map::Json { obj, schema }),
             Value::List(List::Json { items, schema }) => Value::List(List::Json { items, schema }),
+            Value::List(List::Table { table, schema }) => {
+                Value::List(List::Table { table, schema })
+            }
             other => other.clone(),
         }
     }
@@ -244,6 +254,7 @@ impl<'a> Value<'a> {
                 Value::Str(Str::Borrowed(s))
             }
             Json::Array(items) => Value::List(List::Json { items, schema }),
+            Json::Table(table) => Value::List(List::Table { table, schema }),
             Json::Object(obj) => Value::Map(Map::Json { obj, schema }),
         }
     }
@@ -304,6 +315,7 @@ impl<'a> List<'a> {
     pub fn len(&self) -> usize {
         match self {
             List::Json { items, .. } => items.len(),
+            List::Table { table, .. } => table.len(),
             List::Owned(v) => v.len(),
             List::Const(c) => c.len(),
         }
@@ -314,9 +326,24 @@ impl<'a> List<'a> {
         self.len() == 0
     }
 
+    /// A JSON list's elements and schema node; a table's elements are
+    /// built for it (once a request).
+    #[inline]
+    pub fn json(&self) -> Option<(&'a [Json], &'a Schema)> {
+        match *self {
+            List::Json { items, schema } => Some((items, schema)),
+            List::Table { table, schema } => Some((table.items(), schema)),
+            List::Owned(_) | List::Const(_) => None,
+        }
+    }
+
     /// The element at `i`, if in range.
     pub fn get(&self, i: usize) -> Option<Value<'a>> {
         match self {
+            List::Table { .. } => {
+                let (items, schema) = self.json()?;
+                List::Json { items, schema }.get(i)
+            }
             List::Json { items, schema } => {
                 let item = items.get(i)?;
                 Some(match schema.items.as_deref() {
@@ -333,9 +360,12 @@ impl<'a> List<'a> {
     pub fn iter(&self) -> Elements<'a, '_> {
         match self {
             // The element schema is looked up once, not per element.
-            List::Json { items, schema } => Elements::Json {
-                items: items.iter(),
-                schema: schema.items.as_deref().unwrap_or(&ANY),
+            List::Json { .. } | List::Table { .. } => match self.json() {
+                Some((items, schema)) => Elements::Json {
+                    items: items.iter(),
+                    schema: schema.items.as_deref().unwrap_or(&ANY),
+                },
+                None => Elements::Const([].iter()),
             },
             List::Owned(v) => Elements::Owned(v.iter()),
             List::Const(c) => Elements::Const(c.iter()),
@@ -345,7 +375,9 @@ impl<'a> List<'a> {
     /// The list type the schema gives it (computed lists are atomic).
     pub fn list_type(&self) -> (ListType, &[String]) {
         match self {
-            List::Json { schema, .. } => (schema.list_type, &schema.list_map_keys),
+            List::Json { schema, .. } | List::Table { schema, .. } => {
+                (schema.list_type, &schema.list_map_keys)
+            }
             List::Owned(_) | List::Const(_) => (ListType::Atomic, &[]),
         }
     }

@@ -104,7 +104,7 @@ pub(crate) fn unexpected(v: &crate::Value) -> String {
             _ => format!("floating point `{n}`"),
         },
         Value::String(s) => format!("string {:?}", s.as_str()),
-        Value::Array(_) => "sequence".to_owned(),
+        Value::Array(_) | Value::Table(_) => "sequence".to_owned(),
         Value::Object(_) => "map".to_owned(),
     }
 }

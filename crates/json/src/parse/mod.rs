@@ -18,6 +18,7 @@ mod error;
 mod keys;
 mod numbers;
 mod strings;
+mod table;
 mod tape;
 
 use std::borrow::Cow;

@@ -26,7 +26,8 @@ fn reads_alike(node: NodeRef<'_>, v: &Value) {
             assert_eq!(node.as_number().as_ref(), Some(n));
         }
         Value::String(_) => assert_eq!(node.kind(), Kind::String),
-        Value::Array(items) => {
+        Value::Array(_) | Value::Table(_) => {
+            let items = v.as_array().expect("an array");
             let a = node.as_array().expect("an array");
             assert_eq!(a.len(), items.len());
             assert_eq!(a.iter().len(), items.len());

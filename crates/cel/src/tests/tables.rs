@@ -1,0 +1,93 @@
+//! Lists of flat objects kept by column (`celhook_json::Table`): every
+//! loop over one, fused or not, must answer and charge as over the same
+//! list built as a tree, at every limit.
+
+use super::*;
+
+#[test]
+fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
+    let s = schema(json!({
+        "type": "object",
+        "properties": {
+            "ports": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "port": {"type": "integer"},
+                "protocol": {"type": "string"},
+                "on": {"type": "boolean"},
+                "ratio": {"type": "number"}
+            }}}
+        }
+    }));
+    let exprs = [
+        "size(self.ports) <= 3",
+        "self.ports.all(p, p.port > 0 && p.port < 65536)",
+        "self.ports.exists(p, p.port == 53 || p.port > 9000)",
+        "self.ports.all(p, p.protocol in ['TCP', 'UDP', 'SCTP'])",
+        "self.ports.all(p, p.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(p.name) <= 5)",
+        "self.ports.exists(p, p.name == 'metrics' && p.port == 9999)",
+        "self.ports.exists_one(p, p.protocol != 'TCP')",
+        "size(self.ports.filter(p, p.protocol == 'UDP')) <= 1",
+        "size(self.ports.filter(p, p.port >= 53)) == 2",
+        "self.ports.filter(p, p.protocol == 'UDP').size() > 0",
+        "self.ports.filter(p, p.protocol == 'UDP')",
+        "self.ports.all(p, self.ports.exists_one(q, q.name == p.name))",
+        "self.ports.all(p, p.on)",
+        "self.ports.exists(p, p.ratio > 0.5)",
+        "self.ports.map(p, p.port).sum() > 100",
+        "self.ports[1].name == 'dns'",
+        "self.ports == self.ports",
+        "self.ports.all(p, has(p.on))",
+    ];
+    let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
+    let lists = [
+        r#"[{"name":"http","port":8080,"protocol":"TCP"},{"name":"dns","port":53,"protocol":"UDP"},{"name":"metrics","port":9999,"protocol":"TCP"}]"#,
+        r#"[{"name":"a","port":0,"protocol":"X"},{"name":"a","port":70000,"protocol":"UDP"}]"#,
+        r#"[{"name":"Bad_Name","port":-1,"protocol":"SCTP"}]"#,
+        r#"[{"name":"x","on":true,"port":1,"protocol":"TCP"},{"name":"y","on":false,"port":2,"protocol":"UDP"}]"#,
+        // Whole numbers of a number field (a table, read as doubles by
+        // the walk), then a float among them (no table).
+        r#"[{"name":"x","port":1,"ratio":1},{"name":"y","port":2,"ratio":2}]"#,
+        r#"[{"name":"x","port":1,"ratio":1},{"name":"y","port":2,"ratio":2.5}]"#,
+        r#"[{"name":"a-very-long-port-name-of-many-bytes","port":9999,"protocol":"UDP"},{"name":"metrics","port":9999,"protocol":"UDP"}]"#,
+    ];
+    let mut tables = 0;
+    for ports in lists {
+        let tree = celhook_json::from_str(&format!(r#"{{"ports":{ports}}}"#)).expect("valid");
+        let mut kept = tree.clone();
+        kept["ports"] = celhook_json::Parser::new(ports)
+            .value_rows()
+            .expect("valid");
+        if matches!(kept["ports"], celhook_json::Value::Table(_)) {
+            tables += 1;
+        }
+        let mut scratch = crate::Scratch::default();
+        for (expr, with, without) in &programs {
+            let (_, full) = without.eval(Value::from_json(&tree, &s), None, u64::MAX);
+            for limit in [u64::MAX].into_iter().chain(0..=full) {
+                let want = shown(without.eval(Value::from_json(&tree, &s), None, limit));
+                let fused =
+                    with.eval_in_scratch(&mut scratch, Value::from_json(&tree, &s), None, limit);
+                assert_eq!(
+                    shown(fused),
+                    want,
+                    "{expr} over the tree {ports} at limit {limit}"
+                );
+                for program in [with, without] {
+                    let got = program.eval_in_scratch(
+                        &mut scratch,
+                        Value::from_json(&kept, &s),
+                        None,
+                        limit,
+                    );
+                    assert_eq!(
+                        shown(got),
+                        want,
+                        "{expr} over the table {ports} at limit {limit}"
+                    );
+                }
+            }
+        }
+    }
+    // The list with a float is no table: the rest are.
+    assert_eq!(tables, lists.len() - 1);
+}

@@ -1,0 +1,146 @@
+//! Arrays of flat objects read into a [`Table`] (see `crate::table`): the
+//! first element decides the keys and each key's kind, and every later
+//! element must spell the same keys in the same order with values of the
+//! same kinds. An element that does not is read as the parser reads any
+//! value, and the array from it on becomes a tree; text that is not valid
+//! JSON is parsed again the usual way, so that its error is the usual one.
+
+use super::keys;
+use super::Parser;
+use crate::table::{Column, Table};
+use crate::{key_order, Error, Str, Value};
+
+/// A table's keys and its columns, as they are read.
+type Rows = (Vec<Str>, Vec<Column>);
+
+/// Room each column is given first (a list the rules loop over is rarely
+/// longer; a longer one grows).
+const ROOM: usize = 16;
+
+impl<'a> Parser<'a> {
+    /// The next value, built as [`Parser::value`] builds it, except that an
+    /// array of flat objects is kept as a
+    /// [`Value::Table`], which stands for the same array.
+    pub fn value_rows(&mut self) -> Result<Value, Error> {
+        if self.peek() != Some(b'[') {
+            return self.value();
+        }
+        let (pos, depth) = (self.pos, self.depth);
+        match self.table() {
+            Ok(Some(v)) => Ok(v),
+            // Not a table, or not JSON: read again from its start.
+            _ => {
+                (self.pos, self.depth) = (pos, depth);
+                self.value()
+            }
+        }
+    }
+
+    /// The array at `[` as a table, or as a tree from the first element
+    /// that does not fit; `None` when the array is empty or its first
+    /// element is no flat object.
+    fn table(&mut self) -> Result<Option<Value>, Error> {
+        self.open()?;
+        let mut first = true;
+        if !self.next_element_inner(&mut first, true)? {
+            return Ok(None);
+        }
+        let Some((keys, mut columns)) = self.first_row()? else {
+            return Ok(None);
+        };
+        let mut len = 1;
+        while self.next_element_inner(&mut first, true)? {
+            let at = (self.pos, self.depth);
+            if self.row(&keys, &mut columns)? {
+                len += 1;
+                continue;
+            }
+            // The element read as any value, with those after it; the ones
+            // before are the table's rows (a partly read row is dropped).
+            (self.pos, self.depth) = at;
+            for column in &mut columns {
+                column.truncate(len);
+            }
+            let mut items = Table::build_of(&keys, &columns, len);
+            items.push(self.value()?);
+            while self.next_element_inner(&mut first, true)? {
+                items.push(self.value()?);
+            }
+            return Ok(Some(Value::Array(items)));
+        }
+        Ok(Table::new(keys, columns).map(|t| Value::Table(Box::new(t))))
+    }
+
+    /// The first element's keys and a column for each holding its value;
+    /// `None` when it is not an object of plain, ascending keys with
+    /// scalar values.
+    fn first_row(&mut self) -> Result<Option<Rows>, Error> {
+        if self.peek() != Some(b'{') {
+            return Ok(None);
+        }
+        self.open()?;
+        let (mut keys, mut columns): (Vec<Str>, Vec<Column>) = (Vec::new(), Vec::new());
+        let mut first = true;
+        while self.key_follows(&mut first, true)? {
+            let key = self.string_value()?;
+            let ascending = keys.last().is_none_or(|k| key_order(k, &key).is_lt());
+            if !ascending || !keys::plain(&key) {
+                return Ok(None);
+            }
+            self.colon()?;
+            let value = match self.peek() {
+                Some(b'"' | b'-' | b'0'..=b'9' | b't' | b'f') => self.value()?,
+                _ => return Ok(None),
+            };
+            let Some(mut column) = Column::of(&value, ROOM) else {
+                return Ok(None);
+            };
+            if column.push(value).is_err() {
+                return Ok(None);
+            }
+            keys.push(key);
+            columns.push(column);
+        }
+        Ok((!keys.is_empty()).then_some((keys, columns)))
+    }
+
+    /// The element at the parser as a row of `keys` (written as they are,
+    /// in their order), its values pushed onto `columns`; false, with the
+    /// parser somewhere in the element, when it is not one.
+    fn row(&mut self, keys: &[Str], columns: &mut [Column]) -> Result<bool, Error> {
+        if self.peek() != Some(b'{') {
+            return Ok(false);
+        }
+        self.open()?;
+        let mut first = true;
+        for (key, column) in keys.iter().zip(columns.iter_mut()) {
+            if !self.key_follows(&mut first, true)? || !self.string_if(key) {
+                return Ok(false);
+            }
+            self.colon()?;
+            if !self.cell(column)? {
+                return Ok(false);
+            }
+        }
+        Ok(!self.key_follows(&mut first, true)?)
+    }
+
+    /// The value at the parser onto `column`, when it is of its kind.
+    #[inline(always)]
+    fn cell(&mut self, column: &mut Column) -> Result<bool, Error> {
+        match (column, self.peek()) {
+            (Column::Str(v), Some(b'"')) => {
+                self.pos += 1;
+                v.push(self.string_value()?);
+            }
+            (Column::Int(v), Some(b'-' | b'0'..=b'9')) => match self.number()?.as_i64() {
+                Some(i) => v.push(i),
+                None => return Ok(false),
+            },
+            (Column::Bool(v), Some(b't')) => v.push(self.literal("true", true)?),
+            (Column::Bool(v), Some(b'f')) => v.push(self.literal("false", false)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}

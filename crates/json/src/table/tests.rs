@@ -1,0 +1,149 @@
+use crate::{from_str, to_vec, Column, Parser, Value};
+
+/// `text` read by `value_rows` and by `value`, each followed by `,1]`
+/// (the parser must stop where the value ends): the two values equal, the
+/// same position after them, and the same bytes written.
+fn read_both(text: &str) -> Value {
+    let wrapped = format!("[{text},1]");
+    let read = |rows: bool| {
+        let mut p = Parser::new(&wrapped);
+        p.begin_array("a list").expect("an array");
+        assert!(p.next_element(&mut true).expect("an element"));
+        let v = if rows { p.value_rows() } else { p.value() }.expect("valid");
+        (v, p.position())
+    };
+    let (rows, at) = read(true);
+    let (tree, tree_at) = read(false);
+    assert_eq!(at, tree_at, "stops where the value ends: {text}");
+    assert_eq!(rows, tree, "{text}");
+    assert_eq!(tree, rows, "{text}");
+    assert_eq!(to_vec(&rows), to_vec(&tree), "{text}");
+    assert_eq!(format!("{rows:?}"), format!("{tree:?}"));
+    rows
+}
+
+fn is_table(v: &Value) -> bool {
+    matches!(v, Value::Table(_))
+}
+
+#[test]
+fn a_list_of_flat_objects_is_kept_by_column_and_reads_as_the_list() {
+    let text = r#"[{"name":"http","on":true,"port":8080},{"name":"dns","on":false,"port":-53},{"name":"a\"q","on":true,"port":0}]"#;
+    let v = read_both(text);
+    let Value::Table(t) = &v else {
+        panic!("a table: {v:?}")
+    };
+    assert_eq!(t.len(), 3);
+    assert_eq!(t.keys(), ["name", "on", "port"]);
+    assert_eq!(t.column("port"), Some(&Column::Int(vec![8080, -53, 0])));
+    assert_eq!(t.column("on"), Some(&Column::Bool(vec![true, false, true])));
+    let Some(Column::Str(names)) = t.column("name") else {
+        panic!("a string column")
+    };
+    assert_eq!(names, &["http", "dns", "a\"q"]);
+    assert_eq!(t.column("missing"), None);
+    assert_eq!(v[1]["port"], -53);
+    assert_eq!(v.pointer("/2/name"), Some(&Value::from("a\"q")));
+    assert!(v.is_array());
+    assert_eq!(v.as_array().map(Vec::len), Some(3));
+    assert_eq!(v, from_str(text).expect("valid"));
+}
+
+#[test]
+fn an_element_that_does_not_fit_turns_the_rest_into_a_tree() {
+    for text in [
+        // A key missing, one more, another order, another key.
+        r#"[{"a":1,"b":"x"},{"a":2}]"#,
+        r#"[{"a":1,"b":"x"},{"a":2,"b":"y","c":3}]"#,
+        r#"[{"a":1,"b":"x"},{"b":"y","a":2}]"#,
+        r#"[{"a":1,"b":"x"},{"a":2,"c":"y"}]"#,
+        // A key written with an escape.
+        r#"[{"a":1,"b":"x"},{"\u0061":2,"b":"y"}]"#,
+        // A value of another kind: a string, a float, a big number, a
+        // null, an object, a list.
+        r#"[{"a":1,"b":"x"},{"a":"2","b":"y"}]"#,
+        r#"[{"a":1,"b":"x"},{"a":2.5,"b":"y"}]"#,
+        r#"[{"a":1,"b":"x"},{"a":18446744073709551615,"b":"y"}]"#,
+        r#"[{"a":1,"b":"x"},{"a":null,"b":"y"}]"#,
+        r#"[{"a":1,"b":"x"},{"a":1,"b":{"c":1}}]"#,
+        r#"[{"a":true,"b":"x"},{"a":1,"b":"x"}]"#,
+        // Not an object, after rows and before more rows.
+        r#"[{"a":1},{"a":2},3,{"a":4}]"#,
+        r#"[{"a":1},{"a":2},{"a":3,"b":1},{"a":4}]"#,
+        // White space inside the rows.
+        "[ {\"a\" : 1 , \"b\":\"x\" } ,\n{\"a\":2,\"b\":\"y\"} ]",
+    ] {
+        let v = read_both(text);
+        if text.starts_with("[ ") {
+            assert!(is_table(&v), "white space is no reason to give up: {v:?}");
+        } else {
+            assert!(!is_table(&v), "{text}");
+        }
+    }
+}
+
+#[test]
+fn lists_whose_first_element_is_no_flat_object_are_trees() {
+    for text in [
+        "[]",
+        "[1,2]",
+        r#"["a",{"a":1}]"#,
+        r#"[{}]"#,
+        r#"[{"b":1,"a":2}]"#,
+        r#"[{"a":1,"a":2}]"#,
+        r#"[{"a":-0}]"#,
+        r#"[{"a":1e3}]"#,
+        r#"[{"a":[1]}]"#,
+        r#"[{"a":null}]"#,
+        "[[1],[2]]",
+        "3",
+        r#""x""#,
+        r#"{"a":[{"b":1}]}"#,
+    ] {
+        let v = read_both(text);
+        assert!(!is_table(&v), "{text}: {v:?}");
+    }
+    // One element is a table of one row; a first key written with an
+    // escape is the key it spells (later rows must spell it plainly).
+    assert!(is_table(&read_both(r#"[{"a":1}]"#)));
+    assert!(is_table(&read_both(r#"[{"\u0061":1},{"a":2}]"#)));
+}
+
+#[test]
+fn text_that_is_not_json_fails_as_the_tree_fails() {
+    for text in [
+        r#"[{"a":1},{"a":2}"#,
+        r#"[{"a":1},{"a":2},]"#,
+        r#"[{"a":1},{"a":2,}]"#,
+        r#"[{"a":1},{"a" 2}]"#,
+        r#"[{"a":1},{"a":01}]"#,
+        r#"[{"a":"x"},{"a":"unterminated}]"#,
+        r#"[{"a":"x"},{"a":"bad \q escape"}]"#,
+        r#"[{"a":1} {"a":2}]"#,
+        r#"[{"a":1},{"a":tru}]"#,
+        r#"[{"a":1},{"a":2}}"#,
+    ] {
+        let rows = Parser::new(text).value_rows().expect_err(text);
+        let tree = Parser::new(text).value().expect_err(text);
+        assert_eq!(rows.to_string(), tree.to_string(), "{text}");
+    }
+}
+
+#[test]
+fn a_table_changed_in_place_becomes_its_list() {
+    let text = r#"[{"a":1,"b":"x"},{"a":2,"b":"y"}]"#;
+    let mut v = Parser::new(text).value_rows().expect("valid");
+    assert!(is_table(&v));
+    let copy = v.clone();
+    v.as_array_mut().expect("a list")[0]["a"] = Value::from(5);
+    assert!(matches!(v, Value::Array(_)));
+    assert_eq!(
+        v,
+        from_str(r#"[{"a":5,"b":"x"},{"a":2,"b":"y"}]"#).expect("valid")
+    );
+    // The copy is untouched, and equal to the text's list.
+    assert_eq!(copy, from_str(text).expect("valid"));
+    assert_ne!(copy, v);
+    let json: serde_json::Value = (&copy).into();
+    assert_eq!(copy, json);
+}
