@@ -4,7 +4,7 @@
 //! p.name))`, `all(o, L.exists(n, n.name == o.name))`), marked by the
 //! planner (`plan::mark_counted_bodies`).
 
-use celhook_json::Value as Json;
+use celhook_json::{Table, Value as Json};
 
 use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
 use super::counted::{tally, tally_own, Indexed, StrIndex};
@@ -279,13 +279,11 @@ fn direct_reads<'a>(
     item_schema: &'a Schema,
 ) -> Option<Vec<&'a str>> {
     let field = direct_field(element, var, item_schema)?;
-    // A table's string column is the reads.
-    if let List::Table { table, .. } = *list {
-        if let Some(fused::Cells::Str(cells)) = field.column(table) {
-            return Some(cells.iter().map(|s| s.as_str()).collect());
-        }
-    }
-    let (items, _) = list.json()?;
+    let items = match *list {
+        List::Json { items, .. } => items,
+        List::Table { table, .. } => return column_reads(&field, table, list),
+        List::Owned(_) | List::Const(_) => return None,
+    };
     // The first element read before anything is allocated (a field that
     // is no string fails there, on every evaluation), then one allocation
     // of the list's length: collecting an iterator of options sizes the
@@ -299,6 +297,18 @@ fn direct_reads<'a>(
         reads.push(field.read_str(item)?);
     }
     Some(reads)
+}
+
+/// [`direct_reads`] of a table: its string column, or else what the
+/// elements give. Out of line, so that the elements' loop above stays as
+/// it was compiled without tables.
+#[inline(never)]
+fn column_reads<'a>(field: &Field<'a>, table: &'a Table, list: &List<'a>) -> Option<Vec<&'a str>> {
+    if let Some(fused::Cells::Str(cells)) = field.column(table) {
+        return Some(cells.iter().map(|s| s.as_str()).collect());
+    }
+    let (items, _) = list.json()?;
+    items.iter().map(|item| field.read_str(item)).collect()
 }
 
 /// The field `v.f` of loop variable `var` reads, when it is at its

@@ -48,9 +48,17 @@ impl<'a> Parser<'a> {
         let Some((keys, mut columns)) = self.first_row()? else {
             return Ok(None);
         };
+        let spelled = Spelled::of(&keys);
         let mut len = 1;
         while self.next_element_inner(&mut first, true)? {
             let at = (self.pos, self.depth);
+            if self.compact_row(&spelled, &mut columns)? {
+                len += 1;
+                continue;
+            }
+            // Written otherwise (white space, say): token by token.
+            (self.pos, self.depth) = at;
+            truncate(&mut columns, len);
             if self.row(&keys, &mut columns)? {
                 len += 1;
                 continue;
@@ -58,9 +66,7 @@ impl<'a> Parser<'a> {
             // The element read as any value, with those after it; the ones
             // before are the table's rows (a partly read row is dropped).
             (self.pos, self.depth) = at;
-            for column in &mut columns {
-                column.truncate(len);
-            }
+            truncate(&mut columns, len);
             let mut items = Table::build_of(&keys, &columns, len);
             items.push(self.value()?);
             while self.next_element_inner(&mut first, true)? {
@@ -104,6 +110,31 @@ impl<'a> Parser<'a> {
         Ok((!keys.is_empty()).then_some((keys, columns)))
     }
 
+    /// [`Parser::row`] of a row written as compact JSON writes it: each
+    /// key with its quotes, colon and the comma before it matched in one
+    /// comparison. False, with the parser somewhere in the element, for a
+    /// row written any other way; the nesting it passes through was
+    /// counted for the first row, at the same depth.
+    #[inline]
+    fn compact_row(&mut self, spelled: &Spelled, columns: &mut [Column]) -> Result<bool, Error> {
+        for (i, column) in columns.iter_mut().enumerate() {
+            let piece = spelled.piece(i);
+            let end = self.pos + piece.len();
+            match self.bytes.get(self.pos..end) {
+                Some(text) if crate::map::same_bytes(text, piece) => self.pos = end,
+                _ => return Ok(false),
+            }
+            if !self.cell(column)? {
+                return Ok(false);
+            }
+        }
+        if self.bytes.get(self.pos) != Some(&b'}') {
+            return Ok(false);
+        }
+        self.pos += 1;
+        Ok(true)
+    }
+
     /// The element at the parser as a row of `keys` (written as they are,
     /// in their order), its values pushed onto `columns`; false, with the
     /// parser somewhere in the element, when it is not one.
@@ -142,5 +173,44 @@ impl<'a> Parser<'a> {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+/// Keeps each column's first `n` values.
+fn truncate(columns: &mut [Column], n: usize) {
+    for column in columns {
+        column.truncate(n);
+    }
+}
+
+/// A row's keys as compact JSON writes them, `{"a":`, then `,"b":` and so
+/// on: keys with no character to escape, so their text is exact.
+struct Spelled {
+    text: Vec<u8>,
+    /// Where each key's piece ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl Spelled {
+    fn of(keys: &[Str]) -> Spelled {
+        let mut text = Vec::with_capacity(keys.iter().map(|k| k.len() + 4).sum());
+        let mut ends = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            text.push(if i == 0 { b'{' } else { b',' });
+            text.push(b'"');
+            text.extend_from_slice(key.as_bytes());
+            text.extend_from_slice(b"\":");
+            ends.push(text.len());
+        }
+        Spelled { text, ends }
+    }
+
+    #[inline(always)]
+    fn piece(&self, i: usize) -> &[u8] {
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1],
+        };
+        &self.text[start..self.ends[i]]
     }
 }

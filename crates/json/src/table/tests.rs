@@ -50,6 +50,21 @@ fn a_list_of_flat_objects_is_kept_by_column_and_reads_as_the_list() {
 }
 
 #[test]
+fn a_row_written_with_white_space_part_way_is_read_token_by_token() {
+    // The second row's first cell is read as compact text, then its
+    // second key is not: the cell read is dropped, and the row read again.
+    let v = read_both(r#"[{"a":1,"b":"x"},{"a":2, "b":"y"},{"a":3,"b":"z"}]"#);
+    let Value::Table(t) = &v else {
+        panic!("a table: {v:?}")
+    };
+    assert_eq!(t.column("a"), Some(&Column::Int(vec![1, 2, 3])));
+    let Some(Column::Str(b)) = t.column("b") else {
+        panic!("a string column")
+    };
+    assert_eq!(b, &["x", "y", "z"]);
+}
+
+#[test]
 fn an_element_that_does_not_fit_turns_the_rest_into_a_tree() {
     for text in [
         // A key missing, one more, another order, another key.
