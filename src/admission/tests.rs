@@ -496,3 +496,85 @@ fn known_fields_escaped_or_among_unknown_keys_decode_as_written_plainly() {
         assert!(!b.allowed, "replicas over the maximum: {spec}");
     }
 }
+
+/// The perf workload's CRD (17 rules over `spec`, six of them loops over
+/// `spec.ports`) and its CREATE review, as the load tests send them.
+fn perf() -> (Catalog, Json) {
+    let crd = include_str!("../../tests/fixtures/perf/core/appdeployment.yaml");
+    let loaded = config::load_texts(&[("appdeployment.yaml", crd)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let review = include_str!("../../tests/fixtures/perf/review-create.json");
+    (
+        loaded.catalog,
+        celhook_json::from_str(review).expect("JSON"),
+    )
+}
+
+#[test]
+fn a_list_the_rules_loop_over_is_kept_by_column_and_answers_as_the_list() {
+    let (catalog, review) = perf();
+    let catalog = &catalog;
+    let policy = Policy::default();
+    let answer = |review: &Json, table: bool| {
+        let body = in_api_server_order(review);
+        let req = planned(catalog, &policy, &body);
+        let object = req.object.as_ref().expect("an object");
+        let ports = &object["spec"]["ports"];
+        assert_eq!(matches!(ports, Json::Table(_)), table, "{ports:?}");
+        let (_, whole) = decode_admission(&body).expect("decodes");
+        assert_eq!(
+            whole.object.as_ref().map(|o| &o["spec"]["ports"]),
+            Some(ports)
+        );
+        let a = review_of(catalog, &policy, &whole);
+        let b = review_of(catalog, &policy, &req);
+        assert_eq!(a, b, "the same answer from the ports kept by column");
+        a
+    };
+    assert!(answer(&review, true).allowed);
+    let ports = |review: &mut Json| -> Vec<Json> {
+        review["request"]["object"]["spec"]["ports"]
+            .as_array()
+            .expect("ports")
+            .clone()
+    };
+    let with_ports = |list: Vec<Json>| {
+        let mut r = review.clone();
+        r["request"]["object"]["spec"]["ports"] = Json::Array(list);
+        r
+    };
+    let mut list = ports(&mut review.clone());
+    // A repeated name, a port out of range, a protocol not allowed, a bad
+    // name, too many UDP ports: each denied by its rule, as with the tree.
+    let mut denials = Vec::new();
+    for (i, field, value) in [
+        (3, "name", json!("http")),
+        (4, "port", json!(70000)),
+        (5, "protocol", json!("QUIC")),
+        (6, "name", json!("Not_A_Name")),
+    ] {
+        let mut bad = list.clone();
+        bad[i][field] = value;
+        let res = answer(&with_ports(bad), true);
+        assert!(!res.allowed, "{field} {i}");
+        denials.push(res.status.expect("a status").message);
+    }
+    assert!(denials[0].contains("unique"), "{}", denials[0]);
+    denials.dedup();
+    assert_eq!(denials.len(), 4, "each by its own rule: {denials:?}");
+    for p in list.iter_mut().take(6) {
+        p["protocol"] = json!("UDP");
+    }
+    assert!(!answer(&with_ports(list.clone()), true).allowed);
+    // Ports that are no flat objects of the same keys are a tree, and
+    // answer the same: a port without a protocol, one with a float.
+    let mut partial = ports(&mut review.clone());
+    partial[7]
+        .as_object_mut()
+        .expect("an object")
+        .remove("protocol");
+    assert!(!answer(&with_ports(partial), false).allowed);
+    let mut float = ports(&mut review.clone());
+    float[2]["port"] = json!(8080.5);
+    answer(&with_ports(float), false);
+}

@@ -74,8 +74,8 @@ pub struct Node {
     /// a node with rules not typed `object`): the value is needed whole.
     pub shows_value: bool,
     /// By field name, sorted, what is read of it ([`Node::field_read`]):
-    /// its rules select it (`None`) or the property at this index has
-    /// rules below.
+    /// its rules select it (whole, or as rows a decoder may keep by
+    /// column), or the property at this index has rules below.
     reads_by_name: Vec<(String, reads::Read)>,
     /// The schema's properties and the fields read, sorted, those JSON
     /// writes without escapes: a decoder matches them in the text as they

@@ -145,12 +145,13 @@ impl<'a> Walk<'a> {
         }
         match new {
             Json::Array(_) | Json::Table(_) => {
-                let items = new.as_array().map_or(&[][..], |items| &items[..]);
                 let (Some(el), Some(item_schema)) =
                     (node.element.as_deref(), schema.items.as_deref())
                 else {
                     return;
                 };
+                // A table's elements are built only for rules below it.
+                let items = new.as_array().map_or(&[][..], |items| &items[..]);
                 let old_items = old.and_then(Json::as_array);
                 for (i, item) in items.iter().enumerate() {
                     let old_item = match (schema.list_type, old_items) {

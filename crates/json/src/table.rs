@@ -89,11 +89,13 @@ pub struct Table {
 
 impl Table {
     /// A table of `columns` under `keys` (ascending, unique); `None` when
-    /// their counts or lengths differ, or the keys are out of order.
+    /// their counts or lengths differ, the keys are out of order, or there
+    /// is no row (an empty list is a list, whatever keys it was given).
     pub fn new(keys: Vec<Str>, columns: Vec<Column>) -> Option<Table> {
         let len = columns.first().map_or(0, Column::len);
         let fits = keys.len() == columns.len()
             && !keys.is_empty()
+            && len > 0
             && columns.iter().all(|c| c.len() == len)
             && keys
                 .windows(2)

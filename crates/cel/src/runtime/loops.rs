@@ -87,7 +87,46 @@ pub(super) fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>,
         }
         _ => {}
     }
-    let range = match Range::of(eval(&l.range, f)?) {
+    let range = eval(&l.range, f)?;
+    over(l, range, f)
+}
+
+/// What `size` of the loop `l` gives: the number of elements a fused
+/// `filter` keeps of a table, counted without making the filtered list
+/// (`shapes::fused_count`, charged as the loop), or else the loop's value
+/// as [`eval_loop`] makes it, for `size` to measure. The range is
+/// evaluated once either way, after the deadline is looked at.
+pub(super) fn sized<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Measured<'a>, EvalError> {
+    let countable = l.kind == LoopKind::Filter
+        && l.fused_body
+        && l.var2.is_none()
+        && l.filter.is_none()
+        && l.scan.is_none();
+    if !countable {
+        return eval_loop(l, f).map(Measured::Value);
+    }
+    if crate::interrupt::tick() {
+        return Err(EvalError::new(crate::interrupt::DEADLINE_MESSAGE));
+    }
+    let range = eval(&l.range, f)?;
+    if let Value::List(list @ List::Table { .. }) = &range {
+        if let Some(n) = shapes::fused_count(l, list, f) {
+            return Ok(Measured::Count(n));
+        }
+    }
+    over(l, range, f).map(Measured::Value)
+}
+
+/// See [`sized`].
+pub(super) enum Measured<'a> {
+    Count(i64),
+    Value(Value<'a>),
+}
+
+/// The loop `l` over `range`, its range's value: [`eval_loop`] once the
+/// range is evaluated.
+fn over<'a>(l: &'a Loop, range: Value<'a>, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
+    let range = match Range::of(range) {
         Ok(r) => r,
         // Two-variable loops word it differently.
         Err(_) if l.var2.is_some() => {

@@ -256,40 +256,22 @@ pub(super) fn is_nan(v: &Value<'_>) -> bool {
     matches!(v, Value::Double(d) if d.is_nan())
 }
 
-/// `size` of the fused `filter` loop `l` over a table, counted without
-/// making the filtered list (`shapes::fused_count`); `None`, with the
-/// cost put back, for anything else, which then runs as it would.
-fn filtered_count<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Option<i64> {
-    if l.kind != LoopKind::Filter
-        || !l.fused_body
-        || l.var2.is_some()
-        || l.filter.is_some()
-        || l.scan.is_some()
-    {
-        return None;
-    }
-    let start = f.cost;
-    let counted = match eval(&l.range, f) {
-        Ok(Value::List(list @ List::Table { .. })) => super::shapes::fused_count(l, &list, f),
-        _ => None,
-    };
-    if counted.is_none() {
-        f.cost = start;
-    }
-    counted
-}
-
 /// `size(x)`: see `Ir::Size`.
 #[inline(always)]
 pub(super) fn size<'a>(arg: &'a Ir, f: &mut Frame<'a>) -> Result<Value<'a>, EvalError> {
-    if let Ir::Loop(l) = arg {
-        if let Some(n) = filtered_count(l, f) {
-            f.charge(1)?;
-            return Ok(Value::Int(n));
-        }
-    }
+    let v = match arg {
+        Ir::Loop(l) => match loops::sized(l, f) {
+            Ok(loops::Measured::Count(n)) => {
+                f.charge(1)?;
+                return Ok(Value::Int(n));
+            }
+            Ok(loops::Measured::Value(v)) => Ok(v),
+            Err(e) => Err(e),
+        },
+        _ => eval(arg, f),
+    };
     // An argument's error is charged as a general call charges it.
-    let v = match eval(arg, f) {
+    let v = match v {
         Ok(v) => v,
         Err(e) => {
             if e.kind != ErrorKind::CostLimit {

@@ -14,7 +14,9 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
                 "port": {"type": "integer"},
                 "protocol": {"type": "string"},
                 "on": {"type": "boolean"},
-                "ratio": {"type": "number"}
+                "ratio": {"type": "number"},
+                "stamp": {"type": "string", "format": "date-time"},
+                "extra": {"type": "string"}
             }}}
         }
     }));
@@ -37,6 +39,14 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         "self.ports[1].name == 'dns'",
         "self.ports == self.ports",
         "self.ports.all(p, has(p.on))",
+        // A second test of a field no element has: read only where the
+        // first does not decide.
+        "self.ports.all(p, p.port > -100 || p.extra == 'x')",
+        "self.ports.exists(p, p.port == 53 && p.extra == 'x')",
+        "size(self.ports.filter(p, p.port < 0 || p.extra == 'x')) == 0",
+        // A string its format makes a timestamp; uniqueness of ints.
+        "self.ports.all(p, p.stamp > timestamp('2020-01-01T00:00:00Z'))",
+        "self.ports.all(p, self.ports.exists_one(q, q.port == p.port))",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     let lists = [
@@ -49,6 +59,7 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         r#"[{"name":"x","port":1,"ratio":1},{"name":"y","port":2,"ratio":2}]"#,
         r#"[{"name":"x","port":1,"ratio":1},{"name":"y","port":2,"ratio":2.5}]"#,
         r#"[{"name":"a-very-long-port-name-of-many-bytes","port":9999,"protocol":"UDP"},{"name":"metrics","port":9999,"protocol":"UDP"}]"#,
+        r#"[{"name":"x","port":1,"stamp":"2026-01-01T00:00:00Z"},{"name":"y","port":2,"stamp":"2019-01-01T00:00:00Z"}]"#,
     ];
     let mut tables = 0;
     for ports in lists {

@@ -110,7 +110,9 @@ fn two<'a, const OR: bool>(
     table: &'a Table,
     f: &mut Frame<'a>,
 ) -> Option<Value<'a>> {
-    let (x, y) = (a.field.column(table)?, b.field.column(table)?);
+    // The second column is looked up whatever the first decides, but
+    // asked for only where it does not decide, as over the elements.
+    let (x, y) = (a.field.column(table)?, b.field.column(table));
     if let (Some((field, p, q)), Cells::Int(v)) = (Ints::<OR, true>::pair(&a, &b), x) {
         return run.over(v.iter(), f, Ints::<OR, true>::of(field, p, q));
     }
@@ -180,7 +182,9 @@ struct RowBoth<'a, const OR: bool> {
     a: Direct<'a>,
     x: Cells<'a>,
     b: Direct<'a>,
-    y: Cells<'a>,
+    /// `None`: the elements have no such column (the step then gives up,
+    /// as over the elements it would on the missing field).
+    y: Option<Cells<'a>>,
     charged: u64,
 }
 
@@ -194,7 +198,7 @@ impl<'a, const OR: bool> Step<'a, usize> for RowBoth<'a, OR> {
         let read = if self.b.read == self.a.read {
             read
         } else {
-            self.y.read(row)?
+            self.y?.read(row)?
         };
         self.b.judge(read, &mut self.charged)
     }
