@@ -162,3 +162,24 @@ fn a_table_changed_in_place_becomes_its_list() {
     let json: serde_json::Value = (&copy).into();
     assert_eq!(copy, json);
 }
+
+#[test]
+fn tables_of_the_same_strings_written_differently_are_equal() {
+    let escaped = Parser::new(r#"[{"a":"h\u0074tp","b":1},{"a":"x\n","b":2}]"#)
+        .value_rows()
+        .expect("valid");
+    let plain = Parser::new(r#"[{"a":"http","b":1},{"a":"x\n","b":2}]"#)
+        .value_rows()
+        .expect("valid");
+    assert!(is_table(&escaped) && is_table(&plain));
+    assert_eq!(escaped, plain);
+    assert_eq!(escaped.clone(), plain);
+    let other = Parser::new(r#"[{"a":"https","b":1},{"a":"x\n","b":2}]"#)
+        .value_rows()
+        .expect("valid");
+    assert_ne!(other, plain);
+    assert_eq!(
+        to_vec(&escaped),
+        br#"[{"a":"http","b":1},{"a":"x\n","b":2}]"#
+    );
+}
