@@ -109,26 +109,8 @@ fn one<'a>(
             f,
             Ints::<false, false>::of(a.field, *range, *range),
         ),
-        FieldTest::Str(eq, t) => {
-            let step = Strs::<false> {
-                field: a.field,
-                eq: *eq,
-                one: t,
-                of: &[],
-                charged: 0,
-            };
-            steps_of(kind, items, list, f, step)
-        }
-        FieldTest::OneOf(of) => {
-            let step = Strs::<true> {
-                field: a.field,
-                eq: true,
-                one: "",
-                of,
-                charged: 0,
-            };
-            steps_of(kind, items, list, f, step)
-        }
+        FieldTest::Str(eq, t) => steps_of(kind, items, list, f, Strs::equal(a.field, *eq, t)),
+        FieldTest::OneOf(of) => steps_of(kind, items, list, f, Strs::one_of(a.field, of)),
         _ => steps_of(kind, items, list, f, One(a, 0)),
     }
 }
@@ -300,6 +282,32 @@ struct Strs<'a, const LIST: bool> {
     one: &'a str,
     of: &'a [std::sync::Arc<str>],
     charged: u64,
+}
+
+impl<'a> Strs<'a, false> {
+    /// A string `==` (`eq`) or `!=` `one`.
+    fn equal(field: Field<'a>, eq: bool, one: &'a str) -> Self {
+        Strs {
+            field,
+            eq,
+            one,
+            of: &[],
+            charged: 0,
+        }
+    }
+}
+
+impl<'a> Strs<'a, true> {
+    /// A string in the literal list `of`.
+    fn one_of(field: Field<'a>, of: &'a [std::sync::Arc<str>]) -> Self {
+        Strs {
+            field,
+            eq: true,
+            one: "",
+            of,
+            charged: 0,
+        }
+    }
 }
 
 impl<'a, T: Cell<'a>, const LIST: bool> Step<'a, T> for Strs<'a, LIST> {

@@ -74,24 +74,10 @@ pub(super) fn table_loop<'a>(
                     Ints::<false, false>::of(a.field, *range, *range),
                 ),
                 (FieldTest::Str(eq, t), Cells::Str(v)) => {
-                    let step = Strs::<false> {
-                        field: a.field,
-                        eq: *eq,
-                        one: t,
-                        of: &[],
-                        charged: 0,
-                    };
-                    run.over(v.iter(), f, step)
+                    run.over(v.iter(), f, Strs::equal(a.field, *eq, t))
                 }
                 (FieldTest::OneOf(of), Cells::Str(v)) => {
-                    let step = Strs::<true> {
-                        field: a.field,
-                        eq: true,
-                        one: "",
-                        of,
-                        charged: 0,
-                    };
-                    run.over(v.iter(), f, step)
+                    run.over(v.iter(), f, Strs::one_of(a.field, of))
                 }
                 _ => run.over(0..run.rows, f, RowOne(a, cells, 0)),
             }
