@@ -21,7 +21,7 @@ struct Scanned {
 /// follows it: `None` for a sign, a fraction, an exponent, a digit after a
 /// leading zero or no digit, which the full scan reads or reports.
 #[inline(always)]
-fn plain_integer(b: &[u8], i: usize) -> Option<(usize, u64)> {
+pub(super) fn plain_integer(b: &[u8], i: usize) -> Option<(usize, u64)> {
     let mut end = i;
     let mut int = 0u64;
     match b.get(i) {

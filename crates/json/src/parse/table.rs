@@ -164,10 +164,21 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
                 v.push(self.string_value()?);
             }
-            (Column::Int(v), Some(b'-' | b'0'..=b'9')) => match self.number()?.as_i64() {
-                Some(i) => v.push(i),
-                None => return Ok(false),
-            },
+            (Column::Int(v), Some(b'-' | b'0'..=b'9')) => {
+                // The usual cell, as `Parser::number` reads it first,
+                // without building a number to take the int back out.
+                let start = self.pos;
+                match super::numbers::plain_integer(self.bytes, start) {
+                    Some((end, int)) if end - start <= 18 => {
+                        self.pos = end;
+                        v.push(int as i64);
+                    }
+                    _ => match self.number()?.as_i64() {
+                        Some(i) => v.push(i),
+                        None => return Ok(false),
+                    },
+                }
+            }
             (Column::Bool(v), Some(b't')) => v.push(self.literal("true", true)?),
             (Column::Bool(v), Some(b'f')) => v.push(self.literal("false", false)?),
             _ => return Ok(false),

@@ -183,3 +183,27 @@ fn tables_of_the_same_strings_written_differently_are_equal() {
         br#"[{"a":"http","b":1},{"a":"x\n","b":2}]"#
     );
 }
+
+#[test]
+fn int_cells_hold_every_i64_as_the_tree_does() {
+    let v = read_both(
+        r#"[{"a":999999999999999999},{"a":-9223372036854775808},{"a":9223372036854775807},{"a":0},{"a":-0}]"#,
+    );
+    // `-0` is a float to the tree: the list stops being a table there.
+    assert!(!is_table(&v));
+    let v = read_both(
+        r#"[{"a":999999999999999999},{"a":-9223372036854775808},{"a":9223372036854775807},{"a":0}]"#,
+    );
+    let Value::Table(t) = &v else {
+        panic!("a table: {v:?}")
+    };
+    assert_eq!(
+        t.column("a"),
+        Some(&Column::Int(vec![
+            999_999_999_999_999_999,
+            i64::MIN,
+            i64::MAX,
+            0
+        ]))
+    );
+}
