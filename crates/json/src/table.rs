@@ -49,30 +49,6 @@ impl Column {
             Column::Bool(v) => Value::Bool(v[i]),
         }
     }
-
-    /// An empty column of the kind of `value`, with room for `n`; `None`
-    /// for a value no column holds.
-    pub(crate) fn of(value: &Value, n: usize) -> Option<Column> {
-        match value {
-            Value::Number(x) if x.is_i64() => Some(Column::Int(Vec::with_capacity(n))),
-            Value::String(_) => Some(Column::Str(Vec::with_capacity(n))),
-            Value::Bool(_) => Some(Column::Bool(Vec::with_capacity(n))),
-            _ => None,
-        }
-    }
-
-    /// Adds `value` when it is of the column's kind.
-    pub(crate) fn push(&mut self, value: Value) -> Result<(), Value> {
-        match (self, value) {
-            (Column::Int(v), Value::Number(x)) if x.is_i64() => {
-                v.push(x.as_i64().unwrap_or_default());
-            }
-            (Column::Str(v), Value::String(s)) => v.push(s),
-            (Column::Bool(v), Value::Bool(b)) => v.push(b),
-            (_, value) => return Err(value),
-        }
-        Ok(())
-    }
 }
 
 /// An array of flat objects, kept by column (see the module's comment).

@@ -322,7 +322,7 @@ fn direct_reads<'a>(
     let field = direct_field(element, var, item_schema)?;
     let items = match *list {
         List::Json { items, .. } => items,
-        List::Table { table, .. } => return column_reads(&field, table, list),
+        List::Table { table, .. } => return column_reads(&field, table),
         List::Owned(_) | List::Const(_) => return None,
     };
     // The first element read before anything is allocated (a field that
@@ -340,16 +340,17 @@ fn direct_reads<'a>(
     Some(reads)
 }
 
-/// [`direct_reads`] of a table: its string column, or else what the
-/// elements give. Out of line, so that the elements' loop above stays as
+/// [`direct_reads`] of a table: its string column. A column of another
+/// kind, or none, gives no reads, as its elements would give none
+/// (`Field::column` keeps a column exactly when `Field::read_str` reads
+/// every element). Out of line, so that the elements' loop above stays as
 /// it was compiled without tables.
 #[inline(never)]
-fn column_reads<'a>(field: &Field<'a>, table: &'a Table, list: &List<'a>) -> Option<Vec<&'a str>> {
-    if let Some(fused::Cells::Str(cells)) = field.column(table) {
-        return Some(cells.iter().map(|s| s.as_str()).collect());
+fn column_reads<'a>(field: &Field<'a>, table: &'a Table) -> Option<Vec<&'a str>> {
+    match field.column(table)? {
+        fused::Cells::Str(cells) => Some(cells.iter().map(|s| s.as_str()).collect()),
+        fused::Cells::Int(_) => None,
     }
-    let (items, _) = list.json()?;
-    items.iter().map(|item| field.read_str(item)).collect()
 }
 
 /// The field `v.f` of loop variable `var` reads, when it is at its

@@ -94,14 +94,15 @@ impl<'a> Parser<'a> {
                 return Ok(None);
             }
             self.colon()?;
-            let value = match self.peek() {
-                Some(b'"' | b'-' | b'0'..=b'9' | b't' | b'f') => self.value()?,
+            // The value's first byte decides the column's kind; the value is
+            // then read as every later row's is.
+            let mut column = match self.peek() {
+                Some(b'"') => Column::Str(Vec::with_capacity(ROOM)),
+                Some(b'-' | b'0'..=b'9') => Column::Int(Vec::with_capacity(ROOM)),
+                Some(b't' | b'f') => Column::Bool(Vec::with_capacity(ROOM)),
                 _ => return Ok(None),
             };
-            let Some(mut column) = Column::of(&value, ROOM) else {
-                return Ok(None);
-            };
-            if column.push(value).is_err() {
+            if !self.cell(&mut column)? {
                 return Ok(None);
             }
             keys.push(key);
