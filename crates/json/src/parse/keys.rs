@@ -11,23 +11,30 @@ use crate::Str;
 /// stands ([`Parser::next_key_known`]): the text's bytes are then the whole
 /// key as a scan would find it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlainKey(Str);
+pub struct PlainKey {
+    key: Str,
+    /// The key as compact JSON writes it after another: `,"key":`.
+    spelled: Box<[u8]>,
+}
 
 impl PlainKey {
     /// `key` as a plain key; `None` for one that needs an escape.
     pub fn new(key: &str) -> Option<PlainKey> {
-        plain(key).then(|| PlainKey(Str::from(key)))
+        plain(key).then(|| PlainKey {
+            key: Str::from(key),
+            spelled: [b",\"", key.as_bytes(), b"\":"].concat().into(),
+        })
     }
 
     #[inline(always)]
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.key
     }
 
     /// The key as the tree's string (a short key is copied in a few words).
     #[inline(always)]
     pub fn to_key(&self) -> Str {
-        self.0.clone()
+        self.key.clone()
     }
 }
 
@@ -56,6 +63,21 @@ impl<'a> Parser<'a> {
         first: &mut bool,
         known: Option<&PlainKey>,
     ) -> Result<NextKey<'a>, Error> {
+        if let Some(k) = known {
+            // As compact JSON writes it, the comma (none before the first
+            // key), the quoted key and the colon match in one comparison.
+            let piece = if *first {
+                &k.spelled[1..]
+            } else {
+                &k.spelled[..]
+            };
+            let end = self.pos + piece.len();
+            if (self.bytes.get(self.pos..end)).is_some_and(|t| crate::map::same_bytes(t, piece)) {
+                self.pos = end;
+                *first = false;
+                return Ok(NextKey::Known);
+            }
+        }
         if !self.key_follows(first, true)? {
             return Ok(NextKey::End);
         }
