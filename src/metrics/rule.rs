@@ -50,7 +50,7 @@ impl RuleMetrics {
         self.observe_in(sharded::this_shard(), result, cost);
     }
 
-    fn observe_in(&self, shard: usize, result: RuleResult, cost: u64) {
+    fn observe_in(&self, shard: sharded::ShardId, result: RuleResult, cost: u64) {
         self.series.add_in(shard, EVALUATIONS, 1);
         self.series.add_in(shard, COST, cost);
         match result {
