@@ -279,7 +279,11 @@ impl<'a> Walk<'a> {
         let bound = &mut scratch.bind(this, old_value);
         // Room for the node's observations at once, rather than growing
         // through four sizes for the usual node of a dozen rules.
-        if node.rules.first().is_some_and(|r| r.metrics.get().is_some()) {
+        if node
+            .rules
+            .first()
+            .is_some_and(|r| r.metrics.get().is_some())
+        {
             self.observed.reserve(node.rules.len());
         }
         for rule in &node.rules {

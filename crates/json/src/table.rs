@@ -55,9 +55,11 @@ impl Column {
 pub struct Table {
     /// The elements' keys, strictly ascending (as `key_order` sorts), each
     /// written without escapes.
-    keys: Box<[Str]>,
+    /// (Vectors, not boxed slices: a parsed table's were given room, and
+    /// shrinking them to fit was two reallocations a table.)
+    keys: Vec<Str>,
     /// One per key, each as long as the table.
-    columns: Box<[Column]>,
+    columns: Vec<Column>,
     len: usize,
     /// The elements as a tree, built when first asked for.
     items: OnceLock<Vec<Value>>,
@@ -77,8 +79,8 @@ impl Table {
                 .windows(2)
                 .all(|w| crate::key_order(&w[0], &w[1]).is_lt());
         fits.then(|| Table {
-            keys: keys.into_boxed_slice(),
-            columns: columns.into_boxed_slice(),
+            keys,
+            columns,
             len,
             items: OnceLock::new(),
         })

@@ -13,6 +13,9 @@ use crate::{key_order, Error, Str, Value};
 /// A table's keys and its columns, as they are read.
 type Rows = (Vec<Str>, Vec<Column>);
 
+/// Room for the keys a table is given first.
+const KEYS: usize = 8;
+
 /// Room each column is given first (a list the rules loop over is rarely
 /// longer; a longer one grows). A column growing once costs more than the
 /// room: the allocator's bins cost the same up to a kilobyte.
@@ -86,7 +89,9 @@ impl<'a> Parser<'a> {
             return Ok(None);
         }
         self.open()?;
-        let (mut keys, mut columns): (Vec<Str>, Vec<Column>) = (Vec::new(), Vec::new());
+        // Room for the keys of most flat objects, without growing.
+        let (mut keys, mut columns): (Vec<Str>, Vec<Column>) =
+            (Vec::with_capacity(KEYS), Vec::with_capacity(KEYS));
         let mut first = true;
         while self.key_follows(&mut first, true)? {
             let key = self.string_value()?;
