@@ -10,7 +10,8 @@
 //! A shard held by one live thread alone is added to with a plain load and
 //! store rather than a locked read-modify-write (which also waits for the
 //! core's pending stores: about twenty cycles, two or three per rule per
-//! review); threads past the shard count share one more shard, added to
+//! review); threads past the shard count (more workers than CPUs, say, or
+//! evaluation-pool threads) share a second set of shards, added to
 //! atomically.
 //!
 //! Hand-written because the `prometheus` crate's thread-local counters
@@ -27,8 +28,8 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::{Counter, LabelPair, Metric, MetricFamily, MetricType};
 
 /// At most this many shards of one thread each: past it, threads share the
-/// one more shard (counts stay exact; only the adds contend again), and a
-/// series stays small (about 1 KiB).
+/// shared shards (counts stay exact; only the adds contend again), and a
+/// series stays small (2 KiB at most, both sets).
 const MAX_SHARDS: usize = 8;
 
 /// The counters of one series in one shard, alone on their cache line;
@@ -44,8 +45,8 @@ pub struct Series<const N: usize> {
 impl<const N: usize> Series<N> {
     fn new() -> Self {
         Series {
-            // One per thread that holds a shard, and the shared one.
-            shards: (0..=shard_count())
+            // The shards of one thread each, then as many shared ones.
+            shards: (0..2 * shard_count())
                 .map(|_| Shard(std::array::from_fn(|_| AtomicU64::new(0))))
                 .collect(),
         }
@@ -55,14 +56,14 @@ impl<const N: usize> Series<N> {
     /// the thread's [`this_shard`], looked up once for a review's many adds.
     #[inline]
     pub fn add_in(&self, shard: ShardId, i: usize, v: u64) {
-        let shared = self.shards.len() - 1;
-        if shard.index < shared {
+        // Below `shard_count()` twice (`this_shard`), as every series has.
+        let c = &self.shards[shard.index].0[i];
+        if shard.index < self.shards.len() / 2 {
             // This thread's alone (`ShardId`): no other thread writes it,
             // and a scrape's relaxed loads see each store whole.
-            let c = &self.shards[shard.index].0[i];
             c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
         } else {
-            self.shards[shared].0[i].fetch_add(v, Ordering::Relaxed);
+            c.fetch_add(v, Ordering::Relaxed);
         }
     }
 
@@ -82,9 +83,10 @@ impl<const N: usize> std::fmt::Debug for Series<N> {
     }
 }
 
-/// The shards held by one thread each: the CPUs the process may use (the
-/// default worker count, and the threads that can run at once) rounded up
-/// to a power of two, at most [`MAX_SHARDS`].
+/// The shards held by one thread each, and the shared ones: the CPUs the
+/// process may use (the default worker count, and the threads that can run
+/// at once) rounded up to a power of two (a number past them picks a shared
+/// shard by its low bits), at most [`MAX_SHARDS`].
 fn shard_count() -> usize {
     static COUNT: OnceLock<usize> = OnceLock::new();
     *COUNT.get_or_init(|| {
@@ -95,8 +97,8 @@ fn shard_count() -> usize {
     })
 }
 
-/// A thread's shard in every series: its own, or the shared one. Not
-/// `Send`: only the thread [`this_shard`] gave it to may add through it.
+/// A thread's shard in every series: its own, or a shared one. Not `Send`:
+/// only the thread [`this_shard`] gave it to may add through it.
 #[derive(Clone, Copy, Debug)]
 pub struct ShardId {
     index: usize,
@@ -108,15 +110,20 @@ pub struct ShardId {
 /// lock, so the next holder sees every add before): the threads that
 /// record at one moment (the workers, and evaluation-pool threads, which
 /// come and go) hold distinct numbers, however many have come and gone
-/// before. A number past the shard count, or a thread past its locals'
-/// teardown, adds to the shared shard.
+/// before. A number at or past the shard count, or a thread past its
+/// locals' teardown, adds to a shared shard.
 pub fn this_shard() -> ShardId {
     thread_local! {
         static SHARD: Held = Held::take();
     }
-    let own = SHARD.try_with(|s| s.0).unwrap_or(usize::MAX);
+    let count = shard_count();
+    let index = match SHARD.try_with(|s| s.0) {
+        Ok(own) if own < count => own,
+        Ok(other) => count + (other & (count - 1)),
+        Err(_) => count,
+    };
     ShardId {
-        index: own.min(shard_count()),
+        index,
         _thread: PhantomData,
     }
 }
@@ -136,7 +143,7 @@ impl Numbers {
         }
     }
 
-    /// The lowest free number (shards are numbers modulo the count).
+    /// The lowest free number (the low numbers have shards of their own).
     fn take(&self) -> usize {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         let lowest = free.iter().enumerate().min_by_key(|(_, n)| **n);
@@ -342,7 +349,7 @@ mod tests {
         let other = std::thread::spawn(|| this_shard().index)
             .join()
             .expect("runs");
-        assert!(other != mine || mine == shard_count(), "{mine} {other}");
+        assert!(other != mine || mine >= shard_count(), "{mine} {other}");
     }
 
     #[test]
@@ -373,7 +380,7 @@ mod tests {
         let threads = threads as u64;
         assert_eq!(s.get(0), 20_000 * threads);
         assert_eq!(s.get(1), 20_000 * (0..threads).sum::<u64>());
-        // No shard of its own is held twice; the others share the last.
+        // No shard of its own is held twice; the others share shards.
         let mut indexes = indexes.into_inner().expect("not poisoned");
         indexes.sort_unstable();
         let own: Vec<usize> = indexes
@@ -385,7 +392,11 @@ mod tests {
         distinct.dedup();
         assert_eq!(own, distinct, "{indexes:?}");
         assert!(
-            indexes.iter().filter(|&&i| i == shard_count()).count() >= 4,
+            indexes.iter().all(|&i| i < 2 * shard_count()),
+            "{indexes:?}"
+        );
+        assert!(
+            indexes.iter().filter(|&&i| i >= shard_count()).count() >= 4,
             "{indexes:?}"
         );
     }

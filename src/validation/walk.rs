@@ -278,7 +278,8 @@ impl<'a> Walk<'a> {
         let old_value = old.map(|o| Value::from_json(o, schema));
         let bound = &mut scratch.bind(this, old_value);
         // Room for the node's observations at once, rather than growing
-        // through four sizes for the usual node of a dozen rules.
+        // through three or four sizes (4, 8, 16, 32) for a node of a dozen
+        // or more rules.
         if node
             .rules
             .first()

@@ -54,9 +54,9 @@ impl Column {
 /// An array of flat objects, kept by column (see the module's comment).
 pub struct Table {
     /// The elements' keys, strictly ascending (as `key_order` sorts), each
-    /// written without escapes.
-    /// (Vectors, not boxed slices: a parsed table's were given room, and
-    /// shrinking them to fit was two reallocations a table.)
+    /// written without escapes. This and `columns` are vectors, not boxed
+    /// slices: a parsed table's are given room, and shrinking them to fit
+    /// was two reallocations a table.
     keys: Vec<Str>,
     /// One per key, each as long as the table.
     columns: Vec<Column>,

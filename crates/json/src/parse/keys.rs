@@ -10,7 +10,7 @@ use crate::Str;
 /// control character), so that it can be matched against the text as it
 /// stands ([`Parser::next_key_known`]): the text's bytes are then the whole
 /// key as a scan would find it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct PlainKey {
     key: Str,
     /// The key as compact JSON writes it after another: `,"key":`.
@@ -35,6 +35,13 @@ impl PlainKey {
     #[inline(always)]
     pub fn to_key(&self) -> Str {
         self.key.clone()
+    }
+}
+
+impl std::fmt::Debug for PlainKey {
+    /// The key alone: its spelled form is the same text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PlainKey").field(&self.key).finish()
     }
 }
 
@@ -72,7 +79,11 @@ impl<'a> Parser<'a> {
                 &k.spelled[..]
             };
             let end = self.pos + piece.len();
-            if (self.bytes.get(self.pos..end)).is_some_and(|t| crate::map::same_bytes(t, piece)) {
+            if self
+                .bytes
+                .get(self.pos..end)
+                .is_some_and(|t| crate::map::same_bytes(t, piece))
+            {
                 self.pos = end;
                 *first = false;
                 return Ok(NextKey::Known);

@@ -137,10 +137,46 @@ fn text_that_is_not_json_fails_as_the_tree_fails() {
         r#"[{"a":1} {"a":2}]"#,
         r#"[{"a":1},{"a":tru}]"#,
         r#"[{"a":1},{"a":2}}"#,
+        // Ending where a compact row's pieces are matched.
+        r#"[{"a":1},{"#,
+        r#"[{"a":1},{"a":"#,
+        r#"[{"a":1,"b":"x"},{"a":2,"b":"#,
     ] {
         let rows = Parser::new(text).value_rows().expect_err(text);
         let tree = Parser::new(text).value().expect_err(text);
         assert_eq!(rows.to_string(), tree.to_string(), "{text}");
+    }
+}
+
+#[test]
+fn rows_spelled_otherwise_and_tables_past_their_room_stay_tables() {
+    // White space after a later row's colon, around its comma, or before
+    // it: each such row is read token by token, and the list stays a
+    // table.
+    for text in [
+        r#"[{"a":1,"b":"x"},{"a": 2,"b":"y"},{"a":3,"b":"z"}]"#,
+        r#"[{"a":1,"b":"x"},{"a":2,"b": "y"}]"#,
+        r#"[{"a":1}, {"a":2},{"a":3}]"#,
+        r#"[{"a":1} ,{"a":2}]"#,
+    ] {
+        let v = read_both(text);
+        assert!(is_table(&v), "{text}: {v:?}");
+    }
+    // More rows than a column's first room, more keys than the table's.
+    let long: Vec<String> = (0..70)
+        .map(|i| format!(r#"{{"n":"p{i}","port":{i}}}"#))
+        .collect();
+    let keys: Vec<String> = (0..12).map(|k| format!(r#""k{k:02}":{k}"#)).collect();
+    let wide = format!("{{{}}}", keys.join(","));
+    for text in [
+        format!("[{}]", long.join(",")),
+        format!("[{wide},{wide},{wide}]"),
+    ] {
+        let v = read_both(&text);
+        let Value::Table(t) = &v else {
+            panic!("a table: {v:?}")
+        };
+        assert!(t.len() == 70 || t.keys().len() == 12, "{text}");
     }
 }
 
