@@ -61,9 +61,9 @@ impl<const N: usize> Series<N> {
         if shard.index < self.shards.len() / 2 {
             // This thread's alone (`ShardId`): no other thread writes it,
             // and a scrape's relaxed loads see each store whole.
-            c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+            c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Release);
         } else {
-            c.fetch_add(v, Ordering::Relaxed);
+            c.fetch_add(v, Ordering::Release);
         }
     }
 
@@ -71,8 +71,22 @@ impl<const N: usize> Series<N> {
     pub fn get(&self, i: usize) -> u64 {
         self.shards
             .iter()
-            .map(|s| s.0[i].load(Ordering::Relaxed))
+            .map(|s| s.0[i].load(Ordering::Acquire))
             .fold(0, u64::wrapping_add)
+    }
+
+    /// Every counter over every shard, the last family first. A review adds
+    /// to a series' counters in their families' order (a rule's evaluation
+    /// before its failure), each add a release: a counter read (acquire)
+    /// before those added ahead of it finds them at least as far along, so
+    /// a scrape never shows more failures than evaluations. Read first to
+    /// last, an add landing between the two reads could.
+    pub fn counts(&self) -> [u64; N] {
+        let mut counts = [0; N];
+        for i in (0..N).rev() {
+            counts[i] = self.get(i);
+        }
+        counts
     }
 }
 
@@ -266,11 +280,8 @@ impl<const N: usize> Collector for ShardedCounters<N> {
         let mut order: Vec<usize> = (0..self.inner.labels.len()).collect();
         order.sort_by_key(|&i| &self.inner.labels[i]);
         // Each series read once, so that one scrape's families agree (no
-        // more failures than evaluations).
-        let counts: Vec<[u64; N]> = series
-            .values()
-            .map(|s| std::array::from_fn(|i| s.get(i)))
-            .collect();
+        // more failures than evaluations: `Series::counts`).
+        let counts: Vec<[u64; N]> = series.values().map(|s| s.counts()).collect();
         (0..N)
             .map(|i| {
                 let desc = &self.inner.descs[i];
@@ -331,6 +342,33 @@ mod tests {
         });
         assert_eq!(s.get(0), 8000);
         assert_eq!(s.get(1), 1000 * (0..8).sum::<u64>());
+    }
+
+    #[test]
+    fn a_scrape_never_reads_a_later_family_ahead_of_an_earlier_one() {
+        // A review adds to a series' first counter, then its second (an
+        // evaluation, then its failure); a scrape racing it must never see
+        // more of the second than of the first.
+        let c = families();
+        let s = c.series(&["1", "2"]);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let shard = this_shard();
+                for _ in 0..2_000_000 {
+                    s.add_in(shard, 0, 1);
+                    s.add_in(shard, 1, 1);
+                }
+                done.store(true, Ordering::Release);
+            });
+            let mut reads = 0u64;
+            while !done.load(Ordering::Acquire) || reads == 0 {
+                let [evaluations, failures] = s.counts();
+                assert!(failures <= evaluations, "{failures} > {evaluations}");
+                reads += 1;
+            }
+        });
+        assert_eq!(s.counts(), [2_000_000, 2_000_000]);
     }
 
     #[test]
