@@ -92,8 +92,9 @@ impl<const N: usize> Series<N> {
 
 impl<const N: usize> std::fmt::Debug for Series<N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let counts: Vec<u64> = (0..N).map(|i| self.get(i)).collect();
-        f.debug_struct("Series").field("counts", &counts).finish()
+        f.debug_struct("Series")
+            .field("counts", &self.counts())
+            .finish()
     }
 }
 

@@ -195,14 +195,19 @@ pub(super) fn counted_loop<'a>(
 /// the selection.
 const DIRECT_READ: u64 = 2;
 
-/// The most elements [`all_distinct_cost`] compares pair by pair; a
-/// longer list is counted in a hash table.
+/// The most elements [`all_distinct_cost`] tells distinct in a table on
+/// the stack ([`distinct`]); a longer list is counted in a hash table.
 const PAIRWISE: usize = 32;
+
+/// [`distinct`]'s slots: twice the strings, a power of two (a hash's top
+/// bits pick one).
+const SLOTS: usize = 2 * PAIRWISE;
+const _: () = assert!(SLOTS.is_power_of_two());
 
 /// What the lookups below would charge for a uniqueness check (`all` of
 /// `exists_one` over the very list, each element's field read directly)
-/// when every string occurs once, on a list short enough to compare pair
-/// by pair, which costs less than hashing; `None` for any other loop or
+/// when every string occurs once, on a list short enough for
+/// [`distinct`], which costs less than hashing; `None` for any other loop or
 /// list, or a repeat. Each outer element is charged the range and the
 /// inner steps (`tally_own`): every element's read and the other side's,
 /// its string compared with every element's, and its one match and the
@@ -256,7 +261,6 @@ fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u6
 /// full only with those of the same slot run. Pair by pair, 20 names took
 /// 190 comparisons.
 fn distinct(reads: &[&str]) -> bool {
-    const SLOTS: usize = 2 * PAIRWISE;
     debug_assert!(reads.len() <= PAIRWISE);
     let mut slots = [u8::MAX; SLOTS];
     for (i, s) in reads.iter().enumerate() {
@@ -290,7 +294,7 @@ fn slot_of(s: &[u8]) -> usize {
     let first = word(s);
     let last = if n > 8 { word(&s[n - 8..]) } else { 0 };
     let h = (first ^ last.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 58) as usize % (2 * PAIRWISE)
+    (h >> (u64::BITS - SLOTS.trailing_zeros())) as usize
 }
 
 #[cfg(test)]

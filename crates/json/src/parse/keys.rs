@@ -78,13 +78,7 @@ impl<'a> Parser<'a> {
             } else {
                 &k.spelled[..]
             };
-            let end = self.pos + piece.len();
-            if self
-                .bytes
-                .get(self.pos..end)
-                .is_some_and(|t| crate::map::same_bytes(t, piece))
-            {
-                self.pos = end;
+            if self.eat(piece) {
                 *first = false;
                 return Ok(NextKey::Known);
             }

@@ -218,6 +218,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// True when the text at the parser is `piece`, then passed over;
+    /// otherwise nothing is consumed (compact JSON's known spellings, a key
+    /// with its punctuation, matched in one comparison).
+    #[inline(always)]
+    fn eat(&mut self, piece: &[u8]) -> bool {
+        let end = self.pos + piece.len();
+        let found = self
+            .bytes
+            .get(self.pos..end)
+            .is_some_and(|t| crate::map::same_bytes(t, piece));
+        if found {
+            self.pos = end;
+        }
+        found
+    }
+
     /// Checks that only white space is left.
     pub fn end(&mut self) -> Result<(), Error> {
         match self.peek() {

@@ -21,7 +21,7 @@ struct Scanned {
 /// follows it: `None` for a sign, a fraction, an exponent, a digit after a
 /// leading zero or no digit, which the full scan reads or reports.
 #[inline(always)]
-pub(super) fn plain_integer(b: &[u8], i: usize) -> Option<(usize, u64)> {
+fn plain_integer(b: &[u8], i: usize) -> Option<(usize, u64)> {
     let mut end = i;
     let mut int = 0u64;
     match b.get(i) {
@@ -44,18 +44,28 @@ impl Parser<'_> {
     /// [`Parser::number_scanned`].
     #[inline]
     pub(super) fn number(&mut self) -> Result<Number, Error> {
+        match self.plain_int() {
+            Some(int) => Ok(Number::from(int)),
+            None => self.number_scanned(),
+        }
+    }
+
+    /// The usual number, a non-negative integer of up to 18 digits, read
+    /// and passed over; `None`, with nothing consumed, for any other.
+    #[inline(always)]
+    pub(super) fn plain_int(&mut self) -> Option<u64> {
         let start = self.pos;
         match plain_integer(self.bytes, start) {
             Some((end, int)) if end - start <= 18 => {
                 self.pos = end;
-                Ok(Number::from(int))
+                Some(int)
             }
-            _ => self.number_scanned(),
+            _ => None,
         }
     }
 
     /// [`Parser::number`] by the full scan.
-    fn number_scanned(&mut self) -> Result<Number, Error> {
+    pub(super) fn number_scanned(&mut self) -> Result<Number, Error> {
         let n = self.scan_number()?;
         if !n.float && !n.overflow {
             if !n.negative {

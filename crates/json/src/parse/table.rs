@@ -139,11 +139,8 @@ impl<'a> Parser<'a> {
     #[inline]
     fn compact_row(&mut self, spelled: &Spelled, columns: &mut [Column]) -> Result<bool, Error> {
         for (&(start, end), column) in spelled.pieces.iter().zip(columns.iter_mut()) {
-            let piece = &spelled.text[start..end];
-            let after = self.pos + piece.len();
-            match self.bytes.get(self.pos..after) {
-                Some(text) if crate::map::same_bytes(text, piece) => self.pos = after,
-                _ => return Ok(false),
+            if !self.eat(&spelled.text[start..end]) {
+                return Ok(false);
             }
             // No white space before a compact value.
             let byte = self.bytes.get(self.pos).copied();
@@ -151,11 +148,7 @@ impl<'a> Parser<'a> {
                 return Ok(false);
             }
         }
-        if self.bytes.get(self.pos) != Some(&b'}') {
-            return Ok(false);
-        }
-        self.pos += 1;
-        Ok(true)
+        Ok(self.eat(b"}"))
     }
 
     /// The element at the parser as a row of `keys` (written as they are,
@@ -190,15 +183,11 @@ impl<'a> Parser<'a> {
                 v.push(self.string_value()?);
             }
             (Column::Int(v), Some(b'-' | b'0'..=b'9')) => {
-                // The usual cell, as `Parser::number` reads it first,
-                // without building a number to take the int back out.
-                let start = self.pos;
-                match super::numbers::plain_integer(self.bytes, start) {
-                    Some((end, int)) if end - start <= 18 => {
-                        self.pos = end;
-                        v.push(int as i64);
-                    }
-                    _ => match self.number()?.as_i64() {
+                // The usual cell as `Parser::number` reads it first, without
+                // building a number to take the int back out.
+                match self.plain_int() {
+                    Some(int) => v.push(int as i64),
+                    None => match self.number_scanned()?.as_i64() {
                         Some(i) => v.push(i),
                         None => return Ok(false),
                     },

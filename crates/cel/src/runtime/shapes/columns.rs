@@ -96,9 +96,7 @@ fn two<'a, const OR: bool>(
     table: &'a Table,
     f: &mut Frame<'a>,
 ) -> Option<Value<'a>> {
-    // The second column is looked up whatever the first decides, but
-    // asked for only where it does not decide, as over the elements.
-    let (x, y) = (a.field.column(table)?, b.field.column(table));
+    let x = a.field.column(table)?;
     if let (Some((field, p, q)), Cells::Int(v)) = (Ints::<OR, true>::pair(&a, &b), x) {
         return run.over(v.iter(), f, Ints::<OR, true>::of(field, p, q));
     }
@@ -107,6 +105,13 @@ fn two<'a, const OR: bool>(
             return run.over(v.iter(), f, step);
         }
     }
+    // Read only where the first test does not decide, as over the
+    // elements; the same field's cells are the first column's.
+    let y = if b.read == a.read {
+        None
+    } else {
+        b.field.column(table)
+    };
     run.over(
         0..run.rows,
         f,
@@ -169,7 +174,8 @@ struct RowBoth<'a, const OR: bool> {
     x: Cells<'a>,
     b: Direct<'a>,
     /// `None`: the elements have no such column (the step then gives up,
-    /// as over the elements it would on the missing field).
+    /// as over the elements it would on the missing field), or `b` reads
+    /// `a`'s field (the step then reads `x`).
     y: Option<Cells<'a>>,
     charged: u64,
 }
