@@ -16,7 +16,7 @@ use crate::review::{
     Operation, ReviewError, ReviewVersion,
 };
 use crate::rules::{self, Requester, RuleSet};
-use crate::validation::{invalid_status, FieldRead, Node};
+use crate::validation::{invalid_status, FieldRead, Node, Plan};
 
 /// What to do with an object of a group and kind the config knows (a CRD,
 /// or the target of a rules document) in a version it has no schema of:
@@ -181,10 +181,31 @@ impl Fields for Node {
     }
 }
 
+/// Of an object the rules select fields of: those fields, and its other
+/// keys in their places as for a node.
+impl Fields for Plan {
+    fn keep(&self, field: &str) -> Keep<'_> {
+        keep_as(self.read_field(field))
+    }
+
+    fn known(&self) -> &[celhook_json::PlainKey] {
+        self.known_fields()
+    }
+
+    fn keep_known(&self, i: usize) -> Keep<'_> {
+        keep_as(self.known_read(i))
+    }
+
+    fn holds_places(&self) -> bool {
+        true
+    }
+}
+
 fn keep_as(read: FieldRead<'_>) -> Keep<'_> {
     match read {
         FieldRead::Whole => Keep::Whole,
         FieldRead::Rows => Keep::Rows,
+        FieldRead::Part(plan) => Keep::Part(plan),
         FieldRead::Below(child) if child.reads_whole() => Keep::Whole,
         FieldRead::Below(child) => Keep::Part(child),
         FieldRead::Nothing => Keep::Skip,

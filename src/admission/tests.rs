@@ -4,6 +4,8 @@ use celhook_json::{json, Value as Json};
 
 use super::*;
 use crate::config::{self, ConfigSource};
+
+mod parts;
 use crate::review::{decode_admission, decode_admission_planned, Details};
 
 fn embedded() -> Catalog {

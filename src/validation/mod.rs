@@ -14,6 +14,7 @@ use crate::kube_version::KubeVersion;
 use crate::metrics::{Metrics, RuleObservation};
 use crate::schema::Schema;
 use compile::{compile_node, Compilation};
+pub use reads::Plan;
 use walk::{Unchanged, Walk};
 
 pub use crate::field_error::{
@@ -73,16 +74,10 @@ pub struct Node {
     /// A failed rule here shows the node's value in its error (from 1.35,
     /// a node with rules not typed `object`): the value is needed whole.
     pub shows_value: bool,
-    /// By field name, sorted, what is read of it ([`Node::field_read`]):
-    /// its rules select it (whole, or as rows a decoder may keep by
-    /// column), or the property at this index has rules below.
-    reads_by_name: Vec<(String, reads::Read)>,
-    /// The schema's properties and the fields read, sorted, those JSON
-    /// writes without escapes: a decoder matches them in the text as they
-    /// are ([`Node::known_fields`]); with what is read of each, as in
-    /// `reads_by_name` (`None`: nothing).
-    known: Vec<celhook_json::PlainKey>,
-    known_reads: Vec<Option<reads::Read>>,
+    /// What a decoder builds of the node's value on CREATE, by field
+    /// ([`Node::field_read`]): what its rules select, and the properties
+    /// with rules below, which the node's `properties` plan.
+    plan: Plan,
     /// Every rule here is a transition rule without `optionalOldSelf`:
     /// none runs without an old object.
     waits_for_old: bool,
@@ -98,6 +93,10 @@ pub enum FieldRead<'n> {
     Rows,
     /// No rule here selects it; these below it read it.
     Below(&'n Node),
+    /// The rules here select fields of it (`self.spec.replicas`) or test
+    /// its presence, and use it no other way: of an object, what this
+    /// plan names.
+    Part(&'n Plan),
     /// Nothing.
     Nothing,
 }
@@ -105,8 +104,9 @@ pub enum FieldRead<'n> {
 /// What a node's expressions read of `self`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SelfReads {
-    /// Only these fields, sorted (`self.x`, `self.?x`, `has(self.x)`).
-    Fields(Vec<String>),
+    /// Only these fields, by JSON key, sorted (`self.x`, `self.?x`,
+    /// `has(self.x)`), each whole or in part.
+    Fields(Vec<(String, Want)>),
     /// Possibly all of it: `self` whole, indexed, sized, passed on.
     Whole,
 }
@@ -117,28 +117,15 @@ impl Default for SelfReads {
     }
 }
 
-impl SelfReads {
-    /// What the programs `programs`, compiled for `schema`, read together,
-    /// by JSON key: a field selected by its escaped name (`x__dash__prop`)
-    /// reads the key it stands for (`x-prop`), found as the checker finds
-    /// it; a name the schema does not resolve counts as reading all.
-    fn of<'p>(schema: &Schema, programs: impl IntoIterator<Item = &'p Program>) -> SelfReads {
-        let mut all = Vec::new();
-        for program in programs {
-            let Some(fields) = program.self_fields() else {
-                return SelfReads::Whole;
-            };
-            for field in fields {
-                match schema.cel_property(field, true) {
-                    Some((key, _)) => all.push(key.into_owned()),
-                    None => return SelfReads::Whole,
-                }
-            }
-        }
-        all.sort_unstable();
-        all.dedup();
-        SelfReads::Fields(all)
-    }
+/// What expressions read of one field of a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Want {
+    /// Its value, all of it.
+    Whole,
+    /// Of an object that its schema types by its properties alone, these
+    /// of its fields (by JSON key, sorted) and its presence; only its
+    /// presence when none.
+    Part(Vec<(String, Want)>),
 }
 
 impl Node {

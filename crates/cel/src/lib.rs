@@ -44,6 +44,7 @@ pub use estimate::{factor_text, max_cardinality};
 pub use library::authz::authorizer_value;
 /// Go's `%q`: the API server quotes values in its messages this way.
 pub use re2::compile as compile_go_regex;
+pub use syntax::SelfPath;
 pub use text::{format_double, go_quote};
 pub use value::error::{CompileError, ErrorKind, EvalError};
 pub use value::{to_json, List, Map, Str, TypeName, Value};
@@ -71,7 +72,7 @@ pub struct Program {
     result_type: String,
     result_ty: types::Ty<'static>,
     estimated_cost: f64,
-    self_fields: Option<Vec<String>>,
+    self_paths: Option<Vec<SelfPath>>,
 }
 
 impl Program {
@@ -163,17 +164,18 @@ impl Program {
             uses_old_self: c.uses_old_self,
             result_type: c.result_type,
             result_ty: c.result_ty,
-            self_fields: c.self_fields,
+            self_paths: c.self_paths,
         })
     }
 
-    /// The fields of `self` the source selects (`self.x`, `self.?x`,
-    /// `has(self.x)`), sorted, when selecting named fields is all it does
-    /// with `self`; `None` when it may read more (`self` whole, indexed,
-    /// sized, passed on or rebound). Found from the text as written, so
-    /// no rewrite of the compiled program hides a read.
-    pub fn self_fields(&self) -> Option<&[String]> {
-        self.self_fields.as_deref()
+    /// The chains of fields the source selects from `self`
+    /// (`self.spec.replicas`, `has(self.spec.tls)`), sorted, when such
+    /// chains are all it does with `self`; `None` as for
+    /// [`self_fields`]. What a decoder must build of `self` for
+    /// the program to answer as on the whole value: each chain's last
+    /// field whole, or for a presence test, present.
+    pub fn self_paths(&self) -> Option<&[SelfPath]> {
+        self.self_paths.as_deref()
     }
 
     /// The static type of the result, as cel-go names it (`bool`,

@@ -330,32 +330,85 @@ pub(crate) fn self_fields(source: &str) -> Option<Vec<String>> {
         return None;
     }
     let (expr, _) = parse(source).ok()?;
-    self_fields_of(&expr)
+    Some(first_fields(&self_paths_of(&expr)?))
 }
 
-/// [`self_fields`] of a parsed expression.
-pub(crate) fn self_fields_of(expr: &IdedExpr) -> Option<Vec<String>> {
+/// The first field of each of `paths`, sorted and once each: what
+/// [`self_fields`] gives of the expression they come from.
+pub(crate) fn first_fields(paths: &[SelfPath]) -> Vec<String> {
+    let mut out: Vec<String> = paths
+        .iter()
+        .filter_map(|p| p.fields.first().cloned())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// A chain of named fields selected from `self`, outermost last
+/// (`self.spec.replicas`: `spec`, `replicas`). `presence` when the chain
+/// ends in a presence test (`has(self.spec.tls)`): the last field's
+/// presence is read, not its value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SelfPath {
+    pub fields: Vec<String>,
+    pub presence: bool,
+}
+
+/// Every chain of named fields from `self` in `expr` (`self.a.b`,
+/// `self.?a.?b`, `has(self.a.b)`), each as long as it is written, sorted
+/// and without repeats, when such chains are all it does with `self`;
+/// `None` as [`self_fields`] gives it. A chain covers all of its last
+/// field's value, whatever is done with it next (indexed, sized,
+/// compared).
+pub(crate) fn self_paths_of(expr: &IdedExpr) -> Option<Vec<SelfPath>> {
     use cel::common::ast::{Expr, LiteralValue};
     fn is_self(e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "self")
     }
-    /// False when `e` uses `self` other than by selecting a named field.
-    fn walk(e: &IdedExpr, out: &mut Vec<String>) -> bool {
+    /// The fields of the chain from `self` that `e` reads a value from,
+    /// with `field` selected on it.
+    fn extend(operand: &IdedExpr, field: &str) -> Option<Vec<String>> {
+        let mut fields = if is_self(operand) {
+            Vec::new()
+        } else {
+            match chain(operand)? {
+                SelfPath {
+                    fields,
+                    presence: false,
+                } => fields,
+                // A presence test is a bool: nothing to select on.
+                _ => return None,
+            }
+        };
+        fields.push(field.to_string());
+        Some(fields)
+    }
+    /// `e` as a chain from `self`, if it is one.
+    fn chain(e: &IdedExpr) -> Option<SelfPath> {
+        match &e.expr {
+            Expr::Select(s) => Some(SelfPath {
+                fields: extend(&s.operand, &s.field)?,
+                presence: s.test,
+            }),
+            Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 => match &c.args[1].expr {
+                Expr::Literal(LiteralValue::String(f)) => Some(SelfPath {
+                    fields: extend(&c.args[0], f.inner())?,
+                    presence: false,
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    /// False when `e` uses `self` other than through a chain of fields.
+    fn walk(e: &IdedExpr, out: &mut Vec<SelfPath>) -> bool {
+        if let Some(path) = chain(e) {
+            out.push(path);
+            return true;
+        }
         match &e.expr {
             Expr::Ident(n) => n != "self",
-            Expr::Select(s) if is_self(&s.operand) => {
-                out.push(s.field.clone());
-                true
-            }
-            Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 && is_self(&c.args[0]) => {
-                match &c.args[1].expr {
-                    Expr::Literal(LiteralValue::String(f)) => {
-                        out.push(f.inner().to_string());
-                        true
-                    }
-                    _ => false,
-                }
-            }
             Expr::Unspecified => false,
             _ => children(e).into_iter().all(|c| walk(c, out)),
         }

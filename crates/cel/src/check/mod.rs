@@ -43,9 +43,9 @@ pub(crate) const FIRST_VARIABLE_SLOT: usize = 2;
 /// The output of compilation.
 pub(crate) struct Compiled {
     pub ir: Ir,
-    /// The fields of `self` the source selects, when that is all it does
-    /// with `self` (`syntax::self_fields`).
-    pub self_fields: Option<Vec<String>>,
+    /// The chains of fields the source selects from `self`, when that is
+    /// all it does with `self` (`syntax::self_paths_of`).
+    pub self_paths: Option<Vec<crate::syntax::SelfPath>>,
     pub slots: usize,
     pub uses_old_self: bool,
     /// The static result type, as cel-go names it (`bool`, `string`, `dyn`, ...).
@@ -109,7 +109,7 @@ fn compile_here(source: &str, decls: &Decls<'_>) -> Result<Compiled, CompileErro
     let (ir, ty) = c.expr(&expr)?;
     Ok(Compiled {
         ir,
-        self_fields: crate::syntax::self_fields_of(&expr),
+        self_paths: crate::syntax::self_paths_of(&expr),
         slots: c.slots,
         uses_old_self: c.uses_old_self,
         result_type: ty.to_string(),

@@ -104,6 +104,7 @@ impl<'a> Frame<'a> {
 
     /// Binds `self` and `oldSelf` in a released frame, for programs run in
     /// turn on them ([`Frame::reset_bound`]).
+    #[inline]
     pub(crate) fn bind_selves(&mut self, this: Value<'a>, old_self: Option<Value<'a>>) {
         debug_assert!(self.is_released());
         // A binding forgotten rather than dropped left only its two values
@@ -197,11 +198,15 @@ impl<'a> Frame<'a> {
     fn release_kept(&mut self) {
         self.bound.clear();
         self.memos.clear();
-        // A memo map keeps its table for the next frame's same cell.
-        self.elem_memos
-            .iter_mut()
-            .take(self.elem_cells)
-            .for_each(ElemMemo::clear);
+        // A memo map keeps its table for the next frame's same cell. Most
+        // programs have none: no loop to enter (nor, as the compiler may
+        // place it, a call).
+        if self.elem_cells > 0 {
+            self.elem_memos
+                .iter_mut()
+                .take(self.elem_cells)
+                .for_each(ElemMemo::clear);
+        }
         self.scans.clear();
     }
 

@@ -240,3 +240,55 @@ fn the_fields_of_self_an_expression_selects() {
         assert_eq!(fields(source).as_deref(), *expected, "{source}");
     }
 }
+
+#[test]
+fn the_chains_of_fields_an_expression_selects_from_self() {
+    // Each chain as `a.b`, a presence test as `a.b?`, sorted.
+    let paths = |source: &str| {
+        let (expr, _) = crate::syntax::parse(source).expect("parses");
+        crate::syntax::self_paths_of(&expr).map(|paths| {
+            let shown: Vec<String> = paths
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}{}",
+                        p.fields.join("."),
+                        if p.presence { "?" } else { "" }
+                    )
+                })
+                .collect();
+            shown.join(",")
+        })
+    };
+    let cases: &[(&str, Option<&str>)] = &[
+        // A chain as long as it is written; its value may be used any way.
+        (
+            "self.spec.replicas <= self.spec.max && size(self.spec.tags) < 3",
+            Some("spec.max,spec.replicas,spec.tags"),
+        ),
+        // A presence test at each depth, and a read of the same field.
+        (
+            "!has(self.a) || (has(self.a.min) && self.a.min <= self.a.max)",
+            Some("a?,a.max,a.min,a.min?"),
+        ),
+        // Optional selections are chains too; `orValue` uses the value.
+        ("self.?a.?b.orValue('') != 'x'", Some("a.b")),
+        // An index, a call or a macro on a chain ends it there.
+        ("self.a.b[0] == 1 && self.c['d'] == 2", Some("a.b,c")),
+        ("self.a.all(p, p.x > 0) && self.b.size() > 0", Some("a,b")),
+        ("self.a.startsWith('x')", Some("a")),
+        // A presence test is a bool: nothing is selected on it.
+        ("has(self.a.b) == true", Some("a.b?")),
+        // `self` used otherwise: anything may be read.
+        ("self.a == 1 && size(self) > 0", None),
+        ("cel.bind(x, self, x.a > 0)", None),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(paths(source).as_deref(), *expected, "{source}");
+    }
+    // The fields of `self` are the chains' first ones.
+    assert_eq!(
+        crate::self_fields("!has(self.a) || self.a.min <= self.b.max").as_deref(),
+        Some(&["a".to_string(), "b".to_string()][..])
+    );
+}
