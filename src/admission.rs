@@ -161,8 +161,9 @@ impl Fields for RootReads<'_> {
     }
 }
 
-/// On CREATE: the fields a node's rules select, whole; a property with
-/// rules below it, as its own node plans; nothing else.
+/// On CREATE: the fields a node's rules select, as they select them
+/// (whole, or in part by a [`Plan`]); a property with rules below it, as
+/// its own node plans; nothing else.
 impl Fields for Node {
     fn keep(&self, field: &str) -> Keep<'_> {
         keep_as(self.field_read(field))

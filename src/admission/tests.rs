@@ -4,9 +4,9 @@ use celhook_json::{json, Value as Json};
 
 use super::*;
 use crate::config::{self, ConfigSource};
+use crate::review::{decode_admission, decode_admission_planned, Details};
 
 mod parts;
-use crate::review::{decode_admission, decode_admission_planned, Details};
 
 fn embedded() -> Catalog {
     config::load(&ConfigSource::Embedded).catalog

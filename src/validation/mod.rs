@@ -85,7 +85,8 @@ pub struct Node {
 
 /// What a node's rules, and those below it, read of one field of its value.
 pub enum FieldRead<'n> {
-    /// A rule selects it: the whole field.
+    /// The whole field: a rule uses its value (a chain of selections from
+    /// `self` ends at it), or selects it and has rules below it too.
     Whole,
     /// As `Whole`, of a list of objects of scalar fields with no rules
     /// below it: a decoder may keep it by column (`celhook_json::Table`),

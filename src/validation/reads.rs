@@ -60,6 +60,7 @@ impl Plan {
                     self.parts.push(Plan::of(child, wants));
                     Read::Part(self.parts.len() - 1)
                 }
+                // Not met: a field is wanted in part only as a property.
                 None => Read::Whole,
             },
         }
@@ -126,9 +127,15 @@ impl Plan {
 
     /// [`Plan::read_field`] of the `i`th of [`Plan::known_fields`].
     pub fn known_read(&self, i: usize) -> FieldRead<'_> {
-        self.read_of(self.known_reads.get(i).copied().flatten(), |_| {
-            FieldRead::Whole
-        })
+        self.known_read_with(i, |_| FieldRead::Whole)
+    }
+
+    fn known_read_with<'p>(
+        &'p self,
+        i: usize,
+        below: impl Fn(usize) -> FieldRead<'p>,
+    ) -> FieldRead<'p> {
+        self.read_of(self.known_reads.get(i).copied().flatten(), below)
     }
 }
 
@@ -244,38 +251,36 @@ impl Node {
 
     /// [`Node::field_read`] of the `i`th of [`Node::known_fields`].
     pub fn known_read(&self, i: usize) -> FieldRead<'_> {
-        let read = self.plan.known_reads.get(i).copied().flatten();
         self.plan
-            .read_of(read, |i| FieldRead::Below(&self.properties[i].1))
+            .known_read_with(i, |i| FieldRead::Below(&self.properties[i].1))
     }
 
     /// Indexes the fields read by name, once the node is complete (a
-    /// field its rules select reads it whole, or in part, whatever is
-    /// below it), and notes whether all its rules wait for an old object.
+    /// field its rules select is read as they select it, and whole when
+    /// it also has rules below), and notes whether all its rules wait for
+    /// an old object.
     pub(super) fn index_reads(&mut self, schema: &Schema) {
         let mut plan = Plan::default();
-        let mut by_name: BTreeMap<String, Read> = BTreeMap::new();
-        for (i, (name, _)) in self.properties.iter().enumerate() {
-            by_name.insert(name.clone(), Read::Below(i));
-        }
-        if let SelfReads::Fields(wants) = &self.reads {
-            for (field, want) in wants {
-                // A list with no rules below it, of flat objects, may be
-                // kept by column; one with rules below is walked element
-                // by element, which wants the elements; a field with rules
-                // below that the rules here also select is built whole.
-                let read = match by_name.get(field) {
-                    Some(_) => Read::Whole,
-                    None => plan.read(schema, field, want),
-                };
-                by_name.insert(field.clone(), read);
+        // A node read whole plans nothing: `field_read` answers whole.
+        if !self.needs_whole() {
+            let mut by_name: BTreeMap<String, Read> = BTreeMap::new();
+            for (i, (name, _)) in self.properties.iter().enumerate() {
+                by_name.insert(name.clone(), Read::Below(i));
             }
-        }
-        // A node read whole knows none: every key is asked of `field_read`,
-        // which keeps it whole, and the requests ask nothing more.
-        if self.needs_whole() {
-            plan.by_name = by_name.into_iter().collect();
-        } else {
+            if let SelfReads::Fields(wants) = &self.reads {
+                for (field, want) in wants {
+                    // A list with no rules below it, of flat objects, may
+                    // be kept by column; one with rules below is walked
+                    // element by element, which wants the elements; a
+                    // field with rules below that the rules here also
+                    // select is built whole.
+                    let read = match by_name.get(field) {
+                        Some(_) => Read::Whole,
+                        None => plan.read(schema, field, want),
+                    };
+                    by_name.insert(field.clone(), read);
+                }
+            }
             plan.index(schema, by_name);
         }
         self.plan = plan;
@@ -288,3 +293,6 @@ impl Node {
                 .all(|r| r.program.uses_old_self() && !r.optional_old_self);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -170,10 +170,13 @@ impl Program {
 
     /// The chains of fields the source selects from `self`
     /// (`self.spec.replicas`, `has(self.spec.tls)`), sorted, when such
-    /// chains are all it does with `self`; `None` as for
-    /// [`self_fields`]. What a decoder must build of `self` for
-    /// the program to answer as on the whole value: each chain's last
-    /// field whole, or for a presence test, present.
+    /// chains are all it does with `self`; `None` when it may read more
+    /// (`self` whole, indexed, sized, passed on or rebound). What a decoder
+    /// must build of `self` for the program to answer as on the whole
+    /// value: each chain's last field whole, or for a presence test,
+    /// present. Found from the text as written, so no rewrite of the
+    /// compiled program hides a read; [`Program::self_reads`] reports from
+    /// the compiled program instead, where a presence test reads nothing.
     pub fn self_paths(&self) -> Option<&[SelfPath]> {
         self.self_paths.as_deref()
     }
@@ -190,8 +193,8 @@ impl Program {
     }
 
     /// The field paths of `self` the expression reads (see `reads`): a
-    /// static report, not for the request path. An empty path is `self`
-    /// read whole.
+    /// static report, not for the request path (a decoder's plan comes
+    /// from [`Program::self_paths`]). An empty path is `self` read whole.
     pub fn self_reads(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         reads::self_paths(&self.ir, &mut out);

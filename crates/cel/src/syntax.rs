@@ -335,7 +335,7 @@ pub(crate) fn self_fields(source: &str) -> Option<Vec<String>> {
 
 /// The first field of each of `paths`, sorted and once each: what
 /// [`self_fields`] gives of the expression they come from.
-pub(crate) fn first_fields(paths: &[SelfPath]) -> Vec<String> {
+fn first_fields(paths: &[SelfPath]) -> Vec<String> {
     let mut out: Vec<String> = paths
         .iter()
         .filter_map(|p| p.fields.first().cloned())
@@ -345,9 +345,9 @@ pub(crate) fn first_fields(paths: &[SelfPath]) -> Vec<String> {
     out
 }
 
-/// A chain of named fields selected from `self`, outermost last
-/// (`self.spec.replicas`: `spec`, `replicas`). `presence` when the chain
-/// ends in a presence test (`has(self.spec.tls)`): the last field's
+/// A chain of named fields selected from `self`, from `self` outward
+/// (`self.spec.replicas`: `spec`, then `replicas`). `presence` when the
+/// chain ends in a presence test (`has(self.spec.tls)`): the last field's
 /// presence is read, not its value.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SelfPath {
@@ -360,15 +360,21 @@ pub struct SelfPath {
 /// and without repeats, when such chains are all it does with `self`;
 /// `None` as [`self_fields`] gives it. A chain covers all of its last
 /// field's value, whatever is done with it next (indexed, sized,
-/// compared).
+/// compared). Read from the text as written, so that no rewrite of the
+/// compiled program hides a read (`reads::self_paths` reads the compiled
+/// program, for static reports).
 pub(crate) fn self_paths_of(expr: &IdedExpr) -> Option<Vec<SelfPath>> {
     use cel::common::ast::{Expr, LiteralValue};
     fn is_self(e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "self")
     }
-    /// The fields of the chain from `self` that `e` reads a value from,
-    /// with `field` selected on it.
-    fn extend(operand: &IdedExpr, field: &str) -> Option<Vec<String>> {
+    /// The chain `operand.field`, or where the selections below it start
+    /// from something else than `self` (to be walked from there).
+    fn extend<'e>(
+        operand: &'e IdedExpr,
+        field: &str,
+        presence: bool,
+    ) -> Result<SelfPath, &'e IdedExpr> {
         let mut fields = if is_self(operand) {
             Vec::new()
         } else {
@@ -378,39 +384,38 @@ pub(crate) fn self_paths_of(expr: &IdedExpr) -> Option<Vec<SelfPath>> {
                     presence: false,
                 } => fields,
                 // A presence test is a bool: nothing to select on.
-                _ => return None,
+                _ => return Err(operand),
             }
         };
         fields.push(field.to_string());
-        Some(fields)
+        Ok(SelfPath { fields, presence })
     }
-    /// `e` as a chain from `self`, if it is one.
-    fn chain(e: &IdedExpr) -> Option<SelfPath> {
+    /// `e` as a chain from `self`; where it is none, the expression its
+    /// selections start from (`e` itself when it selects nothing).
+    fn chain(e: &IdedExpr) -> Result<SelfPath, &IdedExpr> {
         match &e.expr {
-            Expr::Select(s) => Some(SelfPath {
-                fields: extend(&s.operand, &s.field)?,
-                presence: s.test,
-            }),
+            Expr::Select(s) => extend(&s.operand, &s.field, s.test),
             Expr::Call(c) if c.func_name == "_?._" && c.args.len() == 2 => match &c.args[1].expr {
-                Expr::Literal(LiteralValue::String(f)) => Some(SelfPath {
-                    fields: extend(&c.args[0], f.inner())?,
-                    presence: false,
-                }),
-                _ => None,
+                Expr::Literal(LiteralValue::String(f)) => extend(&c.args[0], f.inner(), false),
+                _ => Err(e),
             },
-            _ => None,
+            _ => Err(e),
         }
     }
     /// False when `e` uses `self` other than through a chain of fields.
     fn walk(e: &IdedExpr, out: &mut Vec<SelfPath>) -> bool {
-        if let Some(path) = chain(e) {
-            out.push(path);
-            return true;
-        }
-        match &e.expr {
-            Expr::Ident(n) => n != "self",
-            Expr::Unspecified => false,
-            _ => children(e).into_iter().all(|c| walk(c, out)),
+        match chain(e) {
+            Ok(path) => {
+                out.push(path);
+                true
+            }
+            // Selections on something else: that thing is walked once.
+            Err(start) if !std::ptr::eq(start, e) => walk(start, out),
+            Err(_) => match &e.expr {
+                Expr::Ident(n) => n != "self",
+                Expr::Unspecified => false,
+                _ => children(e).into_iter().all(|c| walk(c, out)),
+            },
         }
     }
     let mut out = Vec::new();

@@ -282,6 +282,11 @@ fn the_chains_of_fields_an_expression_selects_from_self() {
         // `self` used otherwise: anything may be read.
         ("self.a == 1 && size(self) > 0", None),
         ("cel.bind(x, self, x.a > 0)", None),
+        ("self.a.all(self, self > 0)", None),
+        ("self['a'] == 1", None),
+        // Selections on anything else are not chains from `self`.
+        ("[{'a': 1}].all(x, x.a > 0) && self.b > 0", Some("b")),
+        ("{'a': {'b': self.c}}.a.b == 1", Some("c")),
     ];
     for (source, expected) in cases {
         assert_eq!(paths(source).as_deref(), *expected, "{source}");

@@ -1,0 +1,89 @@
+//! What a node's rules read of its value, gathered from their chains of
+//! fields into a plan.
+
+use celhook_json::json;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+
+use super::super::{SelfReads, Validator, Want};
+use crate::schema::Schema;
+
+/// What the rules `rules`, on an object of a few kinds of fields, read.
+fn reads(rules: &[&str]) -> SelfReads {
+    let rules: Vec<_> = rules.iter().map(|r| json!({"rule": r})).collect();
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-validations": rules,
+        "properties": {
+            "name": {"type": "string"},
+            "tls": {"type": "object", "properties": {
+                "enabled": {"type": "boolean"},
+                "secret": {"type": "string"},
+                "x-ca": {"type": "object", "properties": {"pem": {"type": "string"}}},
+            }},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"x": {"type": "integer"}}},
+        },
+    });
+    let p: JSONSchemaProps = celhook_json::from_value(schema).expect("schema");
+    let v = Validator::compile(Schema::from_openapi(&p).expect("structural")).expect("compiles");
+    v.root.reads.clone()
+}
+
+fn fields(wants: &[(&str, Want)]) -> SelfReads {
+    SelfReads::Fields(
+        wants
+            .iter()
+            .map(|(k, w)| (k.to_string(), w.clone()))
+            .collect(),
+    )
+}
+
+fn part(wants: &[(&str, Want)]) -> Want {
+    Want::Part(
+        wants
+            .iter()
+            .map(|(k, w)| (k.to_string(), w.clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn chains_read_objects_in_part_and_any_other_use_whole() {
+    // Fields selected, and a presence test alone: in part.
+    assert_eq!(
+        reads(&["!has(self.tls) || self.tls.enabled", "self.name != ''"]),
+        fields(&[
+            ("name", Want::Whole),
+            ("tls", part(&[("enabled", Want::Whole)])),
+        ])
+    );
+    assert_eq!(reads(&["has(self.tls)"]), fields(&[("tls", part(&[]))]));
+    // A use of the object itself makes it whole, whichever rule comes first.
+    for rules in [
+        ["self.tls.enabled", "[self.tls].size() == 1"],
+        ["[self.tls].size() == 1", "self.tls.enabled"],
+    ] {
+        assert_eq!(reads(&rules), fields(&[("tls", Want::Whole)]), "{rules:?}");
+    }
+    // Escaped names at depth read the keys they stand for.
+    assert_eq!(
+        reads(&["!has(self.tls.x__dash__ca) || self.tls.x__dash__ca.pem != ''"]),
+        fields(&[("tls", part(&[("x-ca", part(&[("pem", Want::Whole)]))]))])
+    );
+    // A presence test of a string, a map's key, an untyped object's field:
+    // whole, as a plan keeps only objects typed by their properties.
+    assert_eq!(
+        reads(&["has(self.tls.secret) && has(self.labels.team) && self.raw.x > 0"]),
+        fields(&[
+            ("labels", Want::Whole),
+            ("raw", Want::Whole),
+            ("tls", part(&[("secret", Want::Whole)])),
+        ])
+    );
+    // `self` used otherwise: all of it.
+    assert_eq!(
+        reads(&["self.tls.enabled", "self == self"]),
+        SelfReads::Whole
+    );
+}
