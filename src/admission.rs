@@ -138,6 +138,38 @@ pub struct RootReads<'c> {
     /// its plan is followed into the nodes (with several, each field any
     /// of them reads is kept whole).
     deep: Option<&'c Node>,
+    /// Its plan of `metadata`, when its rules select fields of it, with the
+    /// name.
+    metadata: Option<WithName<'c>>,
+}
+
+/// Of `metadata`, what a plan keeps and the name, which a denial names.
+struct WithName<'p>(&'p dyn Fields);
+
+impl Fields for WithName<'_> {
+    fn keep(&self, field: &str) -> Keep<'_> {
+        if field == "name" {
+            Keep::Whole
+        } else {
+            self.0.keep(field)
+        }
+    }
+
+    fn known(&self) -> &[celhook_json::PlainKey] {
+        self.0.known()
+    }
+
+    fn keep_known(&self, i: usize) -> Keep<'_> {
+        if self.known()[i].as_str() == "name" {
+            Keep::Whole
+        } else {
+            self.0.keep_known(i)
+        }
+    }
+
+    fn holds_places(&self) -> bool {
+        self.0.holds_places()
+    }
 }
 
 impl Fields for RootReads<'_> {
@@ -146,7 +178,10 @@ impl Fields for RootReads<'_> {
             return match root.keep(field) {
                 // A denial names the object by its name.
                 Keep::Skip if field == "metadata" => Keep::Part(&NameOnly),
-                Keep::Part(_) if field == "metadata" => Keep::Whole,
+                Keep::Part(_) if field == "metadata" => match &self.metadata {
+                    Some(plan) => Keep::Part(plan),
+                    None => Keep::Whole,
+                },
                 keep => keep,
             };
         }
@@ -227,6 +262,7 @@ impl ObjectReads for Reads<'_> {
             crd: None,
             rules: &[],
             deep: None,
+            metadata: None,
         };
         if self.policy.scope == Scope::Policies {
             return Some(nothing);
@@ -262,10 +298,15 @@ impl ObjectReads for Reads<'_> {
         if target.rules.iter().any(whole) {
             return None;
         }
+        let metadata = deep.and_then(|root| match root.keep("metadata") {
+            Keep::Part(plan) => Some(WithName(plan)),
+            _ => None,
+        });
         Some(RootReads {
             crd: target.crd.map(|c| &c.validator.root),
             rules: target.rules,
             deep,
+            metadata,
         })
     }
 }

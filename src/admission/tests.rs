@@ -301,12 +301,13 @@ fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
     });
     let review = widget_review("CREATE", spec.clone(), None);
     let req = planned(catalog, &policy, &in_api_server_order(&review));
-    // Skipped fields of a node with rules keep their place as null; the
-    // root and metadata (read by a root rule) as before.
+    // Skipped fields of a node with rules keep their place as null; of
+    // metadata, the name a root rule reads (and a denial names), the rest
+    // in its place.
     assert_eq!(
         req.object,
         Some(json!({
-            "metadata": {"name": "w1", "namespace": "default", "labels": {"team": "a"}},
+            "metadata": {"name": "w1", "namespace": null, "labels": null},
             "spec": {
                 "replicas": 2, "maxReplicas": 3, "label": "blue", "notes": null,
                 "extra": null, "tags": ["a", "b"], "ports": [{"port": 80, "name": "http"}],

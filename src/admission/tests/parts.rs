@@ -159,3 +159,73 @@ fn objects_whose_fields_rules_select_are_built_in_part_and_answer_as_whole() {
     let object = planned(catalog, &policy, &update).object.expect("object");
     assert_eq!(object["spec"]["notes"], "not read");
 }
+
+/// Rules on a built-in kind reading one label and one data key.
+const CONFIGMAP_RULES: &str = r#"
+apiVersion: celhook.dev/v1alpha1
+kind: ValidationRules
+metadata: {name: configmap-labels}
+spec:
+  target: {group: "", kind: ConfigMap}
+  rules:
+    - path: .
+      x-kubernetes-validations:
+        - rule: "has(self.metadata.labels) && self.metadata.labels.app != ''"
+          message: an app label
+"#;
+
+#[test]
+fn metadata_is_built_in_part_with_its_name_when_rules_select_its_fields() {
+    let loaded = config::load_texts(&[("rules.yaml", CONFIGMAP_RULES)]);
+    assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
+    let catalog = &loaded.catalog;
+    let policy = Policy::default();
+    let review = |labels: Json| {
+        json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-5",
+                "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                "name": "c1",
+                "namespace": "default",
+                "operation": "CREATE",
+                "userInfo": {"username": "alice"},
+                "object": {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": "c1",
+                        "namespace": "default",
+                        "labels": labels,
+                        "annotations": {"note": "not read"},
+                        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}],
+                    },
+                    "data": {"x": "1"},
+                },
+            },
+        })
+    };
+    let body = in_api_server_order(&review(json!({"app": "web"})));
+    let object = planned(catalog, &policy, &body).object.expect("object");
+    // The labels the rule reads and the name a denial names; the rest of
+    // metadata in its place, and nothing of `data`.
+    assert_eq!(object["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(object["metadata"]["name"], "c1");
+    assert_eq!(object["metadata"]["annotations"], Json::Null);
+    assert_eq!(object["metadata"]["managedFields"], Json::Null);
+    assert_eq!(object.get("data"), None);
+    for labels in [
+        json!({"app": "web"}),
+        json!({"app": ""}),
+        json!({"tier": "b"}),
+    ] {
+        let body = in_api_server_order(&review(labels.clone()));
+        let (_, whole) = decode_admission(&body).expect("decodes");
+        let a = review_of(catalog, &policy, &whole);
+        let b = review_of(catalog, &policy, &planned(catalog, &policy, &body));
+        assert_eq!(a, b, "the same answer from the object decoded in part");
+        assert_eq!(a.allowed, labels["app"] == "web", "{labels}");
+    }
+}
