@@ -12,8 +12,8 @@ use crate::config::{Catalog, Target};
 use crate::metrics::RuleObservation;
 use crate::policy;
 use crate::review::{
-    AdmissionRequest, AdmissionResponse, Fields, GroupVersionKind, Keep, NameOnly, ObjectReads,
-    Operation, ReviewError, ReviewVersion,
+    AdmissionRequest, AdmissionResponse, Fields, GroupVersionKind, Keep, ObjectReads, Operation,
+    ReviewError, ReviewVersion, WithName,
 };
 use crate::rules::{self, Requester, RuleSet};
 use crate::validation::{invalid_status, FieldRead, Node, Plan};
@@ -138,60 +138,45 @@ pub struct RootReads<'c> {
     /// its plan is followed into the nodes (with several, each field any
     /// of them reads is kept whole).
     deep: Option<&'c Node>,
-    /// Its plan of `metadata`, when its rules select fields of it, with the
-    /// name.
+    /// What is read of `metadata`: its name, which a denial names, and
+    /// what the rules' plan keeps (see [`RootReads::of_metadata`]); `None`
+    /// for all of it.
     metadata: Option<WithName<'c>>,
 }
 
-/// Of `metadata`, what a plan keeps and the name, which a denial names.
-struct WithName<'p>(&'p dyn Fields);
-
-impl Fields for WithName<'_> {
-    fn keep(&self, field: &str) -> Keep<'_> {
-        if field == "name" {
-            Keep::Whole
-        } else {
-            self.0.keep(field)
-        }
+impl<'c> RootReads<'c> {
+    /// True when a validator's root has rules below `field`.
+    fn below(&self, field: &str) -> bool {
+        let read = |node: &Node| node.properties.iter().any(|(name, _)| name == field);
+        self.crd.is_some_and(read) || self.rules.iter().any(|s| read(&s.validator.root))
     }
 
-    fn known(&self) -> &[celhook_json::PlainKey] {
-        self.0.known()
-    }
-
-    fn keep_known(&self, i: usize) -> Keep<'_> {
-        if self.known()[i].as_str() == "name" {
-            Keep::Whole
-        } else {
-            self.0.keep_known(i)
-        }
-    }
-
-    fn holds_places(&self) -> bool {
-        self.0.holds_places()
+    /// Decides what is read of `metadata`, once: with one validator's plan
+    /// followed, what it keeps of it besides the name (all when it reads
+    /// it whole); otherwise the name alone unless rules sit below it.
+    fn of_metadata(mut self) -> Self {
+        self.metadata = match self.deep.map(|root| root.keep("metadata")) {
+            Some(Keep::Skip) => Some(WithName(None)),
+            Some(Keep::Part(plan)) => Some(WithName(Some(plan))),
+            Some(_) => None,
+            None => (!self.below("metadata")).then_some(WithName(None)),
+        };
+        self
     }
 }
 
 impl Fields for RootReads<'_> {
     fn keep(&self, field: &str) -> Keep<'_> {
-        if let Some(root) = self.deep {
-            return match root.keep(field) {
-                // A denial names the object by its name.
-                Keep::Skip if field == "metadata" => Keep::Part(&NameOnly),
-                Keep::Part(_) if field == "metadata" => match &self.metadata {
-                    Some(plan) => Keep::Part(plan),
-                    None => Keep::Whole,
-                },
-                keep => keep,
-            };
+        if field == "metadata" {
+            return self
+                .metadata
+                .as_ref()
+                .map_or(Keep::Whole, |m| Keep::Part(m));
         }
-        let read = |node: &Node| node.properties.iter().any(|(name, _)| name == field);
-        if self.crd.is_some_and(read) || self.rules.iter().any(|s| read(&s.validator.root)) {
-            Keep::Whole
-        } else if field == "metadata" {
-            Keep::Part(&NameOnly)
-        } else {
-            Keep::Skip
+        match self.deep {
+            Some(root) => root.keep(field),
+            None if self.below(field) => Keep::Whole,
+            None => Keep::Skip,
         }
     }
 }
@@ -262,7 +247,7 @@ impl ObjectReads for Reads<'_> {
             crd: None,
             rules: &[],
             deep: None,
-            metadata: None,
+            metadata: Some(WithName(None)),
         };
         if self.policy.scope == Scope::Policies {
             return Some(nothing);
@@ -298,16 +283,13 @@ impl ObjectReads for Reads<'_> {
         if target.rules.iter().any(whole) {
             return None;
         }
-        let metadata = deep.and_then(|root| match root.keep("metadata") {
-            Keep::Part(plan) => Some(WithName(plan)),
-            _ => None,
-        });
-        Some(RootReads {
+        let reads = RootReads {
             crd: target.crd.map(|c| &c.validator.root),
             rules: target.rules,
             deep,
-            metadata,
-        })
+            metadata: None,
+        };
+        Some(reads.of_metadata())
     }
 }
 

@@ -21,7 +21,7 @@ pub use conversion::{
 };
 pub use error::{Review, ReviewError};
 pub use one_pass::OnePass;
-pub use partial::{Fields, Keep, NameOnly, ObjectReads, Whole};
+pub use partial::{Fields, Keep, ObjectReads, Whole, WithName};
 
 /// The apiVersion a review arrived in; the answer is sent in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -57,16 +57,33 @@ pub trait Fields {
     }
 }
 
-/// Of `metadata`, its `name` alone: a denial names the object by it.
-pub struct NameOnly;
+/// Of `metadata`, its `name`, which a denial names the object by, and
+/// what the plan given keeps besides (nothing without one).
+pub struct WithName<'p>(pub Option<&'p dyn Fields>);
 
-impl Fields for NameOnly {
+impl Fields for WithName<'_> {
     fn keep(&self, field: &str) -> Keep<'_> {
-        if field == "name" {
-            Keep::Whole
-        } else {
-            Keep::Skip
+        match self.0 {
+            _ if field == "name" => Keep::Whole,
+            Some(plan) => plan.keep(field),
+            None => Keep::Skip,
         }
+    }
+
+    fn known(&self) -> &[PlainKey] {
+        self.0.map_or(&[], |plan| plan.known())
+    }
+
+    fn keep_known(&self, i: usize) -> Keep<'_> {
+        match (self.0, self.known().get(i)) {
+            (_, Some(key)) if key.as_str() == "name" => Keep::Whole,
+            (Some(plan), _) => plan.keep_known(i),
+            (None, _) => Keep::Skip,
+        }
+    }
+
+    fn holds_places(&self) -> bool {
+        self.0.is_some_and(|plan| plan.holds_places())
     }
 }
 

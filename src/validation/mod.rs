@@ -76,7 +76,8 @@ pub struct Node {
     pub shows_value: bool,
     /// What a decoder builds of the node's value on CREATE, by field
     /// ([`Node::field_read`]): what its rules select, and the properties
-    /// with rules below, which the node's `properties` plan.
+    /// with rules below, which the node's `properties` plan; empty when a
+    /// rule here reads the value whole.
     plan: Plan,
     /// Every rule here is a transition rule without `optionalOldSelf`:
     /// none runs without an old object.

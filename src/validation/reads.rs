@@ -233,8 +233,9 @@ impl SelfReads {
 }
 
 impl Node {
-    /// What the rules read of `field` of the node's value (with a rule
-    /// reading it whole, all of it: see [`Node::reads_whole`]).
+    /// What the rules read of `field` of the node's value (with a rule here
+    /// reading it whole, all of it; a decoder also builds whole a node
+    /// whose elements have rules: see [`Node::reads_whole`]).
     pub fn field_read(&self, field: &str) -> FieldRead<'_> {
         if self.needs_whole() {
             return FieldRead::Whole;
@@ -244,7 +245,7 @@ impl Node {
     }
 
     /// The fields a decoder may match without building their keys (see
-    /// [`Plan`]); none when the node reads its value whole.
+    /// [`Plan`]); none when a rule here reads the node's value whole.
     pub fn known_fields(&self) -> &[celhook_json::PlainKey] {
         self.plan.known_fields()
     }

@@ -368,8 +368,9 @@ pub(crate) fn self_paths_of(expr: &IdedExpr) -> Option<Vec<SelfPath>> {
     fn is_self(e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "self")
     }
-    /// The chain `operand.field`, or where the selections below it start
-    /// from something else than `self` (to be walked from there).
+    /// The chain `operand.field`, or the expression to walk instead: where
+    /// the selections below it start from something other than `self`, or
+    /// the presence test they select on.
     fn extend<'e>(
         operand: &'e IdedExpr,
         field: &str,
@@ -390,8 +391,9 @@ pub(crate) fn self_paths_of(expr: &IdedExpr) -> Option<Vec<SelfPath>> {
         fields.push(field.to_string());
         Ok(SelfPath { fields, presence })
     }
-    /// `e` as a chain from `self`; where it is none, the expression its
-    /// selections start from (`e` itself when it selects nothing).
+    /// `e` as a chain from `self`; where it is none, the expression to walk
+    /// instead (as [`extend`] gives it), or `e` itself when it selects
+    /// nothing.
     fn chain(e: &IdedExpr) -> Result<SelfPath, &IdedExpr> {
         match &e.expr {
             Expr::Select(s) => extend(&s.operand, &s.field, s.test),

@@ -4,11 +4,11 @@
 use celhook_json::json;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 
-use super::super::{SelfReads, Validator, Want};
+use super::super::{FieldRead, SelfReads, Validator, Want};
 use crate::schema::Schema;
 
-/// What the rules `rules`, on an object of a few kinds of fields, read.
-fn reads(rules: &[&str]) -> SelfReads {
+/// The validator of `rules`, on an object of a few kinds of fields.
+fn validator(rules: &[&str]) -> Validator {
     let rules: Vec<_> = rules.iter().map(|r| json!({"rule": r})).collect();
     let schema = json!({
         "type": "object",
@@ -26,8 +26,12 @@ fn reads(rules: &[&str]) -> SelfReads {
         },
     });
     let p: JSONSchemaProps = celhook_json::from_value(schema).expect("schema");
-    let v = Validator::compile(Schema::from_openapi(&p).expect("structural")).expect("compiles");
-    v.root.reads.clone()
+    Validator::compile(Schema::from_openapi(&p).expect("structural")).expect("compiles")
+}
+
+/// What the rules `rules` read.
+fn reads(rules: &[&str]) -> SelfReads {
+    validator(rules).root.reads.clone()
 }
 
 fn fields(wants: &[(&str, Want)]) -> SelfReads {
@@ -86,4 +90,39 @@ fn chains_read_objects_in_part_and_any_other_use_whole() {
         reads(&["self.tls.enabled", "self == self"]),
         SelfReads::Whole
     );
+}
+
+#[test]
+fn a_plan_knows_its_schema_keys_and_reads_only_what_is_wanted() {
+    let keys = |known: &[celhook_json::PlainKey]| -> Vec<String> {
+        known.iter().map(|k| k.as_str().to_string()).collect()
+    };
+    let v = validator(&["!has(self.tls) || self.tls.enabled"]);
+    // The node's keys are its schema's (a root's with `apiVersion`, `kind`
+    // and `metadata`), sorted; `tls` is read in part.
+    assert_eq!(
+        keys(v.root.known_fields()),
+        [
+            "apiVersion",
+            "kind",
+            "labels",
+            "metadata",
+            "name",
+            "raw",
+            "tls"
+        ]
+    );
+    let FieldRead::Part(tls) = v.root.field_read("tls") else {
+        panic!("tls in part");
+    };
+    assert!(matches!(v.root.field_read("name"), FieldRead::Nothing));
+    assert_eq!(keys(tls.known_fields()), ["enabled", "secret", "x-ca"]);
+    assert!(matches!(tls.read_field("enabled"), FieldRead::Whole));
+    assert!(matches!(tls.known_read(0), FieldRead::Whole));
+    assert!(matches!(tls.read_field("secret"), FieldRead::Nothing));
+    assert!(matches!(tls.known_read(2), FieldRead::Nothing));
+    // A rule reading the value whole: no plan, every field whole.
+    let v = validator(&["self.tls.enabled", "self == self"]);
+    assert!(v.root.known_fields().is_empty());
+    assert!(matches!(v.root.field_read("name"), FieldRead::Whole));
 }
