@@ -183,44 +183,31 @@ impl Fields for RootReads<'_> {
 
 /// On CREATE: the fields a node's rules select, as they select them
 /// (whole, or in part by a [`Plan`]); a property with rules below it, as
-/// its own node plans; nothing else.
-impl Fields for Node {
-    fn keep(&self, field: &str) -> Keep<'_> {
-        keep_as(self.field_read(field))
-    }
+/// its own node plans; nothing else. A plan in part is followed alike;
+/// skipped keys keep their places in both.
+macro_rules! planned_fields {
+    ($($planned:ty: $read:ident),*) => {$(
+        impl Fields for $planned {
+            fn keep(&self, field: &str) -> Keep<'_> {
+                keep_as(self.$read(field))
+            }
 
-    fn known(&self) -> &[celhook_json::PlainKey] {
-        self.known_fields()
-    }
+            fn known(&self) -> &[celhook_json::PlainKey] {
+                self.known_fields()
+            }
 
-    fn keep_known(&self, i: usize) -> Keep<'_> {
-        keep_as(self.known_read(i))
-    }
+            fn keep_known(&self, i: usize) -> Keep<'_> {
+                keep_as(self.known_read(i))
+            }
 
-    fn holds_places(&self) -> bool {
-        true
-    }
+            fn holds_places(&self) -> bool {
+                true
+            }
+        }
+    )*};
 }
 
-/// Of an object the rules select fields of: those fields, and its other
-/// keys in their places as for a node.
-impl Fields for Plan {
-    fn keep(&self, field: &str) -> Keep<'_> {
-        keep_as(self.read_field(field))
-    }
-
-    fn known(&self) -> &[celhook_json::PlainKey] {
-        self.known_fields()
-    }
-
-    fn keep_known(&self, i: usize) -> Keep<'_> {
-        keep_as(self.known_read(i))
-    }
-
-    fn holds_places(&self) -> bool {
-        true
-    }
-}
+planned_fields!(Node: field_read, Plan: read_field);
 
 fn keep_as(read: FieldRead<'_>) -> Keep<'_> {
     match read {

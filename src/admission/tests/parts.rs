@@ -61,6 +61,32 @@ spec:
                     x: {type: integer}
 "#;
 
+/// A review of `object` (of `group`/v1, kind `kind`, resource `resource`);
+/// on UPDATE the old object is the same.
+fn review_of_object(
+    group: &str,
+    kind: &str,
+    resource: &str,
+    operation: &str,
+    object: Json,
+) -> Json {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-4",
+            "kind": {"group": group, "version": "v1", "kind": kind},
+            "resource": {"group": group, "version": "v1", "resource": resource},
+            "name": object["metadata"]["name"].clone(),
+            "namespace": "default",
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "oldObject": if operation == "UPDATE" { object.clone() } else { Json::Null },
+            "object": object,
+        },
+    })
+}
+
 fn gadget_review(operation: &str, spec: &Json) -> Json {
     let object = json!({
         "apiVersion": "example.com/v1",
@@ -68,21 +94,7 @@ fn gadget_review(operation: &str, spec: &Json) -> Json {
         "metadata": {"name": "g1", "namespace": "default", "labels": {"team": "a"}},
         "spec": spec,
     });
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-4",
-            "kind": {"group": "example.com", "version": "v1", "kind": "Gadget"},
-            "resource": {"group": "example.com", "version": "v1", "resource": "gadgets"},
-            "name": "g1",
-            "namespace": "default",
-            "operation": operation,
-            "userInfo": {"username": "alice"},
-            "object": object,
-            "oldObject": if operation == "UPDATE" { object.clone() } else { Json::Null },
-        },
-    })
+    review_of_object("example.com", "Gadget", "gadgets", operation, object)
 }
 
 #[test]
@@ -181,31 +193,19 @@ fn metadata_is_built_in_part_with_its_name_when_rules_select_its_fields() {
     let catalog = &loaded.catalog;
     let policy = Policy::default();
     let review = |labels: Json| {
-        json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "u-5",
-                "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-                "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
                 "name": "c1",
                 "namespace": "default",
-                "operation": "CREATE",
-                "userInfo": {"username": "alice"},
-                "object": {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {
-                        "name": "c1",
-                        "namespace": "default",
-                        "labels": labels,
-                        "annotations": {"note": "not read"},
-                        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}],
-                    },
-                    "data": {"x": "1"},
-                },
+                "labels": labels,
+                "annotations": {"note": "not read"},
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}],
             },
-        })
+            "data": {"x": "1"},
+        });
+        review_of_object("", "ConfigMap", "configmaps", "CREATE", object)
     };
     let body = in_api_server_order(&review(json!({"app": "web"})));
     let object = planned(catalog, &policy, &body).object.expect("object");
