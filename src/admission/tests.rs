@@ -255,11 +255,17 @@ spec:
                     command: {type: string}
 "#;
 
-/// The catalog of [`WIDGETS`], loaded without a problem.
-fn widgets() -> Catalog {
-    let loaded = config::load_texts(&[("widgets.yaml", WIDGETS)]);
+/// The catalog of the config file `name` holding `text`, loaded without a
+/// problem.
+fn loaded(name: &str, text: &str) -> Catalog {
+    let loaded = config::load_texts(&[(name, text)]);
     assert!(!loaded.report.has_errors(), "{:?}", loaded.report);
     loaded.catalog
+}
+
+/// The catalog of [`WIDGETS`].
+fn widgets() -> Catalog {
+    loaded("widgets.yaml", WIDGETS)
 }
 
 fn widget_review(operation: &str, spec: Json, old_spec: Option<Json>) -> Json {
@@ -317,14 +323,7 @@ fn a_create_builds_of_each_node_only_the_fields_its_rules_select() {
     );
     // The same answers as from the whole object, allowed or denied, and
     // the message expression reads the field it selects.
-    let answer = |review: &Json| {
-        let body = in_api_server_order(review);
-        let (_, whole) = decode_admission(&body).expect("decodes");
-        let a = review_of(catalog, &policy, &whole);
-        let b = review_of(catalog, &policy, &planned(catalog, &policy, &body));
-        assert_eq!(a, b, "the same answer from the object decoded in part");
-        a
-    };
+    let answer = |review: &Json| same_answer_as_sent(catalog, &policy, review);
     assert!(answer(&review).allowed);
     let mut bad = spec.clone();
     bad["replicas"] = json!(5);
@@ -362,6 +361,17 @@ fn widget_create_text(spec: &str, metadata: &Json) -> String {
 
 fn review_of(catalog: &Catalog, policy: &Policy, req: &AdmissionRequest) -> AdmissionResponse {
     review(catalog, req, policy).response
+}
+
+/// [`same_answer`] of `review` written in the API server's order, so that
+/// a CREATE is known before its object and planned in depth.
+fn same_answer_as_sent(catalog: &Catalog, policy: &Policy, review: &Json) -> AdmissionResponse {
+    let body = in_api_server_order(review);
+    let (_, whole) = decode_admission(&body).expect("decodes");
+    let a = review_of(catalog, policy, &whole);
+    let b = review_of(catalog, policy, &planned(catalog, policy, &body));
+    assert_eq!(a, b, "the same answer from the object decoded in part");
+    a
 }
 
 #[test]

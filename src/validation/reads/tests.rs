@@ -34,22 +34,19 @@ fn reads(rules: &[&str]) -> SelfReads {
     validator(rules).root.reads.clone()
 }
 
+fn owned(wants: &[(&str, Want)]) -> Vec<(String, Want)> {
+    wants
+        .iter()
+        .map(|(k, w)| (k.to_string(), w.clone()))
+        .collect()
+}
+
 fn fields(wants: &[(&str, Want)]) -> SelfReads {
-    SelfReads::Fields(
-        wants
-            .iter()
-            .map(|(k, w)| (k.to_string(), w.clone()))
-            .collect(),
-    )
+    SelfReads::Fields(owned(wants))
 }
 
 fn part(wants: &[(&str, Want)]) -> Want {
-    Want::Part(
-        wants
-            .iter()
-            .map(|(k, w)| (k.to_string(), w.clone()))
-            .collect(),
-    )
+    Want::Part(owned(wants))
 }
 
 #[test]
