@@ -12,6 +12,9 @@ Outputs (checked in; re-run only when the workload changes):
   pending/appdeployment.yaml  core + every Kubernetes-library rule (refused until the
                               library functions land; move to k8slib/ then)
   review-create.json, review-update.json, review-create-invalid.json
+  review-create-40-ports.json  the CREATE with 20 more distinct ports before
+                              `metrics` (the last): with review-create.json,
+                              what a loop over the ports costs per element
 """
 import copy, json, os, sys
 
@@ -176,4 +179,9 @@ write_json("review-update.json", review("UPDATE", wl["object"], wl["oldObject"])
 bad = copy.deepcopy(wl["object"])
 bad["spec"]["replicas"] = 30  # above maxReplicas 24: replicas-in-range fails
 write_json("review-create-invalid.json", review("CREATE", bad, None))
+wide = copy.deepcopy(wl["object"])
+ports = wide["spec"]["ports"]
+more = [{"name": f"extra-{i}", "port": 20000 + i, "protocol": "TCP"} for i in range(20)]
+wide["spec"]["ports"] = [p for p in ports if p["name"] != "metrics"] + more + [p for p in ports if p["name"] == "metrics"]
+write_json("review-create-40-ports.json", review("CREATE", wide, None))
 print(f"wrote {OUT}: object {len(json.dumps(wl['object'], separators=(',', ':')))} bytes compact")

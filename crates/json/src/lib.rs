@@ -32,7 +32,7 @@ pub use parse::{
     from_slice, from_str, tape_from_str, Error, NextKey, Parser, PlainKey, TapeBuilder,
 };
 pub use serde_json::Number;
-pub use table::{Column, Table};
+pub use table::{Cells, Strings, Table};
 pub use tape::Tape;
 pub use write::{to_vec, write};
 

@@ -15,11 +15,58 @@ use std::sync::OnceLock;
 
 use crate::{Map, Number, Str, Value};
 
+/// Marks a [`Span`] of the strings decoded while the table is read, not
+/// of its text as written; the table moves them behind the text when it
+/// is made (see [`Table::new`]).
+const DECODED: u32 = 1 << 31;
+
+/// Where a string cell lies in its table's text: the string as written
+/// when it has no escape, else its decoded copy after the array's text.
+/// A cell costs these eight bytes, not a string of its own: the text is
+/// copied once for the whole table.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    /// Bytes `start..end` of the array's text; `None` past what a span
+    /// can say (the array is then no table).
+    pub(crate) fn text(start: usize, end: usize) -> Option<Span> {
+        let end = u32::try_from(end).ok().filter(|e| *e < DECODED)?;
+        Some(Span {
+            start: start as u32,
+            end,
+        })
+    }
+
+    /// Bytes `start..end` of the strings decoded so far.
+    pub(crate) fn decoded(start: usize, end: usize) -> Option<Span> {
+        let end = u32::try_from(end).ok().filter(|e| *e < DECODED)?;
+        Some(Span {
+            start: start as u32 | DECODED,
+            end,
+        })
+    }
+
+    /// The span in a text that holds the decoded strings from `at` on.
+    fn moved(self, at: u32) -> Span {
+        if self.start & DECODED == 0 {
+            return self;
+        }
+        Span {
+            start: (self.start & !DECODED) + at,
+            end: self.end + at,
+        }
+    }
+}
+
 /// The values of one key, one per element.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Column {
+#[derive(Clone, Debug)]
+pub(crate) enum Column {
     Int(Vec<i64>),
-    Str(Vec<Str>),
+    Str(Vec<Span>),
     Bool(Vec<bool>),
 }
 
@@ -41,13 +88,101 @@ impl Column {
         }
     }
 
-    /// The `i`th value as the tree holds it.
-    fn value(&self, i: usize) -> Value {
+    /// The column's values, its strings in `text`.
+    fn cells<'t>(&'t self, text: &'t str) -> Cells<'t> {
         match self {
-            Column::Int(v) => Value::Number(Number::from(v[i])),
-            Column::Str(v) => Value::String(v[i].clone()),
-            Column::Bool(v) => Value::Bool(v[i]),
+            Column::Int(v) => Cells::Int(v),
+            Column::Str(spans) => Cells::Str(Strings { text, spans }),
+            Column::Bool(v) => Cells::Bool(v),
         }
+    }
+}
+
+/// The text of a table being read and the strings it decoded, which its
+/// string cells are slices of.
+#[derive(Clone, Copy)]
+pub(crate) struct Texts<'t> {
+    pub(crate) text: &'t str,
+    pub(crate) decoded: &'t str,
+}
+
+impl<'t> Texts<'t> {
+    /// A made table's text, which holds its decoded strings.
+    fn of(text: &'t str) -> Texts<'t> {
+        Texts { text, decoded: "" }
+    }
+
+    fn at(self, span: Span) -> &'t str {
+        match span.start & DECODED {
+            0 => slice(self.text, span),
+            _ => slice(
+                self.decoded,
+                Span {
+                    start: span.start & !DECODED,
+                    end: span.end,
+                },
+            ),
+        }
+    }
+}
+
+/// The string `span` marks in `text`. Spans are made by the parser from
+/// the text they index, so that one out of range would be a bug: it reads
+/// as the empty string rather than stop the service.
+#[inline(always)]
+fn slice(text: &str, span: Span) -> &str {
+    text.get(span.start as usize..span.end as usize)
+        .unwrap_or_default()
+}
+
+/// The values of one key of a table, by kind (see [`Table::column`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cells<'t> {
+    Int(&'t [i64]),
+    Str(Strings<'t>),
+    Bool(&'t [bool]),
+}
+
+/// The values of a string column.
+#[derive(Clone, Copy)]
+pub struct Strings<'t> {
+    text: &'t str,
+    spans: &'t [Span],
+}
+
+impl<'t> Strings<'t> {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The `i`th string.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Option<&'t str> {
+        let text = self.text;
+        self.spans.get(i).map(|s| slice(text, *s))
+    }
+
+    /// The strings in order.
+    #[inline(always)]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'t str> + Clone + 't {
+        let text = self.text;
+        self.spans.iter().map(move |s| slice(text, *s))
+    }
+}
+
+impl PartialEq for Strings<'_> {
+    fn eq(&self, other: &Strings<'_>) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for Strings<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -60,16 +195,20 @@ pub struct Table {
     keys: Vec<Str>,
     /// One per key, each as long as the table.
     columns: Vec<Column>,
+    /// The array's text as written, then the strings that had escapes,
+    /// decoded: the string cells are slices of it.
+    text: Box<str>,
     len: usize,
     /// The elements as a tree, built when first asked for.
     items: OnceLock<Vec<Value>>,
 }
 
 impl Table {
-    /// A table of `columns` under `keys` (ascending, unique); `None` when
-    /// their counts or lengths differ, the keys are out of order, or there
-    /// is no row (an empty list is a list, whatever keys it was given).
-    pub fn new(keys: Vec<Str>, columns: Vec<Column>) -> Option<Table> {
+    /// A table of `columns` under `keys` (ascending, unique), its string
+    /// cells in `texts`; `None` when their counts or lengths differ, the
+    /// keys are out of order, the text is too long for a span, or there is
+    /// no row (an empty list is a list, whatever keys it was given).
+    pub(crate) fn new(keys: Vec<Str>, mut columns: Vec<Column>, texts: Texts<'_>) -> Option<Table> {
         let len = columns.first().map_or(0, Column::len);
         let fits = keys.len() == columns.len()
             && !keys.is_empty()
@@ -78,9 +217,28 @@ impl Table {
             && keys
                 .windows(2)
                 .all(|w| crate::key_order(&w[0], &w[1]).is_lt());
-        fits.then(|| Table {
+        if !fits {
+            return None;
+        }
+        // The decoded strings (rarely any) behind the text as written.
+        let text: Box<str> = if texts.decoded.is_empty() {
+            Box::from(texts.text)
+        } else {
+            let at = u32::try_from(texts.text.len()).ok()?;
+            u32::try_from(texts.text.len() + texts.decoded.len())
+                .ok()
+                .filter(|end| *end < DECODED)?;
+            for column in &mut columns {
+                if let Column::Str(spans) = column {
+                    spans.iter_mut().for_each(|s| *s = s.moved(at));
+                }
+            }
+            [texts.text, texts.decoded].concat().into_boxed_str()
+        };
+        Some(Table {
             keys,
             columns,
+            text,
             len,
             items: OnceLock::new(),
         })
@@ -102,9 +260,9 @@ impl Table {
 
     /// The values of `key`, when the elements have it.
     #[inline]
-    pub fn column(&self, key: &str) -> Option<&Column> {
+    pub fn column(&self, key: &str) -> Option<Cells<'_>> {
         let at = self.keys.iter().position(|k| crate::same_key(k, key))?;
-        self.columns.get(at)
+        Some(self.columns.get(at)?.cells(&self.text))
     }
 
     /// The elements as the tree holds them, built on the first call.
@@ -114,27 +272,49 @@ impl Table {
 
     /// The elements, taken as a tree.
     pub fn into_items(self) -> Vec<Value> {
-        match self.items.into_inner() {
+        let Table {
+            keys,
+            columns,
+            text,
+            len,
+            items,
+        } = self;
+        match items.into_inner() {
             Some(items) => items,
-            None => Table::build_of(&self.keys, &self.columns, self.len),
+            None => Table::build_of(&keys, &columns, Texts::of(&text), len),
         }
     }
 
     fn build(&self) -> Vec<Value> {
-        Table::build_of(&self.keys, &self.columns, self.len)
+        Table::build_of(&self.keys, &self.columns, Texts::of(&self.text), self.len)
     }
 
-    pub(crate) fn build_of(keys: &[Str], columns: &[Column], len: usize) -> Vec<Value> {
+    /// The first `len` rows of `columns` as the tree's elements.
+    pub(crate) fn build_of(
+        keys: &[Str],
+        columns: &[Column],
+        texts: Texts<'_>,
+        len: usize,
+    ) -> Vec<Value> {
         (0..len)
             .map(|i| {
                 let entries = keys
                     .iter()
                     .zip(columns)
-                    .map(|(k, c)| (k.clone(), c.value(i)))
+                    .map(|(k, c)| (k.clone(), cell(c, texts, i)))
                     .collect();
                 Value::Object(Map::from_sorted_unique(entries))
             })
             .collect()
+    }
+}
+
+/// Row `i` of `column` as the tree holds it.
+fn cell(column: &Column, texts: Texts<'_>, i: usize) -> Value {
+    match column {
+        Column::Int(v) => Value::Number(Number::from(v[i])),
+        Column::Str(v) => Value::String(Str::from(texts.at(v[i]))),
+        Column::Bool(v) => Value::Bool(v[i]),
     }
 }
 
@@ -144,6 +324,7 @@ impl Clone for Table {
         Table {
             keys: self.keys.clone(),
             columns: self.columns.clone(),
+            text: self.text.clone(),
             len: self.len,
             items: OnceLock::new(),
         }
@@ -152,7 +333,13 @@ impl Clone for Table {
 
 impl PartialEq for Table {
     fn eq(&self, other: &Table) -> bool {
-        self.len == other.len && self.keys == other.keys && self.columns == other.columns
+        self.len == other.len
+            && self.keys == other.keys
+            && self
+                .columns
+                .iter()
+                .zip(&other.columns)
+                .all(|(a, b)| a.cells(&self.text) == b.cells(&other.text))
     }
 }
 

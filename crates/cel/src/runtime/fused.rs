@@ -165,7 +165,7 @@ pub(super) enum Read<'a> {
 #[derive(Clone, Copy)]
 pub(super) enum Cells<'t> {
     Int(&'t [i64]),
-    Str(&'t [celhook_json::Str]),
+    Str(celhook_json::Strings<'t>),
 }
 
 impl<'t> Cells<'t> {
@@ -174,7 +174,7 @@ impl<'t> Cells<'t> {
     pub(super) fn read(self, i: usize) -> Option<Read<'t>> {
         match self {
             Cells::Int(v) => v.get(i).map(|i| Read::Int(*i)),
-            Cells::Str(v) => v.get(i).map(|s| Read::Str(s.as_str())),
+            Cells::Str(v) => v.get(i).map(Read::Str),
         }
     }
 }
@@ -349,8 +349,8 @@ impl<'n> Field<'n> {
     #[inline]
     pub(super) fn column<'t>(&self, table: &'t celhook_json::Table) -> Option<Cells<'t>> {
         match table.column(self.name)? {
-            celhook_json::Column::Int(v) if self.ints => Some(Cells::Int(v)),
-            celhook_json::Column::Str(v) if self.strings => Some(Cells::Str(v)),
+            celhook_json::Cells::Int(v) if self.ints => Some(Cells::Int(v)),
+            celhook_json::Cells::Str(v) if self.strings => Some(Cells::Str(v)),
             _ => None,
         }
     }

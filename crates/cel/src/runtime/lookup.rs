@@ -98,8 +98,9 @@ pub(super) fn counted_loop<'a>(
             return Some(Value::Bool(true));
         }
     }
-    // Past the answer above, the elements themselves (of a table, built).
-    let (items, _) = list.json()?;
+    // A table's elements are built only where an outer element is read
+    // as a tree (below): a column and the counted reads answer the rest.
+    let n = list.len();
     let direct =
         reads.and_then(
             |reads| match StrIndex::build_strs(&reads, DIRECT_READ, inner.kind) {
@@ -127,11 +128,11 @@ pub(super) fn counted_loop<'a>(
         None => cache
             .as_ref()
             .filter(|_| same)
-            .map(|cache| Kept::Scanned(cache.slot_reads(*slot, items.len()))),
+            .map(|cache| Kept::Scanned(cache.slot_reads(*slot, n))),
     };
     let outer_field = direct_field(other, l.var, item_schema);
     let result = index.and_then(|index| {
-        scan_steps(l.kind, 0..items.len(), list, f, |i, f| {
+        scan_steps(l.kind, 0..n, list, f, |i, f| {
             if crate::interrupt::tick() {
                 return None;
             }
@@ -145,7 +146,7 @@ pub(super) fn counted_loop<'a>(
                     tally_own(index, inner.kind, range.len(), cost, i)?
                 }
                 None => {
-                    let item = items.get(i)?;
+                    let item = list.json()?.0.get(i)?;
                     // The outer element's own plain string field, read
                     // straight from the JSON; anything else (a format's
                     // string, another type, a deeper chain) as the walk
@@ -196,13 +197,14 @@ pub(super) fn counted_loop<'a>(
 const DIRECT_READ: u64 = 2;
 
 /// The most elements [`all_distinct_cost`] tells distinct in a table on
-/// the stack ([`distinct`]); a longer list is counted in a hash table.
-const PAIRWISE: usize = 32;
+/// the stack ([`distinct`]); a longer list is counted in a hash table,
+/// which costs about four times as much an element.
+pub(crate) const PAIRWISE: usize = 128;
 
 /// [`distinct`]'s slots: twice the strings, a power of two (a hash's top
 /// bits pick one).
 const SLOTS: usize = 2 * PAIRWISE;
-const _: () = assert!(SLOTS.is_power_of_two());
+const _: () = assert!(SLOTS.is_power_of_two() && PAIRWISE < u8::MAX as usize);
 
 /// What the lookups below would charge for a uniqueness check (`all` of
 /// `exists_one` over the very list, each element's field read directly)
@@ -352,7 +354,7 @@ fn direct_reads<'a>(
 #[inline(never)]
 fn column_reads<'a>(field: &Field<'a>, table: &'a Table) -> Option<Vec<&'a str>> {
     match field.column(table)? {
-        fused::Cells::Str(cells) => Some(cells.iter().map(|s| s.as_str()).collect()),
+        fused::Cells::Str(cells) => Some(cells.iter().collect()),
         fused::Cells::Int(_) => None,
     }
 }

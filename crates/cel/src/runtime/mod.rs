@@ -12,7 +12,7 @@ mod frame;
 mod fused;
 mod lookup;
 #[cfg(test)]
-pub(crate) use lookup::DISTINCT_ANSWERS;
+pub(crate) use lookup::{DISTINCT_ANSWERS, PAIRWISE};
 mod loops;
 mod ops;
 mod scan;

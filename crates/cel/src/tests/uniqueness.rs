@@ -33,7 +33,9 @@ fn port_lists() -> Vec<Vec<celhook_json::Value>> {
         (state >> 33) as usize % bound
     };
     let mut lists = Vec::new();
-    for len in 0..=40 {
+    // Past `PAIRWISE` too, where the names are counted in a hash table.
+    let pairwise = crate::runtime::PAIRWISE;
+    for len in (0..=40).chain([pairwise - 1, pairwise, pairwise + 1, pairwise + 12]) {
         for _ in 0..6 {
             // Distinct numbered names, some replaced by pool names (which
             // may repeat), so that most lists are all distinct.
@@ -116,7 +118,8 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
                 names.iter().map(|n| n.and_then(|v| v.as_str())).collect();
             let (answer, full) = without.eval(Value::from_json(obj, &s), None, u64::MAX);
             match (answer.map(|v| to_json(&v)), &strings) {
-                (Ok(celhook_json::Value::Bool(true)), Some(names)) if names.len() > 32 => {}
+                (Ok(celhook_json::Value::Bool(true)), Some(names))
+                    if names.len() > crate::runtime::PAIRWISE => {}
                 (Ok(celhook_json::Value::Bool(true)), Some(names)) if !names.is_empty() => {
                     distinct_long += usize::from(names.iter().any(|n| n.len() > 10));
                 }
@@ -133,10 +136,11 @@ fn distinct_names_are_answered_and_charged_as_the_walk_answers() {
                     "{expr} on {obj} at limit {limit}"
                 );
                 let after = crate::runtime::DISTINCT_ANSWERS.with(std::cell::Cell::get);
-                // The answer is summed exactly when the names are 1 to 32
-                // distinct strings (and the limit lets the loop start).
+                // The answer is summed exactly when the names are 1 to
+                // `PAIRWISE` distinct strings (and the limit lets the loop
+                // start).
                 let distinct = strings.as_ref().is_some_and(|names| {
-                    (1..=32).contains(&names.len())
+                    (1..=crate::runtime::PAIRWISE).contains(&names.len())
                         && names
                             .iter()
                             .enumerate()

@@ -7,11 +7,19 @@
 
 use super::keys;
 use super::Parser;
-use crate::table::{Column, Table};
+use crate::table::{Column, Span, Table, Texts};
 use crate::{key_order, Error, Str, Value};
 
 /// A table's keys and its columns, as they are read.
 type Rows = (Vec<Str>, Vec<Column>);
+
+/// Where a table's string cells are kept while it is read: the text from
+/// its `[` on (`base`, where the spans count from) and the strings that
+/// had escapes, decoded.
+struct Strings {
+    base: usize,
+    decoded: String,
+}
 
 /// Room for the keys a table is given first.
 const KEYS: usize = 8;
@@ -45,26 +53,30 @@ impl<'a> Parser<'a> {
     /// that does not fit; `None` when the array is empty or its first
     /// element is no flat object.
     fn table(&mut self) -> Result<Option<Value>, Error> {
+        let mut strings = Strings {
+            base: self.pos,
+            decoded: String::new(),
+        };
         self.open()?;
         let mut first = true;
         if !self.next_element_inner(&mut first, true)? {
             return Ok(None);
         }
-        let Some((keys, mut columns)) = self.first_row()? else {
+        let Some((keys, mut columns)) = self.first_row(&mut strings)? else {
             return Ok(None);
         };
         let spelled = Spelled::of(&keys);
         let mut len = 1;
         while self.row_follows()? {
             let at = (self.pos, self.depth);
-            if self.compact_row(&spelled, &mut columns)? {
+            if self.compact_row(&spelled, &mut columns, &mut strings)? {
                 len += 1;
                 continue;
             }
             // Written otherwise (white space, say): token by token.
             (self.pos, self.depth) = at;
             truncate(&mut columns, len);
-            if self.row(&keys, &mut columns)? {
+            if self.row(&keys, &mut columns, &mut strings)? {
                 len += 1;
                 continue;
             }
@@ -72,20 +84,29 @@ impl<'a> Parser<'a> {
             // before are the table's rows (a partly read row is dropped).
             (self.pos, self.depth) = at;
             truncate(&mut columns, len);
-            let mut items = Table::build_of(&keys, &columns, len);
+            let texts = Texts {
+                text: self.text.get(strings.base..).unwrap_or_default(),
+                decoded: &strings.decoded,
+            };
+            let mut items = Table::build_of(&keys, &columns, texts, len);
             items.push(self.value()?);
             while self.next_element_inner(&mut first, true)? {
                 items.push(self.value()?);
             }
             return Ok(Some(Value::Array(items)));
         }
-        Ok(Table::new(keys, columns).map(|t| Value::Table(Box::new(t))))
+        // One copy of the array's text for all its string cells.
+        let texts = Texts {
+            text: self.text.get(strings.base..self.pos).unwrap_or_default(),
+            decoded: &strings.decoded,
+        };
+        Ok(Table::new(keys, columns, texts).map(|t| Value::Table(Box::new(t))))
     }
 
     /// The first element's keys and a column for each holding its value;
     /// `None` when it is not an object of plain, ascending keys with
     /// scalar values.
-    fn first_row(&mut self) -> Result<Option<Rows>, Error> {
+    fn first_row(&mut self, strings: &mut Strings) -> Result<Option<Rows>, Error> {
         if self.peek() != Some(b'{') {
             return Ok(None);
         }
@@ -110,7 +131,7 @@ impl<'a> Parser<'a> {
                 Some(b't' | b'f') => Column::Bool(Vec::with_capacity(ROOM)),
                 _ => return Ok(None),
             };
-            if !self.cell(&mut column, byte)? {
+            if !self.cell(&mut column, byte, strings)? {
                 return Ok(None);
             }
             keys.push(key);
@@ -137,14 +158,19 @@ impl<'a> Parser<'a> {
     /// row written any other way; the nesting it passes through was
     /// counted for the first row, at the same depth.
     #[inline]
-    fn compact_row(&mut self, spelled: &Spelled, columns: &mut [Column]) -> Result<bool, Error> {
+    fn compact_row(
+        &mut self,
+        spelled: &Spelled,
+        columns: &mut [Column],
+        strings: &mut Strings,
+    ) -> Result<bool, Error> {
         for (&(start, end), column) in spelled.pieces.iter().zip(columns.iter_mut()) {
             if !self.eat(&spelled.text[start..end]) {
                 return Ok(false);
             }
             // No white space before a compact value.
             let byte = self.bytes.get(self.pos).copied();
-            if !self.cell(column, byte)? {
+            if !self.cell(column, byte, strings)? {
                 return Ok(false);
             }
         }
@@ -154,7 +180,12 @@ impl<'a> Parser<'a> {
     /// The element at the parser as a row of `keys` (written as they are,
     /// in their order), its values pushed onto `columns`; false, with the
     /// parser somewhere in the element, when it is not one.
-    fn row(&mut self, keys: &[Str], columns: &mut [Column]) -> Result<bool, Error> {
+    fn row(
+        &mut self,
+        keys: &[Str],
+        columns: &mut [Column],
+        strings: &mut Strings,
+    ) -> Result<bool, Error> {
         if self.peek() != Some(b'{') {
             return Ok(false);
         }
@@ -166,7 +197,7 @@ impl<'a> Parser<'a> {
             }
             self.colon()?;
             let byte = self.peek();
-            if !self.cell(column, byte)? {
+            if !self.cell(column, byte, strings)? {
                 return Ok(false);
             }
         }
@@ -174,13 +205,31 @@ impl<'a> Parser<'a> {
     }
 
     /// The value at the parser, of which `byte` is the first, onto
-    /// `column`, when it is of its kind.
+    /// `column`, when it is of its kind (a string as where it lies in
+    /// `strings`).
     #[inline(always)]
-    fn cell(&mut self, column: &mut Column, byte: Option<u8>) -> Result<bool, Error> {
+    fn cell(
+        &mut self,
+        column: &mut Column,
+        byte: Option<u8>,
+        strings: &mut Strings,
+    ) -> Result<bool, Error> {
         match (column, byte) {
             (Column::Str(v), Some(b'"')) => {
                 self.pos += 1;
-                v.push(self.string_value()?);
+                let span = match self.string_span()? {
+                    Ok((start, end)) => Span::text(start - strings.base, end - strings.base),
+                    Err(decoded) => {
+                        let start = strings.decoded.len();
+                        strings.decoded.push_str(&decoded);
+                        Span::decoded(start, strings.decoded.len())
+                    }
+                };
+                match span {
+                    Some(span) => v.push(span),
+                    // Past what a span can say: a tree, not a table.
+                    None => return Ok(false),
+                }
             }
             (Column::Int(v), Some(b'-' | b'0'..=b'9')) => {
                 // The usual cell as `Parser::number` reads it first, without

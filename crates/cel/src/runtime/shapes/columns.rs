@@ -12,7 +12,7 @@ use crate::ir::{FieldTest, Loop, LoopKind};
 use crate::runtime::frame::Frame;
 use crate::runtime::fused::Field;
 use crate::value::{List, Value, ANY};
-use celhook_json::{Str as JsonStr, Table};
+use celhook_json::Table;
 use celhook_schema::Schema;
 
 /// What a run gives: the loop's value, or of a `filter`, the number of
@@ -35,7 +35,7 @@ impl<'a> Cell<'a> for &'a i64 {
     }
 }
 
-impl<'a> Cell<'a> for &'a JsonStr {
+impl<'a> Cell<'a> for &'a str {
     #[inline(always)]
     fn int(self, _: &Field<'a>) -> Option<i64> {
         None
@@ -43,7 +43,7 @@ impl<'a> Cell<'a> for &'a JsonStr {
 
     #[inline(always)]
     fn str(self, _: &Field<'a>) -> Option<&'a str> {
-        Some(self.as_str())
+        Some(self)
     }
 }
 
