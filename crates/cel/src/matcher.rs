@@ -106,10 +106,27 @@ impl Matcher {
     #[inline]
     pub(crate) fn is_match(&self, s: &str) -> bool {
         if let Some(table) = &self.table {
+            if let Some(found) = table.run(s.as_bytes()) {
+                return found;
+            }
+        }
+        self.is_match_untabled(s)
+    }
+
+    /// [`Matcher::is_match`] of a string's UTF-8 bytes (a table's string
+    /// cells, sliced as bytes).
+    pub(crate) fn is_match_bytes(&self, s: &[u8]) -> bool {
+        if let Some(table) = &self.table {
             if let Some(found) = table.run(s) {
                 return found;
             }
         }
+        // Bytes sliced from a string at its characters' ends: always text.
+        std::str::from_utf8(s).is_ok_and(|s| self.is_match_untabled(s))
+    }
+
+    /// [`Matcher::is_match`] past the byte table.
+    fn is_match_untabled(&self, s: &str) -> bool {
         match &self.dfa {
             Some((dfa, start)) => run(dfa, *start, s).unwrap_or_else(|| self.regex.is_match(s)),
             None => self.regex.is_match(s),
@@ -241,8 +258,8 @@ impl Table {
     }
 
     /// As [`run`] answers, on the table.
-    #[inline]
-    fn run(&self, s: &str) -> Option<bool> {
+    #[inline(always)]
+    fn run(&self, s: &[u8]) -> Option<bool> {
         // The rows as a local slice, and the state kept below their count
         // by the test that finds the deciding states: each byte's row is
         // then read without a bounds check of its own.
@@ -252,7 +269,7 @@ impl Table {
             return None;
         }
         let mut state = 0usize;
-        for &b in s.as_bytes() {
+        for &b in s {
             let next = usize::from(rows[state][usize::from(b)]);
             if next >= going {
                 return match self.verdicts.get(next - going)? {
@@ -319,6 +336,11 @@ mod tests {
             let m = Matcher::new(Regex::new(p).expect("pattern"), 0);
             for s in inputs {
                 assert_eq!(m.is_match(s), m.regex.is_match(s), "{p:?} on {s:?}");
+                assert_eq!(
+                    m.is_match_bytes(s.as_bytes()),
+                    m.regex.is_match(s),
+                    "{p:?} on {s:?}"
+                );
                 if m.dfa
                     .as_ref()
                     .and_then(|(d, start)| run(d, *start, s))
@@ -326,7 +348,7 @@ mod tests {
                 {
                     direct += 1;
                 }
-                if let Some(found) = m.table.as_ref().and_then(|t| t.run(s)) {
+                if let Some(found) = m.table.as_ref().and_then(|t| t.run(s.as_bytes())) {
                     assert_eq!(found, m.regex.is_match(s), "table: {p:?} on {s:?}");
                     tabled += 1;
                 }
@@ -391,7 +413,11 @@ mod tests {
             let (dfa, start) = m.dfa.as_ref().expect("a small DFA");
             let table = m.table.as_ref().expect("a table");
             for t in texts {
-                assert_eq!(table.run(t), run(dfa, *start, t), "{p:?} on {t:?}");
+                assert_eq!(
+                    table.run(t.as_bytes()),
+                    run(dfa, *start, t),
+                    "{p:?} on {t:?}"
+                );
             }
         }
         // `^a{k}$` takes about k states: the table is built up to 64 and

@@ -27,7 +27,7 @@ pub mod write;
 use std::fmt;
 
 pub use compact_str::CompactString as Str;
-pub use map::{key_order, same_key, Map};
+pub use map::{key_order, same_bytes, same_key, Map};
 pub use parse::{
     from_slice, from_str, tape_from_str, Error, NextKey, Parser, PlainKey, TapeBuilder,
 };

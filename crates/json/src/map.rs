@@ -32,7 +32,7 @@ pub fn same_key(a: &str, b: &str) -> bool {
 
 /// [`same_key`] of bytes (the parser matches a known key in the text).
 #[inline(always)]
-pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;

@@ -261,8 +261,14 @@ pub(super) fn test_read(test: &FieldTest, read: Read<'_>, reads: u64) -> Option<
 /// `s in items`, in a loop of its own: `Iterator::any` was left a call.
 #[inline(always)]
 pub(super) fn one_of(items: &[std::sync::Arc<str>], s: &str) -> bool {
+    one_of_bytes(items, s.as_bytes())
+}
+
+/// [`one_of`] of a string's bytes.
+#[inline(always)]
+pub(super) fn one_of_bytes(items: &[std::sync::Arc<str>], s: &[u8]) -> bool {
     for t in items {
-        if celhook_json::same_key(t, s) {
+        if celhook_json::same_bytes(t.as_bytes(), s) {
             return true;
         }
     }

@@ -4,7 +4,7 @@
 //! once per run, so that an element costs its field's read and its tests
 //! alone. Any other fused body is walked per element (`fused::general`).
 
-use super::fused::{general, one_of, test_read, Field, Read};
+use super::fused::{general, one_of_bytes, test_read, Field, Read};
 use super::scan::{steps_of, Step};
 use super::*;
 use crate::ir::{FieldTest, IntRange};
@@ -68,10 +68,12 @@ type Items<'a> = std::slice::Iter<'a, Json>;
 
 /// An element as the usual steps read their field: a JSON element (the
 /// field looked up in its object), or the element's cell of the field's
-/// column in a table (`columns`), its kind already checked.
+/// column in a table (`columns`), its kind already checked. A string is
+/// read as its UTF-8 bytes, which is all its tests need: a table's string
+/// cells are sliced that way without a check of each end.
 trait Cell<'a>: Copy {
     fn int(self, field: &Field<'a>) -> Option<i64>;
-    fn str(self, field: &Field<'a>) -> Option<&'a str>;
+    fn bytes(self, field: &Field<'a>) -> Option<&'a [u8]>;
 }
 
 impl<'a> Cell<'a> for &'a Json {
@@ -81,8 +83,8 @@ impl<'a> Cell<'a> for &'a Json {
     }
 
     #[inline(always)]
-    fn str(self, field: &Field<'a>) -> Option<&'a str> {
-        field.read_str(self)
+    fn bytes(self, field: &Field<'a>) -> Option<&'a [u8]> {
+        field.read_str(self).map(str::as_bytes)
     }
 }
 
@@ -313,14 +315,15 @@ impl<'a> Strs<'a, true> {
 impl<'a, T: Cell<'a>, const LIST: bool> Step<'a, T> for Strs<'a, LIST> {
     #[inline(always)]
     fn step(&mut self, item: T, _: &mut Frame<'a>) -> Option<bool> {
-        let s = item.str(&self.field)?;
+        let s = item.bytes(&self.field)?;
         Some(if LIST {
             self.charged = self.charged.saturating_add(READS);
-            one_of(self.of, s)
+            one_of_bytes(self.of, s)
         } else {
-            let cost = READS + charge::compare_cost_str(s, self.one);
+            let one = self.one.as_bytes();
+            let cost = READS + charge::compare_cost_bytes(s, one);
             self.charged = self.charged.saturating_add(cost);
-            celhook_json::same_key(s, self.one) == self.eq
+            celhook_json::same_bytes(s, one) == self.eq
         })
     }
 
@@ -367,8 +370,8 @@ impl<'a, const OR: bool> Named<'a, OR> {
 impl<'a, T: Cell<'a>, const OR: bool> Step<'a, T> for Named<'a, OR> {
     #[inline(always)]
     fn step(&mut self, item: T, _: &mut Frame<'a>) -> Option<bool> {
-        let s = item.str(&self.field)?;
-        let chars = crate::value::str_size(s);
+        let s = item.bytes(&self.field)?;
+        let chars = crate::value::bytes_size(s);
         let n = i64::try_from(chars).ok()?;
         // `size` is a call of one unit, its comparison another.
         let (pattern, size) = (self.pattern, self.size);
@@ -376,7 +379,7 @@ impl<'a, T: Cell<'a>, const OR: bool> Step<'a, T> for Named<'a, OR> {
         let mut test = |of_pattern: bool| {
             if of_pattern {
                 charged = charged.saturating_add(READS + pattern.cost_of_size(chars));
-                pattern.is_match(s)
+                pattern.is_match_bytes(s)
             } else {
                 charged = charged.saturating_add(READS + 2);
                 size.holds(n)

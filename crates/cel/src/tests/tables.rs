@@ -47,6 +47,10 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         // A string its format makes a timestamp; uniqueness of ints.
         "self.ports.all(p, p.stamp > timestamp('2020-01-01T00:00:00Z'))",
         "self.ports.all(p, self.ports.exists_one(q, q.port == p.port))",
+        // Long strings on both sides of an equality: charged by their
+        // characters, which the byte cells count.
+        "self.ports.exists(p, p.name == 'äöü-a-long-name-with-umlauts-äöü')",
+        "self.ports.all(p, p.name != 'äöü-a-long-name-with-umlauts-äöü')",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     let lists = [
@@ -60,6 +64,10 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         r#"[{"name":"x","port":1,"ratio":1},{"name":"y","port":2,"ratio":2.5}]"#,
         r#"[{"name":"a-very-long-port-name-of-many-bytes","port":9999,"protocol":"UDP"},{"name":"metrics","port":9999,"protocol":"UDP"}]"#,
         r#"[{"name":"x","port":1,"stamp":"2026-01-01T00:00:00Z"},{"name":"y","port":2,"stamp":"2019-01-01T00:00:00Z"}]"#,
+        // Strings beyond ASCII, some written with escapes (decoded behind
+        // the table's text), for the patterns, sizes and equalities read
+        // as bytes.
+        r#"[{"name":"ünï","port":3,"protocol":"T\u0043P"},{"name":"\u00e4\u00f6\u00fc-a-long-name-with-umlauts-\u00e4\u00f6\u00fc","port":2,"protocol":"UDP"},{"name":"äöü-a-long-name-with-umlauts-xyz","port":1,"protocol":"SCTP"}]"#,
     ];
     let mut tables = 0;
     for ports in lists {

@@ -650,6 +650,17 @@ pub fn str_size(s: &str) -> u64 {
     }
 }
 
+/// [`str_size`] of a string's UTF-8 bytes: the bytes that start a
+/// character.
+#[inline]
+pub fn bytes_size(b: &[u8]) -> u64 {
+    if b.is_ascii() {
+        b.len() as u64
+    } else {
+        b.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u64
+    }
+}
+
 impl From<&str> for Str<'_> {
     fn from(s: &str) -> Self {
         Str::Owned(Rc::from(s))

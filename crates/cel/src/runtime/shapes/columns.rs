@@ -30,19 +30,19 @@ impl<'a> Cell<'a> for &'a i64 {
     }
 
     #[inline(always)]
-    fn str(self, _: &Field<'a>) -> Option<&'a str> {
+    fn bytes(self, _: &Field<'a>) -> Option<&'a [u8]> {
         None
     }
 }
 
-impl<'a> Cell<'a> for &'a str {
+impl<'a> Cell<'a> for &'a [u8] {
     #[inline(always)]
     fn int(self, _: &Field<'a>) -> Option<i64> {
         None
     }
 
     #[inline(always)]
-    fn str(self, _: &Field<'a>) -> Option<&'a str> {
+    fn bytes(self, _: &Field<'a>) -> Option<&'a [u8]> {
         Some(self)
     }
 }
@@ -74,10 +74,10 @@ pub(super) fn table_loop<'a>(
                     Ints::<false, false>::of(a.field, *range, *range),
                 ),
                 (FieldTest::Str(eq, t), Cells::Str(v)) => {
-                    run.over(v.iter(), f, Strs::equal(a.field, *eq, t))
+                    run.over(v.bytes(), f, Strs::equal(a.field, *eq, t))
                 }
                 (FieldTest::OneOf(of), Cells::Str(v)) => {
-                    run.over(v.iter(), f, Strs::one_of(a.field, of))
+                    run.over(v.bytes(), f, Strs::one_of(a.field, of))
                 }
                 _ => run.over(0..run.rows, f, RowOne(a, cells, 0)),
             }
@@ -102,7 +102,7 @@ fn two<'a, const OR: bool>(
     }
     if let Cells::Str(v) = x {
         if let Some(step) = Named::<OR>::of(&a, &b) {
-            return run.over(v.iter(), f, step);
+            return run.over(v.bytes(), f, step);
         }
     }
     // Read only where the first test does not decide, as over the
