@@ -10,9 +10,11 @@
 //! ```
 //!
 //! Arguments: the fixture directory under tests/fixtures/perf (`core`,
-//! `norules`, `k8slib`, or a path), `create`, `update` or `update-applied`
-//! (the review file `review-<op>.json`), the iteration count, and `whole`
-//! to decode the objects whole rather than what the rules read, or
+//! `norules`, `k8slib`, or a path), `create`, `update`, `update-applied` or
+//! `create-40-ports` (the review file `review-<op>.json`; the last has 20
+//! more ports, for what a loop costs per element), the iteration count,
+//! and `whole` to decode the objects whole rather than what the rules
+//! read, or
 //! `rules` to run the rules alone (the review decoded once,
 //! `Validator::validate` in the loop: the engine's share), or `serde_json`
 //! to parse the same body into a `serde_json::Value` and drop it (the

@@ -105,41 +105,46 @@ impl Matcher {
     /// Whether the pattern matches anywhere in `s`, as `Regex::is_match`.
     #[inline]
     pub(crate) fn is_match(&self, s: &str) -> bool {
-        if let Some(table) = &self.table {
-            if let Some(found) = table.run(s.as_bytes()) {
-                return found;
-            }
+        if let Some(found) = self
+            .table
+            .as_ref()
+            .and_then(|table| table.run(s.as_bytes()))
+        {
+            return found;
         }
-        self.is_match_untabled(s)
+        self.is_match_untabled(s.as_bytes())
     }
 
     /// [`Matcher::is_match`] of a string's UTF-8 bytes (a table's string
     /// cells, sliced as bytes).
     pub(crate) fn is_match_bytes(&self, s: &[u8]) -> bool {
-        if let Some(table) = &self.table {
-            if let Some(found) = table.run(s) {
+        if let Some(found) = self.table.as_ref().and_then(|table| table.run(s)) {
+            return found;
+        }
+        self.is_match_untabled(s)
+    }
+
+    /// [`Matcher::is_match`] past the byte table: the DFA, else the regex,
+    /// the one part that needs the bytes as text. Out of line, so that the
+    /// table's loop inlines where names are matched.
+    #[inline(never)]
+    fn is_match_untabled(&self, s: &[u8]) -> bool {
+        if let Some((dfa, start)) = &self.dfa {
+            if let Some(found) = run(dfa, *start, s) {
                 return found;
             }
         }
-        // Bytes sliced from a string at its characters' ends: always text.
-        std::str::from_utf8(s).is_ok_and(|s| self.is_match_untabled(s))
-    }
-
-    /// [`Matcher::is_match`] past the byte table.
-    fn is_match_untabled(&self, s: &str) -> bool {
-        match &self.dfa {
-            Some((dfa, start)) => run(dfa, *start, s).unwrap_or_else(|| self.regex.is_match(s)),
-            None => self.regex.is_match(s),
-        }
+        // Bytes of a string (or sliced from one at its characters' ends).
+        std::str::from_utf8(s).is_ok_and(|s| self.regex.is_match(s))
     }
 }
 
 /// The DFA over `s`, stopping at the first match; `None` where only the
 /// regex answers (a start or quit state this loop does not handle).
 #[inline]
-fn run(dfa: &dense::DFA<Vec<u32>>, start: StateID, s: &str) -> Option<bool> {
+fn run(dfa: &dense::DFA<Vec<u32>>, start: StateID, s: &[u8]) -> Option<bool> {
     let mut state = start;
-    for &b in s.as_bytes() {
+    for &b in s {
         state = dfa.next_state(state, b);
         if dfa.is_special_state(state) {
             // Matches show one byte late: a match state here means a match
@@ -343,7 +348,7 @@ mod tests {
                 );
                 if m.dfa
                     .as_ref()
-                    .and_then(|(d, start)| run(d, *start, s))
+                    .and_then(|(d, start)| run(d, *start, s.as_bytes()))
                     .is_some()
                 {
                     direct += 1;
@@ -415,7 +420,7 @@ mod tests {
             for t in texts {
                 assert_eq!(
                     table.run(t.as_bytes()),
-                    run(dfa, *start, t),
+                    run(dfa, *start, t.as_bytes()),
                     "{p:?} on {t:?}"
                 );
             }

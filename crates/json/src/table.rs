@@ -13,53 +13,31 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+use crate::tape::{span_str, Span, SIDE};
 use crate::{Map, Number, Str, Value};
 
-/// Marks a [`Span`] of the strings decoded while the table is read, not
-/// of its text as written; the table moves them behind the text when it
-/// is made (see [`Table::new`]).
-const DECODED: u32 = 1 << 31;
-
-/// Where a string cell lies in its table's text: the string as written
-/// when it has no escape, else its decoded copy after the array's text.
-/// A cell costs these eight bytes, not a string of its own: the text is
-/// copied once for the whole table.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Span {
-    start: u32,
-    end: u32,
+/// A string cell: a [`Span`] of its table's text, as the tape keeps its
+/// strings. While the table is read, bytes `start..end` of the array's
+/// text as written (a string with no escape); `None` past what a span can
+/// say (the array is then no table). A cell costs these eight bytes, not
+/// a string of its own: the text is copied once for the whole table.
+pub(crate) fn text_span(start: usize, end: usize) -> Option<Span> {
+    let end = u32::try_from(end).ok().filter(|e| *e < SIDE)?;
+    let start = u32::try_from(start).ok().filter(|s| *s <= end)?;
+    Some(Span {
+        start,
+        len: end - start,
+    })
 }
 
-impl Span {
-    /// Bytes `start..end` of the array's text; `None` past what a span
-    /// can say (the array is then no table).
-    pub(crate) fn text(start: usize, end: usize) -> Option<Span> {
-        let end = u32::try_from(end).ok().filter(|e| *e < DECODED)?;
-        Some(Span {
-            start: start as u32,
-            end,
-        })
-    }
-
-    /// Bytes `start..end` of the strings decoded so far.
-    pub(crate) fn decoded(start: usize, end: usize) -> Option<Span> {
-        let end = u32::try_from(end).ok().filter(|e| *e < DECODED)?;
-        Some(Span {
-            start: start as u32 | DECODED,
-            end,
-        })
-    }
-
-    /// The span in a text that holds the decoded strings from `at` on.
-    fn moved(self, at: u32) -> Span {
-        if self.start & DECODED == 0 {
-            return self;
-        }
-        Span {
-            start: (self.start & !DECODED) + at,
-            end: self.end + at,
-        }
-    }
+/// [`text_span`] of bytes `start..end` of the strings decoded while the
+/// table is read (those with escapes), marked [`SIDE`] as the tape marks
+/// its own; [`Table::new`] moves them behind the text it keeps.
+pub(crate) fn side_span(start: usize, end: usize) -> Option<Span> {
+    text_span(start, end).map(|s| Span {
+        start: s.start | SIDE,
+        ..s
+    })
 }
 
 /// The values of one key, one per element.
@@ -99,7 +77,7 @@ impl Column {
 }
 
 /// The text of a table being read and the strings it decoded, which its
-/// string cells are slices of.
+/// string cells are spans of.
 #[derive(Clone, Copy)]
 pub(crate) struct Texts<'t> {
     pub(crate) text: &'t str,
@@ -113,26 +91,16 @@ impl<'t> Texts<'t> {
     }
 
     fn at(self, span: Span) -> &'t str {
-        match span.start & DECODED {
-            0 => slice(self.text, span),
-            _ => slice(
-                self.decoded,
-                Span {
-                    start: span.start & !DECODED,
-                    end: span.end,
-                },
-            ),
-        }
+        span_str(self.text, self.decoded, span)
     }
 }
 
-/// The string `span` marks in `text`. Spans are made by the parser from
-/// the text they index, so that one out of range would be a bug: it reads
-/// as the empty string rather than stop the service.
+/// The string `span` marks in a made table's `text`. Spans are made by the
+/// parser from the text they index, so that one out of range would be a
+/// bug: it reads as the empty string rather than stop the service.
 #[inline(always)]
 fn slice(text: &str, span: Span) -> &str {
-    text.get(span.start as usize..span.end as usize)
-        .unwrap_or_default()
+    text.get(span.range()).unwrap_or_default()
 }
 
 /// The values of one key of a table, by kind (see [`Table::column`]).
@@ -180,10 +148,9 @@ impl<'t> Strings<'t> {
     #[inline(always)]
     pub fn bytes(&self) -> impl ExactSizeIterator<Item = &'t [u8]> + Clone + 't {
         let text = self.text.as_bytes();
-        self.spans.iter().map(move |s| {
-            text.get(s.start as usize..s.end as usize)
-                .unwrap_or_default()
-        })
+        self.spans
+            .iter()
+            .map(move |s| text.get(s.range()).unwrap_or_default())
     }
 }
 
@@ -233,20 +200,32 @@ impl Table {
         if !fits {
             return None;
         }
-        // The decoded strings (rarely any) behind the text as written.
-        let text: Box<str> = if texts.decoded.is_empty() {
-            Box::from(texts.text)
-        } else {
-            let at = u32::try_from(texts.text.len()).ok()?;
-            u32::try_from(texts.text.len() + texts.decoded.len())
-                .ok()
-                .filter(|end| *end < DECODED)?;
-            for column in &mut columns {
-                if let Column::Str(spans) = column {
-                    spans.iter_mut().for_each(|s| *s = s.moved(at));
+        // The text as written up to its last string cell (none without a
+        // string column), then the decoded strings (rarely any) behind it.
+        let mut kept = 0;
+        for column in &columns {
+            if let Column::Str(spans) = column {
+                if let Some(last) = spans.iter().rev().find(|s| s.start & SIDE == 0) {
+                    kept = kept.max(last.range().end);
                 }
             }
-            [texts.text, texts.decoded].concat().into_boxed_str()
+        }
+        let kept = texts.text.get(..kept)?;
+        u32::try_from(kept.len() + texts.decoded.len())
+            .ok()
+            .filter(|end| *end < SIDE)?;
+        let text: Box<str> = if texts.decoded.is_empty() {
+            Box::from(kept)
+        } else {
+            let at = kept.len() as u32;
+            for column in &mut columns {
+                if let Column::Str(spans) = column {
+                    for s in spans.iter_mut().filter(|s| s.start & SIDE != 0) {
+                        s.start = (s.start & !SIDE) + at;
+                    }
+                }
+            }
+            [kept, texts.decoded].concat().into_boxed_str()
         };
         Some(Table {
             keys,

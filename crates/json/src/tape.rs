@@ -26,7 +26,7 @@ pub(crate) struct Span {
 
 impl Span {
     #[inline(always)]
-    fn range(self) -> std::ops::Range<usize> {
+    pub(crate) fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.start as usize + self.len as usize
     }
 }

@@ -3,7 +3,7 @@
 //! pay a tenth of their length. Calls are charged by their registry rows.
 
 use crate::registry::scaled;
-use crate::value::{bytes_size, size, str_size, Value};
+use crate::value::{bytes_size, size, Value};
 
 /// The runtime charge of `==`/`!=` and of ordering comparisons of strings
 /// and bytes: a tenth of the shorter operand.
@@ -22,17 +22,13 @@ pub(super) const SHORT_STRING_BYTES: usize = 10;
 /// [`compare_cost`] of two strings.
 #[inline]
 pub(super) fn compare_cost_str(x: &str, y: &str) -> u64 {
-    // Short strings (names, keys, enum values) need no character count.
-    let bytes = x.len().min(y.len());
-    if bytes <= SHORT_STRING_BYTES {
-        return u64::from(bytes > 0);
-    }
-    scaled(str_size(x).min(str_size(y)), 0.1)
+    compare_cost_bytes(x.as_bytes(), y.as_bytes())
 }
 
 /// [`compare_cost_str`] of two strings' UTF-8 bytes.
 #[inline]
 pub(super) fn compare_cost_bytes(x: &[u8], y: &[u8]) -> u64 {
+    // Short strings (names, keys, enum values) need no character count.
     let bytes = x.len().min(y.len());
     if bytes <= SHORT_STRING_BYTES {
         return u64::from(bytes > 0);

@@ -198,7 +198,7 @@ const DIRECT_READ: u64 = 2;
 
 /// The most elements [`all_distinct_cost`] tells distinct in a table on
 /// the stack ([`distinct`]); a longer list is counted in a hash table,
-/// which costs about four times as much an element.
+/// which costs about four times as much per element.
 pub(crate) const PAIRWISE: usize = 128;
 
 /// [`distinct`]'s slots: twice the strings, a power of two (a hash's top

@@ -51,6 +51,9 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         // characters, which the byte cells count.
         "self.ports.exists(p, p.name == 'äöü-a-long-name-with-umlauts-äöü')",
         "self.ports.all(p, p.name != 'äöü-a-long-name-with-umlauts-äöü')",
+        // Ten characters of two bytes each: charged by the ten.
+        "self.ports.exists(p, p.name == 'éééééééééé')",
+        "self.ports.all(p, size(p.name) == 10 || p.name.matches('^[a-z]+$'))",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     let lists = [
@@ -67,6 +70,7 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         // Strings beyond ASCII, some written with escapes (decoded behind
         // the table's text), for the patterns, sizes and equalities read
         // as bytes.
+        r#"[{"name":"éééééééééé","port":5,"protocol":"TCP"},{"name":"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9x","port":6,"protocol":"TCP"}]"#,
         r#"[{"name":"ünï","port":3,"protocol":"T\u0043P"},{"name":"\u00e4\u00f6\u00fc-a-long-name-with-umlauts-\u00e4\u00f6\u00fc","port":2,"protocol":"UDP"},{"name":"äöü-a-long-name-with-umlauts-xyz","port":1,"protocol":"SCTP"}]"#,
     ];
     let mut tables = 0;

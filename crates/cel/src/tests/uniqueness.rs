@@ -21,8 +21,9 @@ const POOL: [&str; 10] = [
 ];
 
 /// Lists of ports: names drawn from [`POOL`] and numbered names that make
-/// long lists of distinct names, about the 32 compared pair by pair; some
-/// with a repeat, some with a port whose name is missing or a number.
+/// long lists of distinct names, up to and past the most answered whole
+/// (`PAIRWISE`); some with a repeat, some with a port whose name is
+/// missing or a number.
 fn port_lists() -> Vec<Vec<celhook_json::Value>> {
     // A fixed linear congruential sequence: the same lists on every run.
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -33,7 +34,7 @@ fn port_lists() -> Vec<Vec<celhook_json::Value>> {
         (state >> 33) as usize % bound
     };
     let mut lists = Vec::new();
-    // Past `PAIRWISE` too, where the names are counted in a hash table.
+    // Long lists too, past `PAIRWISE`; a pool name repeats in most.
     let pairwise = crate::runtime::PAIRWISE;
     for len in (0..=40).chain([pairwise - 1, pairwise, pairwise + 1, pairwise + 12]) {
         for _ in 0..6 {
@@ -73,10 +74,16 @@ fn port_lists() -> Vec<Vec<celhook_json::Value>> {
             lists.push(ports);
         }
     }
-    // Exactly 32 and 33 distinct names, a long multi-byte one last.
-    for len in [32, 33] {
+    // Just fewer distinct names than `PAIRWISE`, exactly as many, and one
+    // more (counted in a hash table), every seventh long and multi-byte,
+    // and a long multi-byte one last.
+    let pairwise = crate::runtime::PAIRWISE;
+    for len in [pairwise - 1, pairwise, pairwise + 1] {
         let mut ports: Vec<_> = (0..len - 1)
-            .map(|i| json!({"name": format!("n{i}")}))
+            .map(|i| match i % 7 {
+                0 => json!({"name": format!("äöü-a-long-name-{i}")}),
+                _ => json!({"name": format!("n{i}")}),
+            })
             .collect();
         ports.push(json!({"name": "äöüäöü-äöüäöü"}));
         lists.push(ports);

@@ -643,11 +643,7 @@ pub(crate) fn converts_strings(schema: &Schema) -> bool {
 /// A string's CEL size: its characters.
 #[inline]
 pub fn str_size(s: &str) -> u64 {
-    if s.is_ascii() {
-        s.len() as u64
-    } else {
-        s.chars().count() as u64
-    }
+    bytes_size(s.as_bytes())
 }
 
 /// [`str_size`] of a string's UTF-8 bytes: the bytes that start a

@@ -7,7 +7,7 @@
 
 use super::keys;
 use super::Parser;
-use crate::table::{Column, Span, Table, Texts};
+use crate::table::{side_span, text_span, Column, Table, Texts};
 use crate::{key_order, Error, Str, Value};
 
 /// A table's keys and its columns, as they are read.
@@ -16,7 +16,7 @@ type Rows = (Vec<Str>, Vec<Column>);
 /// Where a table's string cells are kept while it is read: the text from
 /// its `[` on (`base`, where the spans count from) and the strings that
 /// had escapes, decoded.
-struct Strings {
+struct Pending {
     base: usize,
     decoded: String,
 }
@@ -27,7 +27,7 @@ const KEYS: usize = 8;
 /// Room each column is given first (a list the rules loop over is rarely
 /// longer; a longer one grows). A column growing once costs more than the
 /// room: mimalloc, which the service uses, serves every size up to a
-/// kilobyte from its small bins alike (a 32-row string column is 768 bytes).
+/// kilobyte from its small bins alike (a 32-row string column is 256 bytes).
 const ROOM: usize = 32;
 
 impl<'a> Parser<'a> {
@@ -53,7 +53,7 @@ impl<'a> Parser<'a> {
     /// that does not fit; `None` when the array is empty or its first
     /// element is no flat object.
     fn table(&mut self) -> Result<Option<Value>, Error> {
-        let mut strings = Strings {
+        let mut strings = Pending {
             base: self.pos,
             decoded: String::new(),
         };
@@ -68,14 +68,16 @@ impl<'a> Parser<'a> {
         let spelled = Spelled::of(&keys);
         let mut len = 1;
         while self.row_follows()? {
-            let at = (self.pos, self.depth);
+            let (at, decoded) = ((self.pos, self.depth), strings.decoded.len());
             if self.compact_row(&spelled, &mut columns, &mut strings)? {
                 len += 1;
                 continue;
             }
-            // Written otherwise (white space, say): token by token.
+            // Written otherwise (white space, say): token by token, the
+            // strings decoded from it dropped with its cells.
             (self.pos, self.depth) = at;
             truncate(&mut columns, len);
+            strings.decoded.truncate(decoded);
             if self.row(&keys, &mut columns, &mut strings)? {
                 len += 1;
                 continue;
@@ -84,6 +86,7 @@ impl<'a> Parser<'a> {
             // before are the table's rows (a partly read row is dropped).
             (self.pos, self.depth) = at;
             truncate(&mut columns, len);
+            strings.decoded.truncate(decoded);
             let texts = Texts {
                 text: self.text.get(strings.base..).unwrap_or_default(),
                 decoded: &strings.decoded,
@@ -95,7 +98,7 @@ impl<'a> Parser<'a> {
             }
             return Ok(Some(Value::Array(items)));
         }
-        // One copy of the array's text for all its string cells.
+        // The text the string cells lie in, copied once (`Table::new`).
         let texts = Texts {
             text: self.text.get(strings.base..self.pos).unwrap_or_default(),
             decoded: &strings.decoded,
@@ -106,7 +109,7 @@ impl<'a> Parser<'a> {
     /// The first element's keys and a column for each holding its value;
     /// `None` when it is not an object of plain, ascending keys with
     /// scalar values.
-    fn first_row(&mut self, strings: &mut Strings) -> Result<Option<Rows>, Error> {
+    fn first_row(&mut self, strings: &mut Pending) -> Result<Option<Rows>, Error> {
         if self.peek() != Some(b'{') {
             return Ok(None);
         }
@@ -162,7 +165,7 @@ impl<'a> Parser<'a> {
         &mut self,
         spelled: &Spelled,
         columns: &mut [Column],
-        strings: &mut Strings,
+        strings: &mut Pending,
     ) -> Result<bool, Error> {
         for (&(start, end), column) in spelled.pieces.iter().zip(columns.iter_mut()) {
             if !self.eat(&spelled.text[start..end]) {
@@ -184,7 +187,7 @@ impl<'a> Parser<'a> {
         &mut self,
         keys: &[Str],
         columns: &mut [Column],
-        strings: &mut Strings,
+        strings: &mut Pending,
     ) -> Result<bool, Error> {
         if self.peek() != Some(b'{') {
             return Ok(false);
@@ -212,17 +215,17 @@ impl<'a> Parser<'a> {
         &mut self,
         column: &mut Column,
         byte: Option<u8>,
-        strings: &mut Strings,
+        strings: &mut Pending,
     ) -> Result<bool, Error> {
         match (column, byte) {
             (Column::Str(v), Some(b'"')) => {
                 self.pos += 1;
                 let span = match self.string_span()? {
-                    Ok((start, end)) => Span::text(start - strings.base, end - strings.base),
+                    Ok((start, end)) => text_span(start - strings.base, end - strings.base),
                     Err(decoded) => {
                         let start = strings.decoded.len();
                         strings.decoded.push_str(&decoded);
-                        Span::decoded(start, strings.decoded.len())
+                        side_span(start, strings.decoded.len())
                     }
                 };
                 match span {

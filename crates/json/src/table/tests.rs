@@ -62,6 +62,16 @@ fn a_row_written_with_white_space_part_way_is_read_token_by_token() {
         panic!("a string column")
     };
     assert!(b.iter().eq(["x", "y", "z"]));
+    // The same with escaped strings: the cells decoded from the compact
+    // read of the second row are dropped with it, not kept twice.
+    let v = read_both(r#"[{"a":"\u0078","b":1},{"a":"\u0079", "b":2},{"a":"z","b":3}]"#);
+    let Value::Table(t) = &v else {
+        panic!("a table: {v:?}")
+    };
+    let Some(Cells::Str(a)) = t.column("a") else {
+        panic!("a string column")
+    };
+    assert!(a.iter().eq(["x", "y", "z"]));
 }
 
 #[test]
