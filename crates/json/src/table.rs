@@ -175,8 +175,9 @@ pub struct Table {
     keys: Vec<Str>,
     /// One per key, each as long as the table.
     columns: Vec<Column>,
-    /// The array's text as written, then the strings that had escapes,
-    /// decoded: the string cells are slices of it.
+    /// The array's text as written up to its last string cell, then the
+    /// strings that had escapes, decoded: the string cells are slices of
+    /// it.
     text: Box<str>,
     len: usize,
     /// The elements as a tree, built when first asked for.
