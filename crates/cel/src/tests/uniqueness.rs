@@ -77,7 +77,6 @@ fn port_lists() -> Vec<Vec<celhook_json::Value>> {
     // Just fewer distinct names than `PAIRWISE`, exactly as many, and one
     // more (counted in a hash table), every seventh long and multi-byte,
     // and a long multi-byte one last.
-    let pairwise = crate::runtime::PAIRWISE;
     for len in [pairwise - 1, pairwise, pairwise + 1] {
         let mut ports: Vec<_> = (0..len - 1)
             .map(|i| match i % 7 {
