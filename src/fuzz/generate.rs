@@ -1,5 +1,6 @@
-//! Objects made from the fuzzer's bytes: of a schema (its types, formats
-//! and bounds, so that rules see data they can pass), or any JSON.
+//! Objects made from the fuzzer's bytes: of a schema (its types, formats,
+//! required fields and maps, so that rules see data they can pass), or
+//! any JSON.
 
 use arbitrary::{Result as ArbResult, Unstructured};
 use celhook_json::{Map, Value as Json};

@@ -1,3 +1,8 @@
+//! The serving certificate loaded from PEM files or generated; refusals
+//! that name the file (missing, without a certificate or key, broken PEM,
+//! an unusable client CA) and of a key of another certificate; a
+//! certificate's names and expiry; the resolver's replacement.
+
 use super::*;
 use std::io::Write;
 

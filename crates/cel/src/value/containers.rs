@@ -3,6 +3,8 @@
 //! columns or computed values alike.
 
 use super::*;
+use celhook_schema::ListType;
+use compare::key_equals;
 
 impl<'a> List<'a> {
     /// Number of elements.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use celhook_json::{Map as JsonMap, Table as JsonTable, Value as Json};
 use chrono::{DateTime, FixedOffset, TimeDelta};
 
-use celhook_schema::{Format, ListType, Schema, Type};
+use celhook_schema::{Format, Schema, Type};
 
 pub mod arith;
 pub mod compare;
@@ -25,7 +25,6 @@ pub use containers::Elements;
 pub use json::to_json;
 pub use time::{format_timestamp, in_range, parse_timestamp, parse_timestamp_unbounded};
 
-use compare::key_equals;
 use k8s::LibValue;
 
 /// A string value: borrowed from the request or the program, or computed.
