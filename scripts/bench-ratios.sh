@@ -18,7 +18,9 @@
 # DURATION (each server run, 5s), PAIRS (rules/no-rules alternations per HTTP
 # version, 3), TAIL_DURATION (10s), CONNECTIONS (4), CONCURRENCY (32),
 # TAIL_IN_FLIGHT (the open loop's cap on requests in flight, 64), TAIL_SHARED (set:
-# no pinning in the tail runs), CARGO_TARGET_DIR.
+# no pinning in the tail runs), GEN_THREADS (the load generator's worker threads
+# in the throughput runs, default one per CPU: a diagnosis of what the generator
+# adds, not the bars' setting), CARGO_TARGET_DIR.
 #
 # The servers listen on ports the kernel picks (port 0, read back from their
 # logs), so another server on a fixed port cannot break the run. Throughput
@@ -117,7 +119,7 @@ if [[ -z ${SKIP_SERVER:-} ]]; then
   # is part of what each side's throughput pays, and it moves from run to
   # run. A failed reading leaves the run's figures out, not the run.
   measured() {
-    python3 - "$1" "$2" "$3" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q "${@:4}" <<'PY'
+    python3 - "$1" "$2" "$3" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" ${GEN_THREADS:+--threads "$GEN_THREADS"} --format json -q "${@:4}" <<'PY'
 import json, os, resource, ssl, subprocess, sys, urllib.request
 out, pid, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def ticks():
@@ -205,7 +207,7 @@ PY
         # server's count does not; a failed scrape prints "x", and the
         # table leaves that run out rather than the whole script stopping.
         before="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(celhook_answered "${side#*:}" || echo x)"
-        "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" --format json -q --http 1.1 \
+        "${GEN[@]}" "$BIN/celhook-loadtest" --insecure --connections "$CONNECTIONS" ${GEN_THREADS:+--threads "$GEN_THREADS"} --format json -q --http 1.1 \
           --url "https://127.0.0.1:${side#*:}/validate?timeout=10s" -c "$CONCURRENCY" -d "$DURATION" \
           admission --review "$body" > "$WORK/server/pinned-${side%%:*}-$i.json"
         after="$(cut -d' ' -f14,15 "/proc/${pinned_pid[${side%%:*}]}/stat") $(celhook_answered "${side#*:}" || echo x)"
@@ -358,6 +360,8 @@ def runs(pattern):
     return out
 
 print("\n## 2. Server over HTTPS, keep-alive (closed loop, alternating runs)\n")
+if os.environ.get("GEN_THREADS"):
+    print(f"- the load generator ran with {os.environ['GEN_THREADS']} worker thread(s) (GEN_THREADS): a diagnosis, not the bars' setting\n")
 for tag, label in (("h1", "HTTP/1.1, as the API server calls webhooks (a pool of connections, one request at a time on each)"),
                    ("h2", "HTTP/2 (requests multiplexed on the connections)")):
     print(f"### {label}\n")
