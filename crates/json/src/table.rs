@@ -134,6 +134,16 @@ impl<'t> Strings<'t> {
         self.spans.get(i).map(|s| slice(text, *s))
     }
 
+    /// The `i`th string's UTF-8 bytes, sliced as [`Strings::bytes`]
+    /// slices them.
+    #[inline(always)]
+    pub fn bytes_at(&self, i: usize) -> Option<&'t [u8]> {
+        let text = self.text.as_bytes();
+        self.spans
+            .get(i)
+            .map(|s| text.get(s.range()).unwrap_or_default())
+    }
+
     /// The strings in order.
     #[inline(always)]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &'t str> + Clone + 't {

@@ -112,6 +112,19 @@ impl<'a> StrIndex<'a> {
         )
     }
 
+    /// [`StrIndex::build_strs`] of a table's string column.
+    pub(super) fn build_column(
+        reads: celhook_json::Strings<'a>,
+        cost: u64,
+        kind: LoopKind,
+    ) -> Indexed<'a> {
+        Self::build_from(
+            reads.len(),
+            reads.iter().map(|s| Some((cost, Str::Borrowed(s)))),
+            kind,
+        )
+    }
+
     fn build_from(
         n: usize,
         reads: impl Iterator<Item = Option<(u64, Str<'a>)>>,

@@ -6,14 +6,15 @@
 
 use celhook_json::{Table, Value as Json};
 
-use super::charge::{long_compare_cost, SHORT_STRING_BYTES};
+use super::charge::SHORT_STRING_BYTES;
 use super::counted::{tally, tally_own, Indexed, StrIndex};
 use super::fused::Field;
 use super::loops::quantifier;
 use super::scan::{count_reads, same_list, scan_steps};
 use super::{eval, fused, Frame};
 use crate::ir::{Ir, Loop, LoopKind, ScanExpr};
-use crate::value::{str_size, List, Map, Str, Value, ANY};
+use crate::registry::scaled;
+use crate::value::{bytes_size, List, Map, Str, Value, ANY};
 use celhook_schema::Schema;
 
 /// A loop marked `counted_body` (see `plan::mark_counted_bodies`) over the
@@ -88,7 +89,7 @@ pub(super) fn counted_loop<'a>(
         range_schema.items.as_deref().unwrap_or(&ANY),
     );
     if let Some(total) = reads
-        .as_deref()
+        .as_ref()
         .filter(|_| same)
         .and_then(|reads| all_distinct_cost(l.kind, inner.kind, reads, range_cost))
     {
@@ -101,13 +102,10 @@ pub(super) fn counted_loop<'a>(
     // A table's elements are built only where an outer element is read
     // as a tree (below): a column and the counted reads answer the rest.
     let n = list.len();
-    let direct =
-        reads.and_then(
-            |reads| match StrIndex::build_strs(&reads, DIRECT_READ, inner.kind) {
-                Indexed::Built(index) => Some(index),
-                _ => None,
-            },
-        );
+    let direct = reads.and_then(|reads| match reads.index(inner.kind) {
+        Indexed::Built(index) => Some(index),
+        _ => None,
+    });
     let cache = if direct.is_none() {
         count_reads(inner, scan, &range, *slot, element, f)?;
         f.scans[scan.cell].take()
@@ -214,35 +212,38 @@ const _: () = assert!(SLOTS.is_power_of_two() && PAIRWISE < u8::MAX as usize);
 /// inner steps (`tally_own`): every element's read and the other side's,
 /// its string compared with every element's, and its one match and the
 /// end; the outer loop its steps and its end (`quantifier`).
-fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u64) -> Option<u64> {
-    if outer != LoopKind::All || inner != LoopKind::ExistsOne || reads.len() > PAIRWISE {
+fn all_distinct_cost(
+    outer: LoopKind,
+    inner: LoopKind,
+    reads: &Reads<'_>,
+    range: u64,
+) -> Option<u64> {
+    let n = reads.len();
+    if outer != LoopKind::All || inner != LoopKind::ExistsOne || n > PAIRWISE {
         return None;
     }
-    if !distinct(reads) {
-        return None;
-    }
-    // Characters are counted only past the short strings, whose
-    // comparisons never read them (as `StrIndex` keeps them).
-    let mut chars = [0u64; PAIRWISE];
-    for (c, s) in chars.iter_mut().zip(reads) {
-        if s.len() > SHORT_STRING_BYTES {
-            *c = str_size(s);
+    let (nonempty, long) = distinct(reads)?;
+    // A short string's comparisons never read its characters (as
+    // `StrIndex` keeps them): one unit with each nonempty string. Two long
+    // ones are charged by the characters of the shorter.
+    let short = nonempty - long as u64;
+    let mut compares = (nonempty + long as u64) * short;
+    if long > 0 {
+        let mut chars = [0u64; PAIRWISE];
+        let mut k = 0;
+        for i in 0..n {
+            let s = reads.at(i);
+            if s.len() > SHORT_STRING_BYTES {
+                chars[k] = bytes_size(s);
+                k += 1;
+            }
+        }
+        let chars = &chars[..k];
+        for &a in chars {
+            compares += chars.iter().map(|&b| scaled(a.min(b), 0.1)).sum::<u64>();
         }
     }
-    let nonempty = reads.iter().filter(|s| !s.is_empty()).count() as u64;
-    let mut compares = 0u64;
-    for (a, &a_chars) in reads.iter().zip(&chars) {
-        compares += if a.len() <= SHORT_STRING_BYTES {
-            u64::from(!a.is_empty()) * nonempty
-        } else {
-            reads
-                .iter()
-                .zip(&chars)
-                .map(|(b, &b_chars)| long_compare_cost(a.len(), a_chars, b.len(), b_chars))
-                .sum()
-        };
-    }
-    let n = reads.len() as u64;
+    let n = n as u64;
     // `exists_one`'s one match (2) and its end (2), as `tally_bool`.
     let per_element = range
         .saturating_add(2 * n * DIRECT_READ)
@@ -257,16 +258,21 @@ fn all_distinct_cost(outer: LoopKind, inner: LoopKind, reads: &[&str], range: u6
     )
 }
 
-/// True when no string occurs twice in `reads` (at most [`PAIRWISE`]):
-/// a table of twice as many slots on the stack, each string placed by a
-/// hash of its length and its first and last eight bytes, compared in
-/// full only with those of the same slot run. Pair by pair, 20 names took
-/// 190 comparisons.
-fn distinct(reads: &[&str]) -> bool {
+/// When no string occurs twice in `reads` (at most [`PAIRWISE`]), how
+/// many are nonempty and how many are long (past
+/// [`SHORT_STRING_BYTES`]); `None` on a repeat. A table of twice as many
+/// slots on the stack, each string placed by a hash of its length and its
+/// first and last eight bytes, compared in full only with those of the
+/// same slot run. Pair by pair, 20 names took 190 comparisons.
+fn distinct(reads: &Reads<'_>) -> Option<(u64, usize)> {
     debug_assert!(reads.len() <= PAIRWISE);
     let mut slots = [u8::MAX; SLOTS];
-    for (i, s) in reads.iter().enumerate() {
-        let mut at = slot_of(s.as_bytes());
+    let (mut nonempty, mut long) = (0u64, 0usize);
+    for i in 0..reads.len() {
+        let s = reads.at(i);
+        nonempty += u64::from(!s.is_empty());
+        long += usize::from(s.len() > SHORT_STRING_BYTES);
+        let mut at = slot_of(s);
         loop {
             match slots[at] {
                 u8::MAX => {
@@ -274,15 +280,15 @@ fn distinct(reads: &[&str]) -> bool {
                     break;
                 }
                 j => {
-                    if celhook_json::same_key(reads[usize::from(j)], s) {
-                        return false;
+                    if celhook_json::same_bytes(reads.at(usize::from(j)), s) {
+                        return None;
                     }
                     at = (at + 1) % SLOTS;
                 }
             }
         }
     }
-    true
+    Some((nonempty, long))
 }
 
 /// The slot [`distinct`] starts `s` at.
@@ -324,7 +330,7 @@ fn direct_reads<'a>(
     var: usize,
     list: &List<'a>,
     item_schema: &'a Schema,
-) -> Option<Vec<&'a str>> {
+) -> Option<Reads<'a>> {
     let field = direct_field(element, var, item_schema)?;
     let items = match *list {
         List::Json { items, .. } => items,
@@ -343,19 +349,55 @@ fn direct_reads<'a>(
     for item in items {
         reads.push(field.read_str(item)?);
     }
-    Some(reads)
+    Some(Reads::Items(reads))
 }
 
-/// [`direct_reads`] of a table: its string column. A column of another
-/// kind, or none, gives no reads, as its elements would give none
-/// (`Field::column` keeps a column exactly when `Field::read_str` reads
-/// every element). Out of line, so that the elements' loop above stays as
-/// it was compiled without tables.
+/// [`direct_reads`] of a table: its string column, read in place. A
+/// column of another kind, or none, gives no reads, as its elements would
+/// give none (`Field::column` keeps a column exactly when
+/// `Field::read_str` reads every element). Out of line, so that the
+/// elements' loop above stays as it was compiled without tables.
 #[inline(never)]
-fn column_reads<'a>(field: &Field<'a>, table: &'a Table) -> Option<Vec<&'a str>> {
+fn column_reads<'a>(field: &Field<'a>, table: &'a Table) -> Option<Reads<'a>> {
     match field.column(table)? {
-        fused::Cells::Str(cells) => Some(cells.iter().collect()),
+        fused::Cells::Str(cells) => Some(Reads::Column(cells)),
         fused::Cells::Int(_) => None,
+    }
+}
+
+/// Every element's string a direct read reads ([`direct_reads`]):
+/// gathered from the JSON elements, or a table's column as it is (not
+/// copied out, which was an allocation and a check of each string's
+/// ends a review).
+enum Reads<'a> {
+    Items(Vec<&'a str>),
+    Column(celhook_json::Strings<'a>),
+}
+
+impl<'a> Reads<'a> {
+    fn len(&self) -> usize {
+        match self {
+            Reads::Items(v) => v.len(),
+            Reads::Column(c) => c.len(),
+        }
+    }
+
+    /// The `i`th string's UTF-8 bytes (empty past the end, never asked).
+    #[inline(always)]
+    fn at(&self, i: usize) -> &'a [u8] {
+        match self {
+            Reads::Items(v) => v.get(i).map_or(&[], |s| s.as_bytes()),
+            Reads::Column(c) => c.bytes_at(i).unwrap_or_default(),
+        }
+    }
+
+    /// The strings counted for an inner loop of `kind`, each read
+    /// charged [`DIRECT_READ`].
+    fn index(&self, kind: LoopKind) -> Indexed<'a> {
+        match self {
+            Reads::Items(v) => StrIndex::build_strs(v, DIRECT_READ, kind),
+            Reads::Column(c) => StrIndex::build_column(*c, DIRECT_READ, kind),
+        }
     }
 }
 
@@ -378,7 +420,15 @@ fn direct_field<'a>(ir: &'a Ir, var: usize, items: &Schema) -> Option<Field<'a>>
 
 #[cfg(test)]
 mod tests {
-    use super::{distinct, PAIRWISE};
+    use super::{all_distinct_cost, distinct, Reads, DIRECT_READ, PAIRWISE};
+    use crate::ir::LoopKind;
+    use crate::runtime::charge::long_compare_cost;
+    use crate::runtime::loops::quantifier;
+    use crate::value::str_size;
+
+    fn reads<'a>(names: &[&'a str]) -> Reads<'a> {
+        Reads::Items(names.to_vec())
+    }
 
     #[test]
     fn distinct_finds_a_repeat_wherever_it_is() {
@@ -388,21 +438,75 @@ mod tests {
             .map(|i| format!("a-long-common-prefix-{i:02}-and-a-common-suffix"))
             .collect();
         let short: Vec<String> = (0..PAIRWISE).map(|i| format!("{i}")).collect();
-        for names in [&long, &short] {
-            let reads: Vec<&str> = names.iter().map(String::as_str).collect();
-            assert!(distinct(&reads));
-            for i in 0..reads.len() {
-                for j in 0..reads.len() {
+        for (names, long_ones) in [(&long, PAIRWISE), (&short, 0)] {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            assert_eq!(distinct(&reads(&names)), Some((PAIRWISE as u64, long_ones)));
+            for i in 0..names.len() {
+                for j in 0..names.len() {
                     if i != j {
-                        let mut twice = reads.clone();
-                        twice[j] = reads[i];
-                        assert!(!distinct(&twice), "{i} at {j}");
+                        let mut twice = names.clone();
+                        twice[j] = names[i];
+                        assert_eq!(distinct(&reads(&twice)), None, "{i} at {j}");
                     }
                 }
             }
         }
-        assert!(distinct(&[]));
-        assert!(distinct(&["", "a"]));
-        assert!(!distinct(&["", ""]));
+        assert_eq!(distinct(&reads(&[])), Some((0, 0)));
+        assert_eq!(distinct(&reads(&["", "a"])), Some((1, 0)));
+        assert_eq!(distinct(&reads(&["", ""])), None);
+    }
+
+    /// The uniqueness check's charge, pair by pair as the lookups' steps
+    /// add it up (every string compared with every other).
+    fn pairwise_cost(names: &[&str], range: u64) -> u64 {
+        let n = names.len() as u64;
+        let mut compares = 0;
+        for a in names {
+            for b in names {
+                compares += long_compare_cost(a.len(), str_size(a), b.len(), str_size(b));
+            }
+        }
+        let (_, step, _) = quantifier(LoopKind::All);
+        n * (range + 2 * n * DIRECT_READ + 4) + compares + step * n + 1
+    }
+
+    #[test]
+    fn the_uniqueness_charge_is_the_pairwise_one() {
+        // Empty, short, exactly short, long, and long with characters of
+        // more than one byte (charged by characters, not bytes).
+        let pool = [
+            "",
+            "a",
+            "metrics",
+            "ten-bytes!",
+            "eleven-byte",
+            "jaeger-thrift",
+            "a-much-longer-port-name-than-most",
+            "ünïcödé-nämé-lõng",
+            "日本語の長い名前です",
+        ];
+        let mut lists: Vec<Vec<&str>> = (0..pool.len()).map(|i| pool[..=i].to_vec()).collect();
+        lists.push(pool.iter().rev().copied().collect());
+        lists.push(pool[4..].to_vec());
+        for names in &lists {
+            for range in [0, 3] {
+                assert_eq!(
+                    all_distinct_cost(LoopKind::All, LoopKind::ExistsOne, &reads(names), range),
+                    Some(pairwise_cost(names, range)),
+                    "{names:?}"
+                );
+            }
+        }
+        // A repeat, or another pair of loops, is not answered here.
+        let twice = ["a", "b", "a"];
+        let kinds = [LoopKind::All, LoopKind::ExistsOne];
+        assert_eq!(
+            all_distinct_cost(kinds[0], kinds[1], &reads(&twice), 0),
+            None
+        );
+        assert_eq!(
+            all_distinct_cost(LoopKind::Exists, kinds[1], &reads(&["a"]), 0),
+            None
+        );
     }
 }

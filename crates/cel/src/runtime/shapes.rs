@@ -150,6 +150,7 @@ enum Shape<'a> {
 }
 
 /// A test of a field of the element, and how to read that field.
+#[derive(Clone, Copy)]
 struct Direct<'a> {
     test: &'a FieldTest,
     /// Equal for tests that read the same field (`FieldCmp::read`).

@@ -27,6 +27,14 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         "self.ports.all(p, p.protocol in ['TCP', 'UDP', 'SCTP'])",
         "self.ports.all(p, p.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(p.name) <= 5)",
         "self.ports.exists(p, p.name == 'metrics' && p.port == 9999)",
+        // Two fields, the first's test stepped over its column, the
+        // second read by row where the first does not decide.
+        "self.ports.exists(p, p.port == 53 && p.name == 'dns')",
+        "self.ports.all(p, p.protocol in ['TCP', 'UDP'] || p.port > 9000)",
+        "self.ports.exists_one(p, p.name == 'metrics' || p.port == 53)",
+        "size(self.ports.filter(p, p.protocol == 'UDP' && p.port < 9000)) == 1",
+        "self.ports.exists(p, p.port > 0 && size(p.name) > 3)",
+        "self.ports.all(p, p.name != 'äöü-a-long-name-with-umlauts-äöü' && p.port >= 0)",
         "self.ports.exists_one(p, p.protocol != 'TCP')",
         "size(self.ports.filter(p, p.protocol == 'UDP')) <= 1",
         "size(self.ports.filter(p, p.port >= 53)) == 2",

@@ -117,7 +117,7 @@ impl<'a> Map<'a> {
     /// [`Map::get_str`] for a field the checker found at `position` of
     /// the schema's properties: the schema is not searched when the name
     /// is there.
-    #[inline]
+    #[inline(always)]
     pub fn get_field(&self, key: &str, position: Option<u32>) -> Option<Value<'a>> {
         match self.at_position(key, position) {
             Some(found) => match found? {

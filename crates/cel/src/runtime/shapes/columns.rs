@@ -112,6 +112,29 @@ fn two<'a, const OR: bool>(
     } else {
         b.field.column(table)
     };
+    // Two fields, the first tested by the usual one-test step over its
+    // column (`p.name == 'metrics' && p.port == 9999`, how an element is
+    // looked for): each row costs that step and, where it does not decide,
+    // the second test.
+    if let Some(y) = y {
+        let rows = 0..run.rows;
+        let then = Then::<OR> { b, y, charged: 0 };
+        match (a.test, x) {
+            (FieldTest::Int(range), Cells::Int(v)) => {
+                let first = Ints::<false, false>::of(a.field, *range, *range);
+                return run.over(v.iter().zip(rows), f, (first, then));
+            }
+            (FieldTest::Str(eq, t), Cells::Str(v)) => {
+                let first = Strs::equal(a.field, *eq, t);
+                return run.over(v.bytes().zip(rows), f, (first, then));
+            }
+            (FieldTest::OneOf(of), Cells::Str(v)) => {
+                let first = Strs::one_of(a.field, of);
+                return run.over(v.bytes().zip(rows), f, (first, then));
+            }
+            _ => {}
+        }
+    }
     run.over(
         0..run.rows,
         f,
@@ -148,6 +171,33 @@ impl<'a> Run<'a, '_> {
             }
             Mode::Count => None,
         }
+    }
+}
+
+/// The second of two tests on other fields, by row (see [`two`]), with
+/// what it charged.
+struct Then<'a, const OR: bool> {
+    b: Direct<'a>,
+    y: Cells<'a>,
+    charged: u64,
+}
+
+/// A first test's step over its column's cells, then [`Then`] on the
+/// same row where the first does not decide: joined by `&&` (`OR` false)
+/// or `||` (true), charged as `RowBoth` charges the two.
+impl<'a, T, S: Step<'a, T>, const OR: bool> Step<'a, (T, usize)> for (S, Then<'a, OR>) {
+    #[inline(always)]
+    fn step(&mut self, (cell, row): (T, usize), f: &mut Frame<'a>) -> Option<bool> {
+        if self.0.step(cell, f)? == OR {
+            return Some(OR);
+        }
+        let then = &mut self.1;
+        then.b.judge(then.y.read(row)?, &mut then.charged)
+    }
+
+    #[inline(always)]
+    fn charged(&self) -> u64 {
+        self.0.charged().saturating_add(self.1.charged)
     }
 }
 
