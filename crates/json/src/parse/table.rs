@@ -10,8 +10,9 @@ use super::Parser;
 use crate::table::{side_span, text_span, Column, Table, Texts};
 use crate::{key_order, Error, Str, Value};
 
-/// A table's keys and its columns, as they are read.
-type Rows = (Vec<Str>, Vec<Column>);
+/// A table's keys and its columns, as they are read, and how its rows
+/// spell the keys.
+type Rows = (Vec<Str>, Vec<Column>, Spelled);
 
 /// Where a table's string cells are kept while it is read: the text from
 /// its `[` on (`base`, where the spans count from) and the strings that
@@ -62,14 +63,22 @@ impl<'a> Parser<'a> {
         if !self.next_element_inner(&mut first, true)? {
             return Ok(None);
         }
-        let Some((keys, mut columns)) = self.first_row(&mut strings)? else {
+        let Some((keys, mut columns, spelled)) = self.first_row(&mut strings)? else {
             return Ok(None);
         };
-        let spelled = Spelled::of(&keys);
+        // The pieces and the text they lie in, for every row alike.
+        let own;
+        let (text, pieces) = match &spelled {
+            Spelled::Text(pieces, n) => (self.bytes, pieces.get(..*n).unwrap_or_default()),
+            Spelled::Owned { text, pieces } => {
+                own = text;
+                (&own[..], &pieces[..])
+            }
+        };
         let mut len = 1;
         while self.row_follows()? {
             let (at, decoded) = ((self.pos, self.depth), strings.decoded.len());
-            if self.compact_row(&spelled, &mut columns, &mut strings)? {
+            if self.compact_row(pieces, text, &mut columns, &mut strings)? {
                 len += 1;
                 continue;
             }
@@ -113,10 +122,14 @@ impl<'a> Parser<'a> {
         if self.peek() != Some(b'{') {
             return Ok(None);
         }
+        // Where the piece of the key read next starts: its `{` or `,`.
+        let mut piece = self.pos;
         self.open()?;
         // Room for the keys of most flat objects, without growing.
         let (mut keys, mut columns): (Vec<Str>, Vec<Column>) =
             (Vec::with_capacity(KEYS), Vec::with_capacity(KEYS));
+        let mut pieces = [(0u32, 0u32); KEYS];
+        let mut compact = true;
         let mut first = true;
         while self.key_follows(&mut first, true)? {
             let key = self.string_value()?;
@@ -125,6 +138,15 @@ impl<'a> Parser<'a> {
                 return Ok(None);
             }
             self.colon()?;
+            // Written compactly, the piece is the key's quotes, its colon
+            // and the one byte before: nothing else fits that length.
+            let (start, end) = (piece, self.pos);
+            match (pieces.get_mut(keys.len()), u32::try_from(end)) {
+                (Some(p), Ok(end32)) if compact && end - start == key.len() + 4 => {
+                    *p = (start as u32, end32);
+                }
+                _ => compact = false,
+            }
             // The value's first byte decides the column's kind; the value is
             // then read as every later row's is.
             let byte = self.peek();
@@ -139,8 +161,17 @@ impl<'a> Parser<'a> {
             }
             keys.push(key);
             columns.push(column);
+            piece = self.pos;
         }
-        Ok((!keys.is_empty()).then_some((keys, columns)))
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let spelled = if compact {
+            Spelled::Text(pieces, keys.len())
+        } else {
+            Spelled::of(&keys)
+        };
+        Ok(Some((keys, columns, spelled)))
     }
 
     /// After a row: true when another element follows (the parser at it),
@@ -163,12 +194,14 @@ impl<'a> Parser<'a> {
     #[inline]
     fn compact_row(
         &mut self,
-        spelled: &Spelled,
+        pieces: &[(u32, u32)],
+        text: &[u8],
         columns: &mut [Column],
         strings: &mut Pending,
     ) -> Result<bool, Error> {
-        for (&(start, end), column) in spelled.pieces.iter().zip(columns.iter_mut()) {
-            if !self.eat(&spelled.text[start..end]) {
+        for (&(start, end), column) in pieces.iter().zip(columns.iter_mut()) {
+            let piece = text.get(start as usize..end as usize).unwrap_or_default();
+            if piece.is_empty() || !self.eat(piece) {
                 return Ok(false);
             }
             // No white space before a compact value.
@@ -261,11 +294,18 @@ fn truncate(columns: &mut [Column], n: usize) {
 }
 
 /// A row's keys as compact JSON writes them, `{"a":`, then `,"b":` and so
-/// on: keys with no character to escape, so their text is exact.
-struct Spelled {
-    text: Vec<u8>,
-    /// Where each key's piece starts and ends in `text`.
-    pieces: Vec<(usize, usize)>,
+/// on: keys with no character to escape, so their text is exact. Each
+/// piece is where it starts and ends in a text.
+enum Spelled {
+    /// In the parser's text: the first row's own pieces, where it was
+    /// written so (no copy; most tables, up to [`KEYS`] keys), and how
+    /// many keys.
+    Text([(u32, u32); KEYS], usize),
+    /// Spelled anew, for a first row written otherwise or of more keys.
+    Owned {
+        text: Vec<u8>,
+        pieces: Vec<(u32, u32)>,
+    },
 }
 
 impl Spelled {
@@ -278,8 +318,13 @@ impl Spelled {
             text.push(b'"');
             text.extend_from_slice(key.as_bytes());
             text.extend_from_slice(b"\":");
-            pieces.push((start, text.len()));
+            // A key longer than a span can say never makes a row: the
+            // empty piece below fails it.
+            let piece = u32::try_from(start)
+                .ok()
+                .zip(u32::try_from(text.len()).ok());
+            pieces.push(piece.unwrap_or((0, 0)));
         }
-        Spelled { text, pieces }
+        Spelled::Owned { text, pieces }
     }
 }
