@@ -268,6 +268,17 @@ impl Table {
         Some(self.columns.get(at)?.cells(&self.text))
     }
 
+    /// [`Table::column`], looked for first at `hint` (the key's place
+    /// among its schema's properties, which is its place among the keys
+    /// when the elements have every property), as `Map::get_hinted` looks.
+    #[inline]
+    pub fn column_hinted(&self, key: &str, hint: usize) -> Option<Cells<'_>> {
+        match self.keys.get(hint) {
+            Some(k) if crate::same_key(k, key) => Some(self.columns.get(hint)?.cells(&self.text)),
+            _ => self.column(key),
+        }
+    }
+
     /// The elements as the tree holds them, built on the first call.
     pub fn items(&self) -> &Vec<Value> {
         self.items.get_or_init(|| self.build())

@@ -354,7 +354,7 @@ impl<'n> Field<'n> {
     /// for an int, a string column for a plain string).
     #[inline]
     pub(super) fn column<'t>(&self, table: &'t celhook_json::Table) -> Option<Cells<'t>> {
-        match table.column(self.name)? {
+        match table.column_hinted(self.name, self.position)? {
             celhook_json::Cells::Int(v) if self.ints => Some(Cells::Int(v)),
             celhook_json::Cells::Str(v) if self.strings => Some(Cells::Str(v)),
             _ => None,

@@ -87,8 +87,12 @@ pub(super) fn eval_loop<'a>(l: &'a Loop, f: &mut Frame<'a>) -> Result<Value<'a>,
         }
         _ => {}
     }
-    let range = eval(&l.range, f)?;
-    over(l, range, f)
+    // A one-variable loop over a list, most rules' loops, straight to its
+    // steps (what `over` does for it, without the range's general form).
+    match (eval(&l.range, f)?, l.var2) {
+        (Value::List(list), None) => one_var_list(l, list, f),
+        (range, _) => over(l, range, f),
+    }
 }
 
 /// What `size` of the loop `l` gives: the number of elements a fused

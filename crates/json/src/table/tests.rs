@@ -42,6 +42,13 @@ fn a_list_of_flat_objects_is_kept_by_column_and_reads_as_the_list() {
     };
     assert!(names.iter().eq(["http", "dns", "a\"q"]));
     assert_eq!(t.column("missing"), None);
+    // Looked for at a place first: right, wrong, or past the keys, the
+    // same column (or none).
+    for hint in 0..4 {
+        assert_eq!(t.column_hinted("port", hint), t.column("port"), "{hint}");
+        assert_eq!(t.column_hinted("on", hint), t.column("on"), "{hint}");
+        assert_eq!(t.column_hinted("missing", hint), None, "{hint}");
+    }
     assert_eq!(v[1]["port"], -53);
     assert_eq!(v.pointer("/2/name"), Some(&Value::from("a\"q")));
     assert!(v.is_array());
