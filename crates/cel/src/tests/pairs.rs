@@ -18,6 +18,11 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
             "deep": {"type": "object", "properties": {
                 "a": {"type": "integer"},
                 "b": {"type": "object", "properties": {"c": {"type": "string"}}}
+            }},
+            // A map: its entries have no schema position, so a chain
+            // through one is read by name.
+            "byName": {"type": "object", "additionalProperties": {
+                "type": "object", "properties": {"c": {"type": "string"}}
             }}
         }
     }));
@@ -54,6 +59,7 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         "'web-x' == self.alias + '-x'",
         // A number field holding a whole number is a double to the walk.
         "self.ratio + self.ratio == self.ratio * self.ratio",
+        "self.name == self.byName.web.c",
     ];
     let programs = planned_and_plain(&exprs, &s, Environment::crd_rule(false));
     // Every comparison above is of two fields, or of arithmetic on them,
@@ -62,7 +68,7 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
         .iter()
         .map(|(_, with, _)| count_pairs(&with.ir))
         .sum();
-    assert_eq!(fused, 31, "comparisons fused as field pairs");
+    assert_eq!(fused, 32, "comparisons fused as field pairs");
     let objects = [
         json!({"name": "web", "alias": "web", "min": 1, "max": 3, "ratio": 0.5,
                "stamp": "2026-01-01T00:00:00Z", "deep": {"a": 0, "b": {"c": "web"}}}),
@@ -77,6 +83,10 @@ fn fused_field_pairs_change_no_result_and_no_cost() {
                "deep": {"b": {"c": "web-x"}}}),
         json!({"name": "pre-ééééé-x", "alias": "ééééé-x", "min": 1}),
         json!({"name": "a-name-well-over-ten-bytesé", "alias": "a-name-well-over-ten-bytes"}),
+        // Null, or no object, on the way to a chain's last field.
+        json!({"name": "web", "deep": null, "byName": {"web": {"c": "web"}}}),
+        json!({"name": "", "deep": {"a": 1, "b": null}, "byName": {"web": null}}),
+        json!({"name": "x", "deep": {"b": "c"}, "byName": {"web": {"c": "x"}, "x": 1}}),
         json!({}),
     ];
     let mut scratch = crate::Scratch::default();
