@@ -8,8 +8,13 @@ one carrying none, then counts the admission hot path on each with callgrind
 left out). A rule's figure is its CRD's count less the rule-less one: the
 rule's evaluation and the decoding of the fields it reads.
 
+With `--without`, each copy carries every rule but one instead, and a
+rule's figure is the whole CRD's count less that copy's: what the rule
+adds among the others, whose fields, tables and walk it shares (the
+figures then add up to the whole less what any rule at all costs).
+
     cargo build --profile profiling --example profile_hot_path
-    scripts/rule-counts.py [create|update] [mode]
+    scripts/rule-counts.py [create|update] [mode] [--without]
 
 `mode` is passed to profile_hot_path (`rules`: the evaluation alone).
 Needs valgrind; takes about a minute.
@@ -45,8 +50,10 @@ def per_review(config_dir, op, mode):
 
 
 def main():
-    op = sys.argv[1] if len(sys.argv) > 1 else "create"
-    mode = sys.argv[2] if len(sys.argv) > 2 else ""
+    args = [a for a in sys.argv[1:] if a != "--without"]
+    without = len(args) < len(sys.argv) - 1
+    op = args[0] if args else "create"
+    mode = args[1] if len(args) > 1 else ""
     if not os.path.exists(EXAMPLE):
         sys.exit(f"{EXAMPLE} is missing: cargo build --profile profiling --example profile_hot_path")
     text = open(CRD, encoding="utf-8").read()
@@ -66,14 +73,26 @@ def main():
             return d
 
         base = per_review(write("none", None), op, mode)
-        print(f"| rule (alone on the CRD) | instructions over none ({op}{', ' + mode if mode else ''}) |")
+        whole = per_review(write("all", rules), op, mode)
+        how = f"{op}{', ' + mode if mode else ''}"
+        if without:
+            print(f"| rule (left out of the CRD) | instructions it adds among the others ({how}) |")
+        else:
+            print(f"| rule (alone on the CRD) | instructions over none ({how}) |")
         print("|---|---|")
         print(f"| none (the CRD without rules) | {base:,} per review |")
-        total = per_review(write("all", rules), op, mode) - base
+        added = 0
         for i, rule in enumerate(rules):
-            cost = per_review(write(f"r{i:02}", [rule]), op, mode) - base
+            if without:
+                others = rules[:i] + rules[i + 1:]
+                cost = whole - per_review(write(f"r{i:02}", others), op, mode)
+                added += cost
+            else:
+                cost = per_review(write(f"r{i:02}", [rule]), op, mode) - base
             print(f"| `{rule['rule']}` | {cost:,} |")
-        print(f"| all {len(rules)} together | {total:,} |")
+        print(f"| all {len(rules)} together | {whole - base:,} |")
+        if without:
+            print(f"| what any rule at all costs (all together less the rules' own) | {whole - base - added:,} |")
 
 
 if __name__ == "__main__":
