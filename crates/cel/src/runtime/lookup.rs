@@ -225,7 +225,7 @@ fn all_distinct_cost(
     let (nonempty, long) = distinct(reads)?;
     // A short string's comparisons never read its characters (as
     // `StrIndex` keeps them): one unit with each nonempty string. Two long
-    // ones are charged by the characters of the shorter.
+    // ones are charged by the fewer characters of the two.
     let short = nonempty - long as u64;
     let mut compares = (nonempty + long as u64) * short;
     if long > 0 {
@@ -366,9 +366,10 @@ fn column_reads<'a>(field: &Field<'a>, table: &'a Table) -> Option<Reads<'a>> {
 }
 
 /// Every element's string a direct read reads ([`direct_reads`]):
-/// gathered from the JSON elements, or a table's column as it is (not
-/// copied out, which was an allocation and a check of each string's
-/// ends a review).
+/// gathered from the JSON elements, or a table's column as it is: the
+/// uniqueness check reads its cells as bytes in place (copied out, they
+/// were an allocation and a check of each string's ends a review); only
+/// a count of the strings (`Reads::index`) reads them as strings.
 enum Reads<'a> {
     Items(Vec<&'a str>),
     Column(celhook_json::Strings<'a>),
@@ -489,12 +490,34 @@ mod tests {
         lists.push(pool.iter().rev().copied().collect());
         lists.push(pool[4..].to_vec());
         for names in &lists {
+            // The same names as a table's column, read in place.
+            let rows: Vec<String> = names
+                .iter()
+                .map(|n| {
+                    format!(
+                        r#"{{"name":{}}}"#,
+                        serde_json::to_string(n).expect("a string")
+                    )
+                })
+                .collect();
+            let text = format!("[{}]", rows.join(","));
+            let table = celhook_json::Parser::new(&text)
+                .value_rows()
+                .expect("valid");
+            let celhook_json::Value::Table(table) = &table else {
+                panic!("a table: {text}")
+            };
+            let Some(celhook_json::Cells::Str(column)) = table.column("name") else {
+                panic!("a string column: {text}")
+            };
             for range in [0, 3] {
-                assert_eq!(
-                    all_distinct_cost(LoopKind::All, LoopKind::ExistsOne, &reads(names), range),
-                    Some(pairwise_cost(names, range)),
-                    "{names:?}"
-                );
+                for names_read in [reads(names), Reads::Column(column)] {
+                    assert_eq!(
+                        all_distinct_cost(LoopKind::All, LoopKind::ExistsOne, &names_read, range),
+                        Some(pairwise_cost(names, range)),
+                        "{names:?}"
+                    );
+                }
             }
         }
         // A repeat, or another pair of loops, is not answered here.

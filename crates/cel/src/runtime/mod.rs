@@ -13,6 +13,8 @@ mod fused;
 mod lookup;
 #[cfg(test)]
 pub(crate) use lookup::{DISTINCT_ANSWERS, PAIRWISE};
+#[cfg(test)]
+pub(crate) use shapes::FIRST_COLUMN_STEPS;
 mod loops;
 mod ops;
 mod scan;

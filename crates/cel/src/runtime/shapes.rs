@@ -10,6 +10,8 @@ use super::*;
 use crate::ir::{FieldTest, IntRange};
 use crate::value::ANY;
 use celhook_json::Value as Json;
+#[cfg(test)]
+pub(crate) use columns::FIRST_COLUMN_STEPS;
 use columns::{table_loop, Mode};
 
 mod columns;

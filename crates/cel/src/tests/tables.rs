@@ -35,6 +35,9 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         "size(self.ports.filter(p, p.protocol == 'UDP' && p.port < 9000)) == 1",
         "self.ports.exists(p, p.port > 0 && size(p.name) > 3)",
         "self.ports.all(p, p.name != 'äöü-a-long-name-with-umlauts-äöü' && p.port >= 0)",
+        "self.ports.filter(p, p.protocol == 'UDP' && p.port < 9000)",
+        "self.ports.exists(p, p.protocol in ['TCP'] && p.port > 100)",
+        "self.ports.exists(p, p.port == 53 || p.name == 'http')",
         "self.ports.exists_one(p, p.protocol != 'TCP')",
         "size(self.ports.filter(p, p.protocol == 'UDP')) <= 1",
         "size(self.ports.filter(p, p.port >= 53)) == 2",
@@ -82,6 +85,7 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
         r#"[{"name":"ünï","port":3,"protocol":"T\u0043P"},{"name":"\u00e4\u00f6\u00fc-a-long-name-with-umlauts-\u00e4\u00f6\u00fc","port":2,"protocol":"UDP"},{"name":"äöü-a-long-name-with-umlauts-xyz","port":1,"protocol":"SCTP"}]"#,
     ];
     let mut tables = 0;
+    let first_column_steps = crate::runtime::FIRST_COLUMN_STEPS.with(std::cell::Cell::get);
     for ports in lists {
         let tree = celhook_json::from_str(&format!(r#"{{"ports":{ports}}}"#)).expect("valid");
         let mut kept = tree.clone();
@@ -121,4 +125,7 @@ fn loops_over_a_table_answer_and_charge_as_over_the_tree() {
     }
     // The list with a float is no table: the rest are.
     assert_eq!(tables, lists.len() - 1);
+    // Two fields' tests took the path that steps over the first one's
+    // column.
+    assert!(crate::runtime::FIRST_COLUMN_STEPS.with(std::cell::Cell::get) > first_column_steps);
 }

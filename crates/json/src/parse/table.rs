@@ -328,3 +328,46 @@ impl Spelled {
         Spelled::Owned { text, pieces }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Parser, Pending, Spelled, KEYS};
+
+    /// How the first row `row` (an object) spells its keys for the rows
+    /// after it.
+    fn spelled(row: &str) -> Option<Spelled> {
+        let mut strings = Pending {
+            base: 0,
+            decoded: String::new(),
+        };
+        let rows = Parser::new(row).first_row(&mut strings).expect("valid");
+        rows.map(|(_, _, spelled)| spelled)
+    }
+
+    #[test]
+    fn a_compact_first_row_lends_its_own_key_pieces() {
+        // White space after a colon lies outside the pieces.
+        for compact in [r#"{"a":1,"b":"x"}"#, r#"{"a": 1,"b": "x"}"#] {
+            assert!(
+                matches!(spelled(compact), Some(Spelled::Text(_, 2))),
+                "{compact}"
+            );
+        }
+        for spaced in [r#"{"a":1, "b":"x"}"#, r#"{ "a":1,"b":"x"}"#, r#"{"a" :1}"#] {
+            assert!(
+                matches!(spelled(spaced), Some(Spelled::Owned { .. })),
+                "{spaced}"
+            );
+        }
+        // Up to `KEYS` keys lent, more spelled anew.
+        let row = |n: usize| {
+            let keys: Vec<String> = (0..n).map(|k| format!(r#""k{k:02}":{k}"#)).collect();
+            format!("{{{}}}", keys.join(","))
+        };
+        assert!(matches!(spelled(&row(KEYS)), Some(Spelled::Text(_, n)) if n == KEYS));
+        assert!(matches!(
+            spelled(&row(KEYS + 1)),
+            Some(Spelled::Owned { .. })
+        ));
+    }
+}

@@ -178,8 +178,9 @@ fn rows_spelled_otherwise_and_tables_past_their_room_stay_tables() {
         r#"[{"a":1,"b":"x"},{"a":2,"b": "y"}]"#,
         r#"[{"a":1}, {"a":2},{"a":3}]"#,
         r#"[{"a":1} ,{"a":2}]"#,
-        // The first row so written: the later rows' keys are spelled
-        // anew rather than taken from its text.
+        // White space inside the first row: the later rows' keys are
+        // spelled anew rather than taken from its text (before its `{`,
+        // outside its pieces, it changes nothing).
         r#"[{"a":1, "b":"x"},{"a":2,"b":"y"},{"a":3,"b":"z"}]"#,
         r#"[{"a" :1,"b":"x"},{"a":2,"b":"y"}]"#,
         r#"[ {"a":1,"b":"x"},{"a":2,"b":"y"}]"#,

@@ -117,6 +117,8 @@ fn two<'a, const OR: bool>(
     // looked for): each row costs that step and, where it does not decide,
     // the second test.
     if let Some(y) = y {
+        #[cfg(test)]
+        FIRST_COLUMN_STEPS.with(|runs| runs.set(runs.get() + 1));
         let rows = 0..run.rows;
         let then = Then::<OR> { b, y, charged: 0 };
         match (a.test, x) {
@@ -148,6 +150,13 @@ fn two<'a, const OR: bool>(
     )
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many table loops of two fields' tests took [`two`]'s first
+    /// column path, for the tests to see that their loops take it.
+    pub(crate) static FIRST_COLUMN_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// One run's loop kind, mode and list.
 struct Run<'a, 'l> {
     kind: LoopKind,
@@ -174,8 +183,8 @@ impl<'a> Run<'a, '_> {
     }
 }
 
-/// The second of two tests on other fields, by row (see [`two`]), with
-/// what it charged.
+/// The second of two tests, on another field than the first, by row (see
+/// [`two`]), with what it charged.
 struct Then<'a, const OR: bool> {
     b: Direct<'a>,
     y: Cells<'a>,
