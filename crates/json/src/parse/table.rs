@@ -318,8 +318,8 @@ impl Spelled {
             text.push(b'"');
             text.extend_from_slice(key.as_bytes());
             text.extend_from_slice(b"\":");
-            // A key longer than a span can say never makes a row: the
-            // empty piece below fails it.
+            // Past what a u32 says (text of 4 GiB), the empty piece
+            // (0, 0), which `compact_row` never takes for a match.
             let piece = u32::try_from(start)
                 .ok()
                 .zip(u32::try_from(text.len()).ok());

@@ -117,20 +117,25 @@ fn two<'a, const OR: bool>(
     // looked for): each row costs that step and, where it does not decide,
     // the second test.
     if let Some(y) = y {
-        #[cfg(test)]
-        FIRST_COLUMN_STEPS.with(|runs| runs.set(runs.get() + 1));
         let rows = 0..run.rows;
         let then = Then::<OR> { b, y, charged: 0 };
+        #[cfg(test)]
+        let taken = || FIRST_COLUMN_STEPS.with(|runs| runs.set(runs.get() + 1));
+        #[cfg(not(test))]
+        let taken = || {};
         match (a.test, x) {
             (FieldTest::Int(range), Cells::Int(v)) => {
+                taken();
                 let first = Ints::<false, false>::of(a.field, *range, *range);
                 return run.over(v.iter().zip(rows), f, (first, then));
             }
             (FieldTest::Str(eq, t), Cells::Str(v)) => {
+                taken();
                 let first = Strs::equal(a.field, *eq, t);
                 return run.over(v.bytes().zip(rows), f, (first, then));
             }
             (FieldTest::OneOf(of), Cells::Str(v)) => {
+                taken();
                 let first = Strs::one_of(a.field, of);
                 return run.over(v.bytes().zip(rows), f, (first, then));
             }
