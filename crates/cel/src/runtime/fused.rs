@@ -198,33 +198,11 @@ fn read_chain<'a>(
     let Some(((last, last_at), between)) = then.split_last() else {
         return field_read(m, field, position);
     };
-    let (mut obj, mut schema) = object_at(m, field, position)?;
+    let (mut obj, mut schema) = m.get_object(field, position)?;
     for (field, position) in between {
-        (obj, schema) = object_at(&Map::Json { obj, schema }, field, *position)?;
+        (obj, schema) = Map::Json { obj, schema }.get_object(field, *position)?;
     }
     field_read(&Map::Json { obj, schema }, last, *last_at)
-}
-
-/// The JSON object field `field` of `m` holds and its schema, as
-/// `Map::get_field` reads it (`None` for a missing or null field, or one
-/// that is no object): where the schema position applies, straight from
-/// the JSON, without making the field's value and dropping it again.
-#[inline(always)]
-fn object_at<'a>(
-    m: &Map<'a>,
-    field: &str,
-    position: Option<u32>,
-) -> Option<(&'a celhook_json::Map, &'a celhook_schema::Schema)> {
-    match m.at_position(field, position) {
-        Some(found) => match found? {
-            (Json::Object(obj), schema) => Some((obj, schema)),
-            _ => None,
-        },
-        None => match m.get_str(field)? {
-            Value::Map(Map::Json { obj, schema }) => Some((obj, schema)),
-            _ => None,
-        },
-    }
 }
 
 /// An int or a plain string field of `m`, as `Map::get_field` and

@@ -111,9 +111,6 @@ impl<'a> Iterator for Elements<'a, '_> {
 }
 
 impl<'a> Map<'a> {
-    /// Looks a string key up: a map key, or an object field (by its JSON
-    /// name). Null fields of objects count as absent, and object fields the
-    /// schema does not declare are out of reach.
     /// [`Map::get_str`] for a field the checker found at `position` of
     /// the schema's properties: the schema is not searched when the name
     /// is there.
@@ -125,6 +122,28 @@ impl<'a> Map<'a> {
                 (v, child) => Some(Value::from_json(v, child)),
             },
             None => self.get_str(key),
+        }
+    }
+
+    /// The JSON object [`Map::get_field`] finds, with its schema node;
+    /// `None` where it finds no object (a missing or null field, or a
+    /// value of another type). Where the position applies, straight from
+    /// the JSON, without making the field's value and dropping it again.
+    #[inline(always)]
+    pub(crate) fn get_object(
+        &self,
+        key: &str,
+        position: Option<u32>,
+    ) -> Option<(&'a celhook_json::Map, &'a Schema)> {
+        match self.at_position(key, position) {
+            Some(found) => match found? {
+                (Json::Object(obj), schema) => Some((obj, schema)),
+                _ => None,
+            },
+            None => match self.get_str(key)? {
+                Value::Map(Map::Json { obj, schema }) => Some((obj, schema)),
+                _ => None,
+            },
         }
     }
 
@@ -149,6 +168,9 @@ impl<'a> Map<'a> {
         Some(obj.get_hinted(key, p as usize).map(|v| (v, child)))
     }
 
+    /// Looks a string key up: a map key, or an object field (by its JSON
+    /// name). Null fields of objects count as absent, and object fields the
+    /// schema does not declare are out of reach.
     pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
         match self {
             Map::Json { obj, schema } => {
