@@ -271,6 +271,35 @@ PY
   load "tail at 1/8 end"
   cleanup
   trap - EXIT
+  # What an idle CPU costs the next review on this machine, in process (no
+  # network, TLS or generator): the hot path one review at a time with a
+  # pause of 50 us after each (about the gap at 20k reviews a second; asleep,
+  # the timer's slack comes on top), the thread asleep or spinning, on CPU
+  # 0 where the server ran. With
+  # the guest's idle settings it tells a server's tail from the machine's.
+  (cd "$ROOT" && cargo build --release --quiet --example idle_cost)
+  PIN=()
+  if (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then PIN=(taskset -c 0); fi
+  python3 - "$WORK/server/idle.json" "${PIN[@]}" "$TARGET/release/examples/idle_cost" <<'PY'
+import glob, json, subprocess, sys
+out, cmd = sys.argv[1], sys.argv[2:]
+def read(path):
+    try:
+        return open(path).read().strip()
+    except OSError:
+        return None
+r = {"cpuidle_driver": read("/sys/devices/system/cpu/cpuidle/current_driver"),
+     "guest_halt_poll_ns": read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"),
+     "runs": []}
+for between in ("sleep", "spin", "sleep", "spin"):
+    done = subprocess.run(cmd + ["core", "50", between], capture_output=True, text=True)
+    if done.returncode == 0:
+        r["runs"].append(json.loads(done.stdout))
+    else:
+        print(f"idle_cost {between}: {done.stderr.strip()}", file=sys.stderr)
+json.dump(r, open(out, "w"))
+PY
+  load "idle cost end"
 fi
 
 # --- 4. the table -------------------------------------------------------------
@@ -486,6 +515,23 @@ if half and eighth:
     if behind > 5 and behind > 10 * steady:
         print(f"- **the generator fell behind at 50% of the max**: its p50 {behind:.1f} ms against {steady:.3f} ms at 1/8, "
               "its own queue; the server took the requests in bursts, so the tail above is not a steady half load's")
+
+try:
+    idle = json.load(open(os.path.join(work, "server", "idle.json")))
+except (OSError, ValueError):
+    idle = None
+if idle:
+    poll = idle.get("guest_halt_poll_ns")
+    print(f"- the machine's idle: cpuidle driver {idle.get('cpuidle_driver') or 'unknown'}"
+          + ("" if poll is None else f", the guest's halt polling {int(poll) / 1000:.0f} us"
+             + (" (off: every idle moment hands the core to the host)" if poll == "0" else "")))
+    for between, what in (("sleep", "asleep"), ("spin", "spinning")):
+        rs = [x for x in idle.get("runs", []) if x["between"] == between]
+        if rs:
+            p50 = statistics.median(x["p50_us"] for x in rs)
+            p99 = statistics.median(x["p99_us"] for x in rs)
+            print(f"  - in process, a pause of 50 us after each review, the thread {what} in it (`examples/idle_cost.rs`, "
+                  f"median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:

@@ -1,0 +1,110 @@
+//! Times the admission hot path (decode, lookup, evaluate, encode) one
+//! review at a time with a pause between reviews, the thread either
+//! asleep (its CPU may go idle) or spinning (it may not): the difference
+//! is what an idle CPU costs the next review on this machine, with no
+//! network, TLS or generator involved.
+//!
+//! Why it exists: the tail bar of issue 17 is read at half the server's
+//! maximum, where most reviews arrive at an idle CPU. On a virtual machine
+//! whose guest does not poll before halting (cpuidle `haltpoll` with
+//! `guest_halt_poll_ns` 0), every idle moment hands the physical core back
+//! to the host and the next review starts with cold caches
+//! (docs/performance-log.md, "Session 50").
+//!
+//! ```text
+//! cargo build --release --example idle_cost
+//! taskset -c 0 target/release/examples/idle_cost core 100 sleep
+//! taskset -c 0 target/release/examples/idle_cost core 100 spin
+//! ```
+//!
+//! Arguments: the fixture directory under tests/fixtures/perf (`core`,
+//! `norules`), the pause in microseconds, `sleep` or `spin`, and the
+//! number of reviews timed (3,000 by default, after 200 untimed). Prints
+//! one JSON line: the median, p90 and p99 of a review's time in
+//! microseconds.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use celhook::admission::Policy;
+use celhook::config::{self, ConfigSource};
+use celhook::review::encode_admission;
+
+/// The allocator the server runs with, so that measurements match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Reviews answered before timing starts: code and data paged in.
+const WARM_UP: usize = 200;
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [dir, pause, between, rest @ ..] = args.as_slice() else {
+        return Err("usage: idle_cost DIR PAUSE_US sleep|spin [REVIEWS]".into());
+    };
+    let pause = Duration::from_micros(
+        pause
+            .parse()
+            .map_err(|e| format!("pause {pause:?} (microseconds): {e}"))?,
+    );
+    let spin = match between.as_str() {
+        "sleep" => false,
+        "spin" => true,
+        other => return Err(format!("between reviews: `sleep` or `spin`, not {other:?}")),
+    };
+    let timed: usize = match rest.first() {
+        Some(n) => n.parse().map_err(|e| format!("reviews {n:?}: {e}"))?,
+        None => 3000,
+    };
+    if timed == 0 {
+        return Err("time at least one review".into());
+    }
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+    let loaded = config::load(&ConfigSource::Dir(fixtures.join(dir)));
+    if loaded.report.has_errors() {
+        return Err(format!("{dir}: {:?}", loaded.report));
+    }
+    let review_path = fixtures.join("review-create.json");
+    let text = std::fs::read_to_string(&review_path)
+        .map_err(|e| format!("{}: {e}", review_path.display()))?;
+    let review: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let body = celhook_loadtest::workload::in_api_server_order(&review)
+        .map_err(|e| e.to_string())?
+        .into_bytes();
+
+    let mut times = Vec::with_capacity(timed);
+    for i in 0..WARM_UP + timed {
+        let start = Instant::now();
+        let body = std::hint::black_box(&body);
+        let (version, req) = celhook::admission::decode(&loaded.catalog, &Policy::default(), body)
+            .map_err(|e| e.to_string())?;
+        let res = celhook::admission::answer(&loaded.catalog, &req);
+        let out = encode_admission(version, &res).map_err(|e| e.to_string())?;
+        std::hint::black_box(out);
+        if i >= WARM_UP {
+            times.push(start.elapsed());
+        }
+        if spin {
+            let from = Instant::now();
+            while from.elapsed() < pause {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::sleep(pause);
+        }
+    }
+    times.sort_unstable();
+    let at = |q: f64| {
+        let i = ((times.len() - 1) as f64 * q).round() as usize;
+        times[i].as_secs_f64() * 1e6
+    };
+    println!(
+        "{{\"dir\":{dir:?},\"pause_us\":{},\"between\":{between:?},\"reviews\":{},\"p50_us\":{:.2},\"p90_us\":{:.2},\"p99_us\":{:.2}}}",
+        pause.as_micros(),
+        times.len(),
+        at(0.5),
+        at(0.9),
+        at(0.99)
+    );
+    Ok(())
+}
