@@ -39,9 +39,13 @@ const WARM_UP: usize = 200;
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: idle_cost DIR PAUSE_US sleep|spin [REVIEWS]";
     let [dir, pause, between, rest @ ..] = args.as_slice() else {
-        return Err("usage: idle_cost DIR PAUSE_US sleep|spin [REVIEWS]".into());
+        return Err(usage.into());
     };
+    if rest.len() > 1 {
+        return Err(usage.into());
+    }
     let pause = Duration::from_micros(
         pause
             .parse()
@@ -98,13 +102,15 @@ fn main() -> Result<(), String> {
         let i = ((times.len() - 1) as f64 * q).round() as usize;
         times[i].as_secs_f64() * 1e6
     };
-    println!(
-        "{{\"dir\":{dir:?},\"pause_us\":{},\"between\":{between:?},\"reviews\":{},\"p50_us\":{:.2},\"p90_us\":{:.2},\"p99_us\":{:.2}}}",
-        pause.as_micros(),
-        times.len(),
-        at(0.5),
-        at(0.9),
-        at(0.99)
-    );
+    let line = serde_json::json!({
+        "dir": dir,
+        "pause_us": pause.as_micros() as u64,
+        "between": between,
+        "reviews": times.len(),
+        "p50_us": at(0.5),
+        "p90_us": at(0.9),
+        "p99_us": at(0.99),
+    });
+    println!("{line}");
     Ok(())
 }

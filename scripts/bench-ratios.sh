@@ -3,12 +3,13 @@
 # criterion benchmark (then issue 17's ratios timed in turns, benches/paired.rs
 # and scripts/celjs-in-turns.sh,
 # and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
-# the server load tests back to back,
-# then prints the five targets of issue 6 with measured values and ratios. The
+# the server load tests back to back (throughput, then the tail at half the
+# maximum and at an eighth, then what an idle CPU costs a review in process,
+# examples/idle_cost.rs), then prints the five targets of issue 6 with measured values and ratios. The
 # machine is shared and noisy: only the ratios within one run mean anything,
 # and the load average is printed next to each phase.
 #
-#   scripts/bench-ratios.sh                 everything (about 12 minutes)
+#   scripts/bench-ratios.sh                 everything (about 15 minutes)
 #   SKIP_PEERS=1 scripts/bench-ratios.sh    reuse the last peer results
 #   SKIP_BENCH=1 / SKIP_SERVER=1            reuse the last criterion / server results
 #
@@ -280,33 +281,44 @@ PY
   trap - EXIT
   # What an idle CPU costs the next review on this machine, in process (no
   # network, TLS or generator): the hot path one review at a time with a
-  # pause of 50 us after each (about the gap at 20k reviews a second; asleep,
-  # the timer's slack comes on top), the thread asleep or spinning, on CPU
-  # 0 where the server ran. With
-  # the guest's idle settings it tells a server's tail from the machine's.
-  (cd "$ROOT" && cargo build --release --quiet --example idle_cost)
+  # pause of 50 us after each (about the gap at 20k reviews a second;
+  # asleep, the timer's slack comes on top), the thread asleep or
+  # spinning, on CPU 0 where the pinned server ran. With the guest's idle
+  # settings beside it, it tells a server's tail from the machine's. A
+  # failure here costs its lines of the report, not the report.
   PIN=()
-  if (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then PIN=(taskset -c 0); fi
-  python3 - "$WORK/server/idle.json" "${PIN[@]}" "$TARGET/release/examples/idle_cost" <<'PY'
-import glob, json, subprocess, sys
+  if [[ -z ${TAIL_SHARED:-} ]] && (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then PIN=(taskset -c 0); fi
+  if (cd "$ROOT" && cargo build --release --quiet --example idle_cost) &&
+    python3 - "$WORK/server/idle.json" "${PIN[@]}" "$TARGET/release/examples/idle_cost" <<'PY'
+import json, subprocess, sys
 out, cmd = sys.argv[1], sys.argv[2:]
 def read(path):
     try:
         return open(path).read().strip()
     except OSError:
         return None
+# The polling before a halt is the haltpoll governor's: its parameter
+# exists whenever the governor is built, in use or not.
 r = {"cpuidle_driver": read("/sys/devices/system/cpu/cpuidle/current_driver"),
+     "cpuidle_governor": read("/sys/devices/system/cpu/cpuidle/current_governor_ro")
+                         or read("/sys/devices/system/cpu/cpuidle/current_governor"),
      "guest_halt_poll_ns": read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"),
      "runs": []}
 for between in ("sleep", "spin", "sleep", "spin"):
     done = subprocess.run(cmd + ["core", "50", between], capture_output=True, text=True)
-    if done.returncode == 0:
+    try:
+        if done.returncode != 0:
+            raise ValueError(done.stderr.strip())
         r["runs"].append(json.loads(done.stdout))
-    else:
-        print(f"idle_cost {between}: {done.stderr.strip()}", file=sys.stderr)
+    except ValueError as e:
+        print(f"idle_cost {between}: {e}", file=sys.stderr)
 json.dump(r, open(out, "w"))
 PY
-  load "idle cost end"
+  then
+    load "idle cost end"
+  else
+    load "idle cost FAILED"
+  fi
 fi
 
 # --- 4. the table -------------------------------------------------------------
@@ -494,7 +506,7 @@ def server_spread(t):
     p50, p99 = quantile_s(h, 0.5), quantile_s(h, 0.99)
     return (p50, p99) if p50 and p99 else None
 
-def tail_lines(t, label, target):
+def tail_lines(t, label):
     l = t["latency"]
     print(f"- {label}: rate {t['target_rate']:.0f}/s, achieved {t['throughput_rps']:.0f}/s, failed {t['failed']}: "
           f"p50 {l['p50_ms']:.3f} ms, p90 {l['p90_ms']:.3f}, p99 {l['p99_ms']:.3f}, p99.9 {l['p999_ms']:.3f}, max {l['max_ms']:.3f}; "
@@ -511,30 +523,41 @@ def tail_lines(t, label, target):
         p50, p99 = spread
         print(f"  - the server's own request durations over the run (interpolated in its buckets): p50 {quantile(h, 0.5)}, "
               f"p99 {quantile(h, 0.99)}, p99.9 {quantile(h, 0.999)} ({h['+Inf']:.0f} reviews); "
-              f"**p99 / p50 = {p99 / p50:.2f}**" + (" (target <= 3)" if target else ""))
+              f"p99 / p50 = {p99 / p50:.2f}")
 
-halves, eighth = runs("tail-[0-9]*.json"), runs("tail-eighth.json")
+def numbered(prefix):
+    """The runs `<prefix><n>.json` that read, by n, with n."""
+    found = []
+    for f in glob.glob(os.path.join(work, "server", prefix + "[0-9]*.json")):
+        n = os.path.basename(f)[len(prefix):-len(".json")]
+        try:
+            found.append((int(n), json.load(open(f))))
+        except (OSError, ValueError):
+            pass
+    return sorted(found, key=lambda x: x[0])
+
+halves, eighth = numbered("tail-"), runs("tail-eighth.json")
 if halves:
     maxes = runs("pinned-max-*.json")
     print("- placement: " + (f"server pinned to CPU 0, generator to the other CPUs; the pinned server's closed-loop maximum "
                              f"{statistics.median(m['throughput_rps'] for m in maxes):.0f}/s (median of {len(maxes)})"
-                             if halves[0].get("pinned") else "server and generator share every CPU (TAIL_SHARED, or one CPU, or no taskset)"))
-    for i, t in enumerate(halves, 1):
-        tail_lines(t, f"at 50% of the max, run {i}", True)
-    ratios = [p99 / p50 for p50, p99 in filter(None, map(server_spread, halves))]
+                             if halves[0][1].get("pinned") else "server and generator share every CPU (TAIL_SHARED, or one CPU, or no taskset)"))
+    for i, t in halves:
+        tail_lines(t, f"at 50% of the max, run {i}")
+    ratios = [p99 / p50 for p50, p99 in filter(None, (server_spread(t) for _, t in halves))]
     if ratios:
         print(f"- **the server's own p99 / p50 at 50% of the max: median {statistics.median(ratios):.2f}** of {len(ratios)} runs "
               f"({', '.join(f'{r:.2f}' for r in ratios)}; target <= 3)")
 else:
     print("- at 50% of the max: no results")
 if eighth:
-    tail_lines(eighth[0], "at 1/8 of the max, for comparison", False)
+    tail_lines(eighth[0], "at 1/8 of the max, for comparison")
 # An open-loop generator that cannot keep its rate queues the requests due
 # and sends them as it can: the server then takes bursts, not the steady
 # half load the bar asks about, and its histogram holds them.
 if halves and eighth:
     steady = eighth[0]["latency"]["p50_ms"]
-    behind = [i for i, t in enumerate(halves, 1) if t["latency"]["p50_ms"] > 5 and t["latency"]["p50_ms"] > 10 * steady]
+    behind = [i for i, t in halves if t["latency"]["p50_ms"] > 5 and t["latency"]["p50_ms"] > 10 * steady]
     if behind:
         print(f"- **the generator fell behind at 50% of the max** in run{'s' if len(behind) > 1 else ''} "
               f"{', '.join(map(str, behind))}: its p50 above 5 ms and ten times its {steady:.3f} ms at 1/8, its own queue; "
@@ -545,17 +568,20 @@ try:
 except (OSError, ValueError):
     idle = None
 if idle:
-    poll = idle.get("guest_halt_poll_ns")
-    print(f"- the machine's idle: cpuidle driver {idle.get('cpuidle_driver') or 'unknown'}"
-          + ("" if poll is None else f", the guest's halt polling {int(poll) / 1000:.0f} us"
-             + (" (off: every idle moment hands the core to the host)" if poll == "0" else "")))
+    governor, poll = idle.get("cpuidle_governor"), idle.get("guest_halt_poll_ns")
+    line = f"- the machine's idle: cpuidle driver {idle.get('cpuidle_driver') or 'unknown'}, governor {governor or 'unknown'}"
+    if governor == "haltpoll" and poll is not None and poll.isdigit():
+        line += f", the guest's halt polling {int(poll) / 1000:.0f} us"
+        if poll == "0":
+            line += " (off: every idle moment hands the core to the host)"
+    print(line)
     for between, what in (("sleep", "asleep"), ("spin", "spinning")):
         rs = [x for x in idle.get("runs", []) if x["between"] == between]
         if rs:
             p50 = statistics.median(x["p50_us"] for x in rs)
             p99 = statistics.median(x["p99_us"] for x in rs)
-            print(f"  - in process, a pause of 50 us after each review, the thread {what} in it (`examples/idle_cost.rs`, "
-                  f"median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
+            print(f"  - in process, a pause of {rs[0]['pause_us']} us after each review, the thread {what} in it "
+                  f"(`examples/idle_cost.rs`, median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:

@@ -1,7 +1,7 @@
 //! The loader's pass over conversion documents, once every CRD is loaded:
 //! each is compiled against its CRD's versions, its examples run and its
 //! coverage checked; a conversion with problems is not served, and each
-//! problem names its file, CRD, version and path.
+//! problem names its file and, where known, its CRD, version and path.
 
 use std::collections::HashMap;
 

@@ -7,7 +7,7 @@ use celhook_json::{Map, Value as Json};
 
 use crate::schema::{Schema, Type};
 
-/// [`copy_but`] of a node, `paths` relative to it.
+/// [`copy_but`](super::copy_but) of a node, `paths` relative to it.
 pub(super) fn copy_below(object: &Json, paths: &[&[String]]) -> Json {
     let Json::Object(map) = object else {
         return object.clone();
