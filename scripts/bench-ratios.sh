@@ -50,7 +50,9 @@ export CARGO_TARGET_DIR=$TARGET
 mkdir -p "$WORK/server"
 LOG=$WORK/load.txt
 load() { echo "$1: $(date -u +%FT%TZ) $(uptime | sed 's/.*load average/load average/')" | tee -a "$LOG" >&2; }
-: > "$LOG"
+# A report rendered again from the last results (every phase skipped) keeps
+# their load record.
+if [[ -z ${SKIP_PEERS:-} || -z ${SKIP_BENCH:-} || -z ${SKIP_SERVER:-} ]]; then : > "$LOG"; fi
 
 # --- 1. peers -----------------------------------------------------------------
 if [[ -z ${SKIP_PEERS:-} ]]; then
