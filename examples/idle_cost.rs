@@ -68,13 +68,11 @@ fn main() -> Result<(), String> {
     if loaded.report.has_errors() {
         return Err(format!("{dir}: {:?}", loaded.report));
     }
-    let review_path = fixtures.join("review-create.json");
-    let text = std::fs::read_to_string(&review_path)
-        .map_err(|e| format!("{}: {e}", review_path.display()))?;
-    let review: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let body = celhook_loadtest::workload::in_api_server_order(&review)
-        .map_err(|e| e.to_string())?
-        .into_bytes();
+    // Compact and in the API server's order, as the load tool sends it.
+    let review = celhook_loadtest::workload::read_document(&fixtures.join("review-create.json"))
+        .and_then(|review| celhook_loadtest::workload::in_api_server_order(&review))
+        .map_err(|e| format!("{e:#}"))?;
+    let body = review.into_bytes();
 
     let mut times = Vec::with_capacity(timed);
     for i in 0..WARM_UP + timed {
