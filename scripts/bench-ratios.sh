@@ -5,9 +5,10 @@
 # and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
 # the server load tests back to back (throughput, then the tail at half the
 # maximum and at an eighth, then what an idle CPU costs a review in process,
-# examples/idle_cost.rs), then prints the five targets of issue 6 with measured values and ratios. The
-# machine is shared and noisy: only the ratios within one run mean anything,
-# and the load average is printed next to each phase.
+# examples/idle_cost.rs), then prints the five targets of issue 6 with
+# measured values and ratios. The machine is shared and noisy: only the
+# ratios within one run mean anything, and the load average is printed
+# next to each phase.
 #
 #   scripts/bench-ratios.sh                 everything (about 15 minutes)
 #   SKIP_PEERS=1 scripts/bench-ratios.sh    reuse the last peer results
