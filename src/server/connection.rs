@@ -3,8 +3,9 @@
 //! The HTTP stack (hyper) is set up for hostile clients: at most
 //! `--http2-max-concurrent-streams` streams, header lists of at most
 //! 64 KiB (as for HTTP/1.1), a small send buffer per stream and the reset
-//! flood limits. Every quarter second the watchdog closes the connection
-//! when
+//! flood limits. Every quarter second (an idle HTTP/1.1 connection: every
+//! quarter of the shorter of `--write-timeout` and `--keep-alive`, at
+//! most 2 s) the watchdog closes the connection when
 //! - an answer has been waiting to go out for `--write-timeout` (a client
 //!   that never opens its flow-control window or never reads);
 //! - an HTTP/2 header block has been arriving for `--header-timeout`;
@@ -68,6 +69,20 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 const MAX_SEND_BUFFER: usize = 64 * 1024;
 /// How often the watchdog looks.
 const TICK: Duration = Duration::from_millis(250);
+/// The longest wait between two looks at an idle HTTP/1.1 connection.
+const MAX_IDLE_TICK: Duration = Duration::from_secs(2);
+
+/// How often the watchdog looks at an HTTP/1.1 connection with nothing in
+/// flight and nothing being sent. Its only check then is the keep-alive,
+/// and the API server keeps dozens of such connections open on a pod:
+/// looking every quarter second cost 7 millicores for 64 of them and 20
+/// for 256 (docs/performance.md, "How many replicas"). A request arriving
+/// meanwhile is watched from the next look, a quarter of the write
+/// timeout later at most. HTTP/2 connections keep [`TICK`]: a header block
+/// may open on one with nothing in flight.
+fn idle_tick(settings: &Settings) -> Duration {
+    (settings.write_timeout.min(settings.keep_alive) / 4).clamp(TICK, MAX_IDLE_TICK)
+}
 
 /// What every served connection of a listener shares.
 pub struct Served {
@@ -253,8 +268,8 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
     let settings = &shared.settings;
     let metrics = &shared.state.metrics;
     let mut conn = std::pin::pin!(conn);
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let idle = if http2 { TICK } else { idle_tick(settings) };
+    let mut look = std::pin::pin!(tokio::time::sleep(TICK));
     let mut phase = shared.phase.clone();
     // A clone has seen no more than the shared receiver (the first phase):
     // mark the current phase seen, so that `changed` reports only what
@@ -298,7 +313,9 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                     Phase::Stopping => close(conn.as_mut(), "shutdown"),
                 }
             }
-            _ = tick.tick() => {
+            _ = look.as_mut() => {
+                let next = if activity.is_idle() { idle } else { TICK };
+                look.as_mut().reset(tokio::time::Instant::now() + next);
                 let traffic = &activity.traffic;
                 let now = traffic.now_ms();
                 // Progress is a write, or an answer handed over (which
@@ -327,5 +344,39 @@ async fn watch_over<C: Future<Output = hyper::Result<()>>>(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(write_timeout: Duration, keep_alive: Duration) -> Settings {
+        Settings {
+            client_hello_timeout: Duration::from_secs(5),
+            header_timeout: Duration::from_secs(5),
+            keep_alive,
+            write_timeout,
+            max_concurrent_streams: 100,
+        }
+    }
+
+    #[test]
+    fn an_idle_connection_is_looked_at_less_often_within_its_timeouts() {
+        let s = Duration::from_secs;
+        // The defaults (10 s, 120 s): the longest wait.
+        assert_eq!(idle_tick(&settings(s(10), s(120))), MAX_IDLE_TICK);
+        // A quarter of the shorter timeout between the bounds.
+        assert_eq!(idle_tick(&settings(s(4), s(120))), Duration::from_secs(1));
+        assert_eq!(
+            idle_tick(&settings(s(10), s(6))),
+            Duration::from_millis(1500)
+        );
+        // Short timeouts (tests, strict operators) keep the quarter second.
+        assert_eq!(
+            idle_tick(&settings(Duration::from_millis(500), s(120))),
+            TICK
+        );
+        assert_eq!(idle_tick(&settings(s(10), Duration::ZERO)), TICK);
     }
 }
