@@ -4,8 +4,9 @@
 //! `--http2-max-concurrent-streams` streams, header lists of at most
 //! 64 KiB (as for HTTP/1.1), a small send buffer per stream and the reset
 //! flood limits. Every quarter second (an idle HTTP/1.1 connection: every
-//! quarter of the shorter of `--write-timeout` and `--keep-alive`, at
-//! most 2 s) the watchdog closes the connection when
+//! quarter of the shorter of `--write-timeout` and `--keep-alive`, from a
+//! quarter second to 2 s, so that a stalled answer there may be closed up
+//! to 2 s past its timeout) the watchdog closes the connection when
 //! - an answer has been waiting to go out for `--write-timeout` (a client
 //!   that never opens its flow-control window or never reads);
 //! - an HTTP/2 header block has been arriving for `--header-timeout`;
