@@ -5,8 +5,8 @@
 //! 64 KiB (as for HTTP/1.1), a small send buffer per stream and the reset
 //! flood limits. Every quarter second (an idle HTTP/1.1 connection: every
 //! quarter of the shorter of `--write-timeout` and `--keep-alive`, from a
-//! quarter second to 2 s, so that a stalled answer there may be closed up
-//! to 2 s past its timeout) the watchdog closes the connection when
+//! quarter second to 2 s, so that it may be closed up to that long past
+//! `--keep-alive`) the watchdog closes the connection when
 //! - an answer has been waiting to go out for `--write-timeout` (a client
 //!   that never opens its flow-control window or never reads);
 //! - an HTTP/2 header block has been arriving for `--header-timeout`;
@@ -78,9 +78,10 @@ const MAX_IDLE_TICK: Duration = Duration::from_secs(2);
 /// and the API server keeps dozens of such connections open on a pod:
 /// looking every quarter second cost 7 millicores for 64 of them and 20
 /// for 256 (docs/performance.md, "How many replicas"). A request arriving
-/// meanwhile is watched from the next look, a quarter of the write
-/// timeout later at most. HTTP/2 connections keep [`TICK`]: a header block
-/// may open on one with nothing in flight.
+/// meanwhile is watched from the next look, one idle tick later at most:
+/// well inside its write timeout, which starts with the request. HTTP/2
+/// connections keep [`TICK`]: a header block may open on one with nothing
+/// in flight.
 fn idle_tick(settings: &Settings) -> Duration {
     (settings.write_timeout.min(settings.keep_alive) / 4).clamp(TICK, MAX_IDLE_TICK)
 }
