@@ -18,10 +18,16 @@
 //! ```
 //!
 //! Arguments: the fixture directory under tests/fixtures/perf (`core`,
-//! `norules`), the pause in microseconds, `sleep` or `spin`, and the
-//! number of reviews timed (3,000 by default, after 200 untimed). Prints
-//! one JSON line: the median, p90 and p99 of a review's time in
+//! `norules`) or `walk`, the pause in microseconds, `sleep` or `spin`, and
+//! the number of reviews timed (3,000 by default, after 200 untimed).
+//! Prints one JSON line: the median, p90 and p99 of a review's time in
 //! microseconds.
+//!
+//! `walk` times no celhook code at all: a dependent chase through 256 KiB
+//! (one load per 64-byte line, in an order the prefetchers cannot guess),
+//! about as long as a review. What the pause costs it is the machine's
+//! alone, so beside a review's figures it shows how much of a review's
+//! tail after an idle moment any program of that size would have.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -39,7 +45,7 @@ const WARM_UP: usize = 200;
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: idle_cost DIR PAUSE_US sleep|spin [REVIEWS]";
+    let usage = "usage: idle_cost DIR|walk PAUSE_US sleep|spin [REVIEWS]";
     let [dir, pause, between, rest @ ..] = args.as_slice() else {
         return Err(usage.into());
     };
@@ -63,26 +69,11 @@ fn main() -> Result<(), String> {
     if timed == 0 {
         return Err("time at least one review".into());
     }
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
-    let loaded = config::load(&ConfigSource::Dir(fixtures.join(dir)));
-    if loaded.report.has_errors() {
-        return Err(format!("{dir}: {:?}", loaded.report));
-    }
-    // Compact and in the API server's order, as the load tool sends it.
-    let review = celhook_loadtest::workload::read_document(&fixtures.join("review-create.json"))
-        .and_then(|review| celhook_loadtest::workload::in_api_server_order(&review))
-        .map_err(|e| format!("{e:#}"))?;
-    let body = review.into_bytes();
-
+    let mut work = if dir == "walk" { walk() } else { review(dir)? };
     let mut times = Vec::with_capacity(timed);
     for i in 0..WARM_UP + timed {
         let start = Instant::now();
-        let body = std::hint::black_box(&body);
-        let (version, req) = celhook::admission::decode(&loaded.catalog, &Policy::default(), body)
-            .map_err(|e| e.to_string())?;
-        let res = celhook::admission::answer(&loaded.catalog, &req);
-        let out = encode_admission(version, &res).map_err(|e| e.to_string())?;
-        std::hint::black_box(out);
+        work()?;
         if i >= WARM_UP {
             times.push(start.elapsed());
         }
@@ -111,4 +102,59 @@ fn main() -> Result<(), String> {
     });
     println!("{line}");
     Ok(())
+}
+
+/// One unit of timed work.
+type Work = Box<dyn FnMut() -> Result<(), String>>;
+
+/// The admission hot path on the fixture directory's config and the
+/// CREATE review, as the server runs it.
+fn review(dir: &str) -> Result<Work, String> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+    let loaded = config::load(&ConfigSource::Dir(fixtures.join(dir)));
+    if loaded.report.has_errors() {
+        return Err(format!("{dir}: {:?}", loaded.report));
+    }
+    // Compact and in the API server's order, as the load tool sends it.
+    let review = celhook_loadtest::workload::read_document(&fixtures.join("review-create.json"))
+        .and_then(|review| celhook_loadtest::workload::in_api_server_order(&review))
+        .map_err(|e| format!("{e:#}"))?;
+    let body = review.into_bytes();
+    Ok(Box::new(move || {
+        let body = std::hint::black_box(&body);
+        let (version, req) = celhook::admission::decode(&loaded.catalog, &Policy::default(), body)
+            .map_err(|e| e.to_string())?;
+        let res = celhook::admission::answer(&loaded.catalog, &req);
+        let out = encode_admission(version, &res).map_err(|e| e.to_string())?;
+        std::hint::black_box(out);
+        Ok(())
+    }))
+}
+
+/// Lines the walk visits: 256 KiB, more than a core's L1 and L2 keep of
+/// anything else, less than what a review's code and data come to.
+const WALK_LINES: usize = 4096;
+/// `u32` slots in a 64-byte line.
+const LINE: usize = 16;
+
+/// A chase through every line once, each load's address read by the one
+/// before. The order is a full-period linear congruential sequence modulo
+/// the line count (odd increment, multiplier one more than a multiple of
+/// four), so no random number crate is needed to shuffle it.
+fn walk() -> Work {
+    let mut table = vec![0u32; WALK_LINES * LINE];
+    for line in 0..WALK_LINES {
+        // Wrapping is exact here: 2^64 is a multiple of the line count.
+        let next = line.wrapping_mul(1_103_515_245).wrapping_add(12_345) % WALK_LINES;
+        table[line * LINE] = (next * LINE) as u32;
+    }
+    Box::new(move || {
+        let table = std::hint::black_box(&table);
+        let mut at = 0usize;
+        for _ in 0..WALK_LINES {
+            at = table[at] as usize;
+        }
+        std::hint::black_box(at);
+        Ok(())
+    })
 }

@@ -307,14 +307,17 @@ r = {"cpuidle_driver": read("/sys/devices/system/cpu/cpuidle/current_driver"),
                          or read("/sys/devices/system/cpu/cpuidle/current_governor"),
      "guest_halt_poll_ns": read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"),
      "runs": []}
-for between in ("sleep", "spin", "sleep", "spin"):
-    done = subprocess.run(cmd + ["core", "50", between], capture_output=True, text=True)
-    try:
-        if done.returncode != 0:
-            raise ValueError(done.stderr.strip())
-        r["runs"].append(json.loads(done.stdout))
-    except ValueError as e:
-        print(f"idle_cost {between}: {e}", file=sys.stderr)
+# `walk` is no celhook code, a 256 KiB chase about as long as a review:
+# the machine's own share of what the pause costs.
+for work in ("core", "walk"):
+    for between in ("sleep", "spin", "sleep", "spin"):
+        done = subprocess.run(cmd + [work, "50", between], capture_output=True, text=True)
+        try:
+            if done.returncode != 0:
+                raise ValueError(done.stderr.strip())
+            r["runs"].append(json.loads(done.stdout))
+        except ValueError as e:
+            print(f"idle_cost {work} {between}: {e}", file=sys.stderr)
 json.dump(r, open(out, "w"))
 PY
   then
@@ -578,13 +581,15 @@ if idle:
         if poll == "0":
             line += " (off: every idle moment hands the core to the host)"
     print(line)
-    for between, what in (("sleep", "asleep"), ("spin", "spinning")):
-        rs = [x for x in idle.get("runs", []) if x["between"] == between]
-        if rs:
-            p50 = statistics.median(x["p50_us"] for x in rs)
-            p99 = statistics.median(x["p99_us"] for x in rs)
-            print(f"  - in process, a pause of {rs[0]['pause_us']} us after each review, the thread {what} in it "
-                  f"(`examples/idle_cost.rs`, median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
+    for work, unit in (("core", "review"), ("walk", "256 KiB chase (no celhook code)")):
+        for between, what in (("sleep", "asleep"), ("spin", "spinning")):
+            # Records from before the chase have no `dir` other than core.
+            rs = [x for x in idle.get("runs", []) if x["between"] == between and x.get("dir", "core") == work]
+            if rs:
+                p50 = statistics.median(x["p50_us"] for x in rs)
+                p99 = statistics.median(x["p99_us"] for x in rs)
+                print(f"  - in process, a pause of {rs[0]['pause_us']} us after each {unit}, the thread {what} in it "
+                      f"(`examples/idle_cost.rs {work}`, median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:
