@@ -1,7 +1,8 @@
 //! Parsing of the command line: defaults, flags and usage errors.
 
 use super::*;
-use crate::server::{ClientAuth, TlsSource};
+use crate::server::{ClientAuth, ServeConfig, TlsSource};
+use crate::telemetry::LogFormat;
 
 fn serve(args: &[&str]) -> (ServeConfig, LogFormat) {
     let argv = std::iter::once("celhook")
