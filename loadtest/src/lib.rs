@@ -7,13 +7,15 @@
 //! - `args`: the command line.
 //! - `workload`: the review bodies, built once as templates.
 //! - `check`: the check of every answer.
-//! - `run`: clients, closed and open loops, warm-up, progress.
+//! - `client`: the HTTPS clients, and the error kinds of a failed exchange.
+//! - `run`: closed and open loops, warm-up, progress.
 //! - `report`: HDR histograms, errors by kind, text and JSON.
 //! - `timeline`: completions per time bucket, bounded in memory.
 //! - `html`: the report as an HTML page with SVG charts.
 
 pub mod args;
 pub mod check;
+pub mod client;
 pub mod html;
 pub mod report;
 pub mod run;

@@ -5,7 +5,8 @@
 //! the answer was.
 
 use crate::common;
-use crate::convert::{big_crontab, review, REVIEW_V1};
+use crate::convert::{review, REVIEW_V1};
+use crate::convert_bodies::big_crontab;
 
 use common::{client, post_raw, Http};
 use reqwest::StatusCode;

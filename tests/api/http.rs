@@ -292,7 +292,7 @@ async fn timeouts_past_what_an_instant_holds_are_answered_not_panicked_on() {
     // Past the 384 ms the wrapped keep-alive gave, the connections are
     // still open.
     tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
-    let text = String::from_utf8(server.state().metrics.render().expect("renders")).expect("UTF-8");
+    let text = common::rendered_metrics(&server);
     let idle = common::metric(
         &text,
         "celhook_connections_closed_total",

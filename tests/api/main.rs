@@ -8,6 +8,7 @@ mod common;
 
 mod abuse;
 mod convert;
+mod convert_bodies;
 mod convert_one_pass;
 mod convert_subresources;
 mod handover;
@@ -15,6 +16,7 @@ mod http;
 mod logs;
 mod migration;
 mod operation;
+mod reload_and_stop;
 mod review;
 mod robustness;
 mod rollout;

@@ -14,15 +14,11 @@ use celhook::config;
 use celhook::server::{RunningServer, ServeConfig};
 use common::{
     admission_review, client, crontab, crontab_review, embedded_catalog, fixture_path, metric,
-    post_raw, start_with, tls_connect, validate_url, Http, CRONTAB, V1,
+    post_raw, rendered_metrics, start_with, tls_connect, validate_url, Http, CRONTAB, V1,
 };
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn metrics_text(server: &RunningServer) -> String {
-    String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8")
-}
 
 /// Sends the head of a POST declaring `declared` body bytes, then only
 /// `partial` of them, and waits for the answer's first bytes (or the end of
@@ -73,7 +69,7 @@ async fn a_stalled_body_gets_408_before_the_callers_timeout_and_is_disconnected(
         took >= Duration::from_millis(850) && took < Duration::from_millis(2500),
         "answered after {took:?}"
     );
-    let text = metrics_text(&server);
+    let text = rendered_metrics(&server);
     assert_eq!(
         metric(
             &text,
@@ -192,7 +188,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
         })
         .collect();
     common::wait_for("800 KiB to be held", || {
-        let text = metrics_text(&server);
+        let text = rendered_metrics(&server);
         // Their heads are held too: a few hundred bytes.
         metric(&text, "celhook_requests_in_flight_bytes", &[])
             .is_some_and(|held| (800.0 * 1024.0..801.0 * 1024.0).contains(&held))
@@ -234,7 +230,7 @@ async fn a_body_past_the_in_flight_byte_budget_gets_503_with_retry_after_at_once
         assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     }
     // Every reservation is returned, and the large review is now served.
-    let text = metrics_text(&server);
+    let text = rendered_metrics(&server);
     assert_eq!(
         metric(&text, "celhook_requests_in_flight_bytes", &[]),
         Some(0.0)
@@ -263,7 +259,7 @@ async fn many_large_bodies_at_once_stay_within_the_byte_budget_and_all_get_throu
         let (server, peak, done) = (server.clone(), peak.clone(), done.clone());
         tokio::spawn(async move {
             while !done.load(Ordering::Relaxed) {
-                let text = metrics_text(&server);
+                let text = rendered_metrics(&server);
                 let held = metric(&text, "celhook_requests_in_flight_bytes", &[]).unwrap_or(0.0);
                 peak.fetch_max(held as usize, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -482,7 +478,7 @@ async fn rules_past_the_cost_limits_get_the_api_servers_errors_and_free_the_work
     // The single worker is free again: small objects pass at once.
     let answer = post_raw(&client, &url, costly_review("many", 10)).await;
     assert_eq!(answer.response()["allowed"], true);
-    let text = metrics_text(&server);
+    let text = rendered_metrics(&server);
     assert!(metric(&text, "celhook_rule_errors_total", &[]).unwrap_or(0.0) >= 1.0);
     // Each costly review ran for milliseconds: its attempt on the
     // connection's thread stopped at 1 ms and the pool answered it.
@@ -506,7 +502,7 @@ async fn costly_review_under_inline_budget(budget: Duration, http: Http) -> (boo
     // A small one after it, answered as well.
     let small = post_raw(&client, &url, costly_review("many", 10)).await;
     assert_eq!(small.response()["allowed"], true);
-    let text = metrics_text(&server);
+    let text = rendered_metrics(&server);
     let retries = metric(&text, "celhook_admission_inline_retries_total", &[]);
     (allowed, retries.unwrap_or(0.0))
 }

@@ -195,7 +195,7 @@ async fn serve_runs_from_env_and_stops_cleanly_on_sigterm() {
             .arg("serve")
             .env("CELHOOK_LISTEN", "127.0.0.1:0")
             .env("CELHOOK_LOG_FORMAT", "json")
-            // Stop at once: the delay is tested in tests/operation.rs.
+            // Stop at once: the delay is tested in tests/api/operation/lifecycle.rs.
             .env("CELHOOK_SHUTDOWN_DELAY", "0s")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

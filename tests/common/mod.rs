@@ -463,6 +463,12 @@ impl ServeProcess {
     }
 }
 
+/// The server's metrics as its `/metrics` renders them, read in process
+/// (no request, so counting it changes no counter).
+pub fn rendered_metrics(server: &RunningServer) -> String {
+    String::from_utf8(server.state().metrics.render().expect("render")).expect("utf-8")
+}
+
 /// `GET url` (a `/metrics` endpoint): the Prometheus text, after checking
 /// the answer is 200 in the text format.
 pub async fn metrics_text(client: &Client, url: &str) -> String {
