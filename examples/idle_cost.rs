@@ -19,15 +19,16 @@
 //!
 //! Arguments: the fixture directory under tests/fixtures/perf (`core`,
 //! `norules`) or `walk`, the pause in microseconds, `sleep` or `spin`, and
-//! the number of reviews timed (3,000 by default, after 200 untimed).
-//! Prints one JSON line: the median, p90 and p99 of a review's time in
-//! microseconds.
+//! the number of reviews (or chases) timed (3,000 by default, after 200
+//! untimed). Prints one JSON line: the median, p90 and p99 of one's time in
+//! microseconds (`reviews` counts chases too).
 //!
 //! `walk` times no celhook code at all: a dependent chase through 256 KiB
 //! (one load per 64-byte line, in an order the prefetchers cannot guess),
-//! about as long as a review. What the pause costs it is the machine's
-//! alone, so beside a review's figures it shows how much of a review's
-//! tail after an idle moment any program of that size would have.
+//! 18 us warm on session 51's VM against a review's 7-11. What the pause
+//! costs it is the machine's alone: beside a review's figures it shows
+//! what the same idle moment does to work made only of loads that wait on
+//! each other, with no celhook code in it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -67,7 +68,7 @@ fn main() -> Result<(), String> {
         None => 3000,
     };
     if timed == 0 {
-        return Err("time at least one review".into());
+        return Err("time at least one review (or chase)".into());
     }
     let mut work = if dir == "walk" { walk() } else { review(dir)? };
     let mut times = Vec::with_capacity(timed);
@@ -131,8 +132,10 @@ fn review(dir: &str) -> Result<Work, String> {
     }))
 }
 
-/// Lines the walk visits: 256 KiB, more than a core's L1 and L2 keep of
-/// anything else, less than what a review's code and data come to.
+/// Lines the walk visits: 256 KiB, past a core's L1 data cache and inside
+/// its L2 on the VMs measured (48 KiB and 2 MiB), so a warm chase runs
+/// from L2; after a halt its lines come from wherever the host's use of
+/// the core left them.
 const WALK_LINES: usize = 4096;
 /// `u32` slots in a 64-byte line.
 const LINE: usize = 16;
@@ -144,7 +147,7 @@ const LINE: usize = 16;
 fn walk() -> Work {
     let mut table = vec![0u32; WALK_LINES * LINE];
     for line in 0..WALK_LINES {
-        // Wrapping is exact here: 2^64 is a multiple of the line count.
+        // Wrapping is exact here: 2^usize::BITS is a multiple of the line count.
         let next = line.wrapping_mul(1_103_515_245).wrapping_add(12_345) % WALK_LINES;
         table[line * LINE] = (next * LINE) as u32;
     }

@@ -4,8 +4,8 @@
 # and scripts/celjs-in-turns.sh,
 # and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
 # the server load tests back to back (throughput, then the tail at half the
-# maximum and at an eighth, then what an idle CPU costs a review in process,
-# examples/idle_cost.rs), then prints the five targets of issue 6 with
+# maximum and at an eighth, then what an idle CPU costs a review in process
+# and a 256 KiB chase with no celhook code, examples/idle_cost.rs), then prints the five targets of issue 6 with
 # measured values and ratios. The machine is shared and noisy: only the
 # ratios within one run mean anything, and the load average is printed
 # next to each phase.
@@ -287,8 +287,9 @@ PY
   # pause of 50 us after each (about the gap at 20k reviews a second;
   # asleep, the timer's slack comes on top), the thread asleep or
   # spinning, on CPU 0 where the pinned server ran. With the guest's idle
-  # settings beside it, it tells a server's tail from the machine's. A
-  # failure here costs its lines of the report, not the report.
+  # settings beside it, and the same for a 256 KiB chase with no celhook
+  # code, it tells a server's tail from the machine's. A failure here
+  # costs its lines of the report, not the report.
   PIN=()
   if [[ -z ${TAIL_SHARED:-} ]] && (( $(nproc) >= 2 )) && command -v taskset > /dev/null; then PIN=(taskset -c 0); fi
   if (cd "$ROOT" && cargo build --release --quiet --example idle_cost) &&
@@ -309,15 +310,15 @@ r = {"cpuidle_driver": read("/sys/devices/system/cpu/cpuidle/current_driver"),
      "runs": []}
 # `walk` is no celhook code, a 256 KiB chase about as long as a review:
 # the machine's own share of what the pause costs.
-for work in ("core", "walk"):
+for probe in ("core", "walk"):
     for between in ("sleep", "spin", "sleep", "spin"):
-        done = subprocess.run(cmd + [work, "50", between], capture_output=True, text=True)
+        done = subprocess.run(cmd + [probe, "50", between], capture_output=True, text=True)
         try:
             if done.returncode != 0:
                 raise ValueError(done.stderr.strip())
             r["runs"].append(json.loads(done.stdout))
         except ValueError as e:
-            print(f"idle_cost {work} {between}: {e}", file=sys.stderr)
+            print(f"idle_cost {probe} {between}: {e}", file=sys.stderr)
 json.dump(r, open(out, "w"))
 PY
   then
@@ -581,15 +582,16 @@ if idle:
         if poll == "0":
             line += " (off: every idle moment hands the core to the host)"
     print(line)
-    for work, unit in (("core", "review"), ("walk", "256 KiB chase (no celhook code)")):
+    # `probe`, not `work`: that name holds the results directory.
+    for probe, unit in (("core", "review"), ("walk", "256 KiB chase (no celhook code)")):
         for between, what in (("sleep", "asleep"), ("spin", "spinning")):
             # Records from before the chase have no `dir` other than core.
-            rs = [x for x in idle.get("runs", []) if x["between"] == between and x.get("dir", "core") == work]
+            rs = [x for x in idle.get("runs", []) if x["between"] == between and x.get("dir", "core") == probe]
             if rs:
                 p50 = statistics.median(x["p50_us"] for x in rs)
                 p99 = statistics.median(x["p99_us"] for x in rs)
                 print(f"  - in process, a pause of {rs[0]['pause_us']} us after each {unit}, the thread {what} in it "
-                      f"(`examples/idle_cost.rs {work}`, median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
+                      f"(`examples/idle_cost.rs {probe}`, median of {len(rs)}): p50 {p50:.1f} us, p99 {p99:.1f} us, p99 / p50 {p99 / p50:.2f}")
 
 print("\n## 4. Conversion (10,000 objects of 4 KiB, criterion median; memory counted by dhat)\n")
 try:

@@ -14,7 +14,7 @@
 //!
 //! The CronTabs of the docs' webhook-conversion example (`hostPort` split
 //! into `host` and `port`, one string expression each way, as in
-//! tests/server_convert.rs) give the same measure where the conversion's
+//! tests/api/convert.rs) give the same measure where the conversion's
 //! own work is small: how much the path costs besides the expressions.
 
 use celhook::config::Catalog;

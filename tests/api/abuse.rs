@@ -472,5 +472,3 @@ async fn a_costly_rule_is_answered_at_the_callers_deadline_and_delays_no_other_r
     })
     .await;
 }
-
-// === config reload ===

@@ -18,6 +18,8 @@ use common::{
 use reqwest::StatusCode;
 use serde_json::Value;
 
+// === config reload ===
+
 const CRONTAB_CRD: &str = include_str!("../../manifests/examples/crontab.yaml");
 
 fn invalid_crontab_review() -> Vec<u8> {

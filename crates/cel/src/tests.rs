@@ -426,8 +426,8 @@ fn values_print_and_fail_as_cel_go_does() {
     );
 }
 
-// Runtime error texts, operand type checks, static result types and
-// runtime costs, as cel-go has them.
+// Runtime error texts, operand type checks, static result types,
+// runtime costs and size(), as cel-go has them.
 mod checks;
 // Cost limits, budgets and resource bounds.
 mod limits;

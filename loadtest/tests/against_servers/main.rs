@@ -5,11 +5,11 @@
 //! and requests in flight it sees. Counts and durations are small: these
 //! tests check behaviour, not speed.
 //!
-//! One binary, a module per server: `celhook` and `conversion`.
+//! One binary, a module per server: `admission` (celhook) and `conversion`.
 
 use std::path::{Path, PathBuf};
 
-mod celhook;
+mod admission;
 mod conversion;
 
 /// A directory or file of tests/fixtures/perf.

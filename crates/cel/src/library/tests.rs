@@ -7,7 +7,7 @@ use crate::registry::Func;
 use crate::value::ANY;
 use crate::{to_json, Environment, Program, Value, PER_EXPRESSION_COST_LIMIT};
 
-/// `indexOf` and `format` against cel-go's own probes.
+// `indexOf` and `format` against cel-go's own probes.
 mod strings;
 
 fn lookup(name: &str, member: bool, arity: usize) -> Option<Func> {

@@ -1,6 +1,7 @@
 //! What cel-go answers, checked case by case: the texts of runtime errors,
-//! the refusal of mismatched operand types, the result types known before
-//! a run, and the cost a run is charged.
+//! a runaway loop stopped at the cost limit, the refusal of mismatched
+//! operand types, the result types known before a run, the cost a run is
+//! charged, and which types `size()` takes.
 
 use super::*;
 
