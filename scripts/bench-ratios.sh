@@ -50,6 +50,12 @@ TAIL_IN_FLIGHT=${TAIL_IN_FLIGHT:-64}
 TAIL_RUNS=${TAIL_RUNS:-3}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 export CARGO_TARGET_DIR=$TARGET
+# Checked before any phase runs: a typo must not cost a quarter hour. No
+# leading zero: the kernel would read the value as octal.
+if [[ -n ${TAIL_HALT_POLL_NS:-} && ! $TAIL_HALT_POLL_NS =~ ^(0|[1-9][0-9]*)$ ]]; then
+  echo "TAIL_HALT_POLL_NS: nanoseconds, a whole number without leading zeros, not '$TAIL_HALT_POLL_NS'" >&2
+  exit 2
+fi
 mkdir -p "$WORK/server"
 LOG=$WORK/load.txt
 load() { echo "$1: $(date -u +%FT%TZ) $(uptime | sed 's/.*load average/load average/')" | tee -a "$LOG" >&2; }
@@ -287,12 +293,10 @@ PY
   # machine, and nothing does unless asked.
   POLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
   if [[ -n ${TAIL_HALT_POLL_NS:-} ]]; then
-    if [[ ! $TAIL_HALT_POLL_NS =~ ^[0-9]+$ ]]; then
-      echo "TAIL_HALT_POLL_NS: nanoseconds, a whole number, not '$TAIL_HALT_POLL_NS'" >&2
-      exit 2
-    elif [[ -w $POLL ]]; then
+    if [[ -w $POLL ]]; then
       poll_was=$(cat "$POLL")
-      trap 'echo "$poll_was" > "$POLL"; cleanup' EXIT
+      # The servers first: a failed write back must not keep them running.
+      trap 'cleanup; echo "$poll_was" > "$POLL" || echo "could not put $POLL back to $poll_was" >&2' EXIT
       echo "$TAIL_HALT_POLL_NS" > "$POLL"
       for i in $(seq 1 "$TAIL_RUNS"); do
         load "tail $i with the guest's halt polling at $TAIL_HALT_POLL_NS ns start"
