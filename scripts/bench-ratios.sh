@@ -5,7 +5,8 @@
 # and the conversion's peak-memory count, examples/convert_peak_memory.rs) and
 # the server load tests back to back (throughput, then the tail at half the
 # maximum and at an eighth, then what an idle CPU costs a review in process
-# and a 256 KiB chase with no celhook code, examples/idle_cost.rs), then prints the five targets of issue 6 with
+# and a 256 KiB chase with no celhook code, examples/idle_cost.rs), then
+# prints (scripts/bench-report.py) the targets of issues 6 and 17 with
 # measured values and ratios. The machine is shared and noisy: only the
 # ratios within one run mean anything, and the load average is printed
 # next to each phase.
@@ -341,8 +342,9 @@ r = {"cpuidle_driver": read("/sys/devices/system/cpu/cpuidle/current_driver"),
                          or read("/sys/devices/system/cpu/cpuidle/current_governor"),
      "guest_halt_poll_ns": read("/sys/module/haltpoll/parameters/guest_halt_poll_ns"),
      "runs": []}
-# `walk` is no celhook code, a 256 KiB chase about as long as a review:
-# the machine's own share of what the pause costs.
+# `walk` is no celhook code, a 256 KiB chase of a review's order of time
+# (18 us warm against 7-11): the machine's own share of what the pause
+# costs.
 for probe in ("core", "walk"):
     for between in ("sleep", "spin", "sleep", "spin"):
         done = subprocess.run(cmd + [probe, "50", between], capture_output=True, text=True)
