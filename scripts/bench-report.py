@@ -223,6 +223,10 @@ def numbered(prefix):
             pass
     return sorted(found, key=lambda x: x[0])
 
+def server_ratios(tails):
+    """The server's own p99 / p50 of each run whose histogram read."""
+    return [p99 / p50 for p50, p99 in filter(None, (server_spread(t) for _, t in tails))]
+
 halves, eighth = numbered("tail-"), runs("tail-eighth.json")
 if halves:
     maxes = runs("pinned-max-*.json")
@@ -231,7 +235,7 @@ if halves:
                              if halves[0][1].get("pinned") else "server and generator share every CPU (TAIL_SHARED, or one CPU, or no taskset)"))
     for i, t in halves:
         tail_lines(t, f"at 50% of the max, run {i}")
-    ratios = [p99 / p50 for p50, p99 in filter(None, (server_spread(t) for _, t in halves))]
+    ratios = server_ratios(halves)
     if ratios:
         print(f"- **the server's own p99 / p50 at 50% of the max: median {statistics.median(ratios):.2f}** of {len(ratios)} runs "
               f"({', '.join(f'{r:.2f}' for r in ratios)}; target <= 3)")
@@ -247,7 +251,7 @@ if polled:
         polling = "the guest's halt polling changed (TAIL_HALT_POLL_NS)"
     for i, t in polled:
         tail_lines(t, f"at 50% of the max with {polling}, run {i}")
-    ratios = [p99 / p50 for p50, p99 in filter(None, (server_spread(t) for _, t in polled))]
+    ratios = server_ratios(polled)
     if ratios:
         print(f"- the server's own p99 / p50 at 50% of the max with {polling}: median {statistics.median(ratios):.2f} "
               f"of {len(ratios)} runs ({', '.join(f'{r:.2f}' for r in ratios)}); a diagnosis of the machine, the bar is "
